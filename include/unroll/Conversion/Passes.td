@@ -1,0 +1,35 @@
+//===- Passes.td - unroll conversion passes ----------------*- tablegen -*-===//
+#ifndef UNROLL_CONVERSION_PASSES_TD
+#define UNROLL_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
+  let summary = "Lower derived energies to functions over linalg on tensors";
+  let description = [{
+    For every `unroll.energy @E` whose steps are derived, emits C-interface
+    functions on memrefs:
+
+    * `@E_trace(X, params..., Y_out, energies)`: Y_0 = X, then
+      `dim(energies) - 1` iterations of the steps, writing E(Y_t) for every
+      t and the final Y;
+    * `@E_weights(Y, params..., A)`: the normalized attention weights of the
+      first MM step at Y;
+
+    and the ABI functions `unroll_abi_version` and `unroll_model_info`
+    (JSON; see docs/abi.md). Energy terms and step ops become linalg ops on
+    tensors; the energy ops are erased.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::LLVM::LLVMDialect"
+  ];
+  let statistics = [
+    Statistic<"numEnergies", "energies", "Number of energies lowered">
+  ];
+}
+
+#endif

@@ -1,0 +1,25 @@
+//===- UnrollOps.h - unroll dialect ops -------------------------*- C++ -*-===//
+#ifndef UNROLL_DIALECT_UNROLL_IR_UNROLLOPS_H
+#define UNROLL_DIALECT_UNROLL_IR_UNROLLOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "unroll/Dialect/Unroll/IR/UnrollDialect.h"
+
+#include "unroll/Dialect/Unroll/IR/UnrollEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "unroll/Dialect/Unroll/IR/UnrollTypes.h.inc"
+
+namespace mlir::unroll {
+class MinimizeOp;
+} // namespace mlir::unroll
+
+#define GET_OP_CLASSES
+#include "unroll/Dialect/Unroll/IR/UnrollOps.h.inc"
+
+#endif

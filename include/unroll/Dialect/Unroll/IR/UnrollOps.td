@@ -1,0 +1,345 @@
+//===- UnrollOps.td - unroll dialect definition ------------*- tablegen -*-===//
+//
+// The unroll dialect: energies (what is minimized) and descent steps (how).
+// See docs/Rationale.md for why the dialect looks as it does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UNROLL_OPS_TD
+#define UNROLL_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+def Unroll_Dialect : Dialect {
+  let name = "unroll";
+  let cppNamespace = "::mlir::unroll";
+  let summary = "Unrolled optimization models: energies and their descent steps";
+  let description = [{
+    A model is written as an energy `E(Y)` over a token matrix `Y` (n × d) plus
+    a schedule saying how to descend it. `--unroll-derive-steps` turns the
+    energy into explicit step ops (majorize–minimize attention, gradient
+    steps, proximal steps); the conversion passes lower both the energy and
+    its steps to linalg and on to LLVM.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+class Unroll_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Unroll_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Unroll_EnergyType : TypeDef<Unroll_Dialect, "Energy"> {
+  let mnemonic = "energy";
+  let summary = "a scalar energy term of the enclosing energy's variable";
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Unroll_RhoKind : I32EnumAttr<"RhoKind", "concave non-decreasing rho", [
+    I32EnumAttrCase<"neg_exp", 0>,       // rho(z) = -exp(-z)
+    I32EnumAttrCase<"log_plus_two", 1>,  // rho(z) = log(z + 2)
+    I32EnumAttrCase<"log_plus_one", 2>,  // rho(z) = log(z + 1)
+    I32EnumAttrCase<"custom", 3>         // rho given as a region
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
+def Unroll_MaskKind : I32EnumAttr<"MaskKind", "which token pairs interact", [
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"causal", 1>,
+    I32EnumAttrCase<"graph", 2>
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
+def Unroll_Schedule : I32EnumAttr<"Schedule", "descent schedule", [
+    I32EnumAttrCase<"single", 0>, I32EnumAttrCase<"aim", 1>,
+    I32EnumAttrCase<"proximal_aim", 2>
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
+def Unroll_AttentionVariant : I32EnumAttr<"AttentionVariant",
+    "which majorize-minimize update", [
+    I32EnumAttrCase<"paper", 0>,     // weighted mean, P1 eq. (10)
+    I32EnumAttrCase<"certified", 1>  // gradient step on the majorizer
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
+def Unroll_WeightForm : I32EnumAttr<"WeightForm", "attention weight form", [
+    I32EnumAttrCase<"reweighted_softmax", 0>, // softmax_beta, P1 Thm 3.1
+    I32EnumAttrCase<"softmax", 1>,            // canonical softmax (rows of equal norm)
+    I32EnumAttrCase<"general", 2>             // w_ij = rho'(z_ij), given as a region
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
+def TokenMatrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2]>]>;
+
+//===----------------------------------------------------------------------===//
+// Energy level
+//===----------------------------------------------------------------------===//
+
+def Unroll_EnergyOp : Unroll_Op<"energy", [
+    Symbol, IsolatedFromAbove, NoTerminator]> {
+  let summary = "an energy E(Y) over tokens Y, with a descent schedule";
+  let description = [{
+    The `body` region has two block arguments: the variable `Y` and the input
+    `X` (same type, `tensor<n x d x f32|f64>`). It defines the energy terms
+    and ends with `unroll.minimize`, which sums them and states the schedule.
+    The `steps` region is empty as written by a user; `--unroll-derive-steps`
+    fills it with one iteration of the descent, ending in `unroll.yield`.
+
+    ```mlir
+    unroll.energy @attn {
+    ^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
+      %e1 = unroll.pairwise %Y rho(neg_exp) : tensor<?x4xf64>
+      %e2 = unroll.sqnorm %Y : tensor<?x4xf64>
+      unroll.minimize %e1, %e2 schedule(single) iterations(12)
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body, AnyRegion:$steps);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body (`steps` $steps^)?";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Value getVariable() { return getBody().front().getArgument(0); }
+    ::mlir::Value getInput() { return getBody().front().getArgument(1); }
+    ::mlir::RankedTensorType getTokenType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getVariable().getType());
+    }
+    MinimizeOp getMinimize();
+  }];
+}
+
+def Unroll_ParamOp : Unroll_Op<"param", [Pure]> {
+  let summary = "a named, learnable parameter tensor";
+  let description = [{
+    Parameters are identified by name across the regions of an energy; the
+    runtime initialises them from N(0, std²) or loads them by name.
+
+    ```mlir
+    %Wa = unroll.param "W_a" {std = 0.3 : f64} : tensor<4x4xf64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, DefaultValuedAttr<F64Attr, "0.1">:$std);
+  let results = (outs RankedTensorOf<[F32, F64]>:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Unroll_PairwiseOp : Unroll_Op<"pairwise", [Pure]> {
+  let summary = "pairwise token energy  sum_ij m_ij rho(1/2 ||(y_i - y_j) W_a||^2)";
+  let description = [{
+    P1 eq. (9). `rho` is one of the built-in concave non-decreasing functions
+    or `custom`, in which case the region computes rho(z) for a scalar z with
+    arith/math ops. The optional `proj` W_a [d, k] reparameterises the
+    distance (P1 eq. 12). `mask(causal)` keeps pairs j <= i, `mask(graph)`
+    the pairs whose entry in the dense 0/1 `graph` attribute is 1.
+
+    ```mlir
+    %e = unroll.pairwise %Y proj %Wa : tensor<4x4xf64> rho(custom) {
+    ^bb0(%z: f64):
+      %c = arith.constant 3.0 : f64
+      %s = arith.addf %z, %c : f64
+      %r = math.sqrt %s : f64
+      unroll.yield %r : f64
+    } mask(causal) : tensor<?x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y,
+                       Optional<RankedTensorOf<[F32, F64]>>:$proj,
+                       Unroll_RhoKind:$rho,
+                       DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
+                       OptionalAttr<ElementsAttr>:$graph);
+  let results = (outs Unroll_EnergyType:$energy);
+  let regions = (region AnyRegion:$rho_body);
+  let assemblyFormat = [{
+    $y (`proj` $proj^ `:` type($proj))? `rho` `(` $rho `)` ($rho_body^)?
+    (`mask` `(` $mask^ `)`)? attr-dict `:` type($y)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_QuadraticOp : Unroll_Op<"quadratic", [Pure]> {
+  let summary = "quadratic energy 1/2 Tr(Y W Y^T)";
+  let description = [{
+    The FFN energy of P1 §4.2 (without its 1/2||Y||² part, which is a
+    separate `unroll.sqnorm` term). W is square, d × d.
+
+    ```mlir
+    %e = unroll.quadratic %Y, %Wf : tensor<?x4xf64>, tensor<4x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, RankedTensorOf<[F32, F64]>:$weight);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y `,` $weight attr-dict `:` type($y) `,` type($weight)";
+  let hasVerifier = 1;
+}
+
+def Unroll_SqNormOp : Unroll_Op<"sqnorm", [Pure]> {
+  let summary = "convex regularizer R(Y) = coeff/2 ||Y - C||^2";
+  let description = [{
+    C is zero, or the given `center` (typically the input X: the residual
+    variant of P1 §6). `coeff` must be positive so that R is convex.
+
+    ```mlir
+    %r = unroll.sqnorm %Y center %X : tensor<?x4xf64> {coeff = 1.0 : f64} : tensor<?x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, Optional<TokenMatrix>:$center,
+                       DefaultValuedAttr<F64Attr, "1.0">:$coeff);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y (`center` $center^ `:` type($center))? attr-dict `:` type($y)";
+  let hasVerifier = 1;
+}
+
+def Unroll_NonNegOp : Unroll_Op<"nonneg", [Pure]> {
+  let summary = "indicator of Y >= 0 (0 inside, +inf outside)";
+  let description = [{
+    Its proximal operator is ReLU (P1 eq. 17).
+
+    ```mlir
+    %p = unroll.nonneg %Y : tensor<?x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y attr-dict `:` type($y)";
+}
+
+def Unroll_MinimizeOp : Unroll_Op<"minimize", [
+    Terminator, HasParent<"EnergyOp">]> {
+  let summary = "sum the energy terms and state how to descend them";
+  let description = [{
+    Schedules (P1): `single` — one MM attention step per iteration (Thm 3.1);
+    `aim` — MM attention step, then a gradient step of size `alpha` on the
+    quadratic term (Alg. 1, eqs. 15–16); `proximal_aim` — both, then the prox
+    of the indicator (Alg. 2, eq. 20). `attention(certified)` replaces the
+    paper's weighted mean by a gradient step on the majorizer with step
+    1/L, L an upper bound of its largest Hessian eigenvalue.
+
+    ```mlir
+    unroll.minimize %e1, %e2, %r, %p schedule(proximal_aim) iterations(12) alpha(0.5)
+    ```
+  }];
+  let arguments = (ins Variadic<Unroll_EnergyType>:$terms,
+                       Unroll_Schedule:$schedule,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$iterations,
+                       OptionalAttr<F64Attr>:$alpha,
+                       DefaultValuedAttr<Unroll_AttentionVariant,
+                                         "AttentionVariant::paper">:$attention);
+  let assemblyFormat = [{
+    $terms `schedule` `(` $schedule `)` `iterations` `(` $iterations `)`
+    (`alpha` `(` $alpha^ `)`)? (`attention` `(` $attention^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Step level
+//===----------------------------------------------------------------------===//
+
+def Unroll_MMStepOp : Unroll_Op<"mm_step", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["y", "result"]>]> {
+  let summary = "majorize-minimize attention step";
+  let description = [{
+    With weights w_ij = m_ij rho'(z_ij), z_ij = 1/2 ||(y_i - y_j) W_a||²:
+
+    * `variant(paper)`: y_i <- sum_j w_ij y_j / sum_j w_ij (P1 eq. 10, 12).
+      `form(reweighted_softmax)` computes the normalized weights as
+      softmax_j(u_i·u_j - 1/2||u_j||²) (Thm 3.1, rho = -exp(-z));
+      `form(softmax)` as softmax_j(u_i·u_j) (rows of constant norm);
+      `form(general)` from the region, which computes rho'(z).
+    * `variant(certified)`: Y <- Y - (L_w~ Y S + c (Y - C)) / L with
+      w~ = w + w^T, S = W_a W_a^T, L = 2 max_i deg_i ||W_a||_F² + c: a
+      gradient step on the majorizer that cannot increase the energy.
+      Requires `form(general)`.
+
+    ```mlir
+    %u = unroll.mm_step %Y form(reweighted_softmax) mask(causal)
+           : tensor<?x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y,
+                       Optional<RankedTensorOf<[F32, F64]>>:$proj,
+                       Optional<TokenMatrix>:$center,
+                       Unroll_WeightForm:$form,
+                       DefaultValuedAttr<Unroll_AttentionVariant,
+                                         "AttentionVariant::paper">:$variant,
+                       DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
+                       OptionalAttr<ElementsAttr>:$graph,
+                       DefaultValuedAttr<F64Attr, "0.0">:$coeff);
+  let results = (outs TokenMatrix:$result);
+  let regions = (region AnyRegion:$weight_body);
+  let assemblyFormat = [{
+    $y (`proj` $proj^ `:` type($proj))? (`center` $center^ `:` type($center))? `form` `(` $form `)`
+    ($weight_body^)? (`variant` `(` $variant^ `)`)? (`mask` `(` $mask^ `)`)?
+    attr-dict `:` type($y)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_GradStepOp : Unroll_Op<"grad_step", [Pure, AllTypesMatch<["y", "result"]>]> {
+  let summary = "gradient step on 1/2 Tr(Y W Y^T) + coeff/2 ||Y - C||^2";
+  let description = [{
+    Y <- Y W_s + alpha·coeff·C with W_s = (1 - alpha·coeff) I
+    - alpha (W + W^T)/2 (P1 eq. 16; the C term is the residual of §6).
+
+    ```mlir
+    %v = unroll.grad_step %u, %Wf alpha(0.5) {coeff = 1.0 : f64}
+           : tensor<?x4xf64>, tensor<4x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, RankedTensorOf<[F32, F64]>:$weight,
+                       Optional<TokenMatrix>:$center, F64Attr:$alpha,
+                       DefaultValuedAttr<F64Attr, "0.0">:$coeff);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = [{
+    $y `,` $weight (`center` $center^ `:` type($center))? `alpha` `(` $alpha `)` attr-dict
+    `:` type($y) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_ProxNonNegOp : Unroll_Op<"prox_nonneg", [Pure, AllTypesMatch<["y", "result"]>]> {
+  let summary = "proximal step of the non-negativity indicator: ReLU";
+  let description = [{
+    ```mlir
+    %w = unroll.prox_nonneg %v : tensor<?x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = "$y attr-dict `:` type($y)";
+}
+
+def Unroll_YieldOp : Unroll_Op<"yield", [Pure, Terminator, ReturnLike]> {
+  let summary = "yield a value from an unroll region";
+  let description = [{
+    Ends the scalar rho / rho' regions and the `steps` region of an energy.
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+}
+
+#endif // UNROLL_OPS_TD

@@ -1,0 +1,18 @@
+//===- Passes.h - unroll transformation passes ------------------*- C++ -*-===//
+#ifndef UNROLL_TRANSFORMS_PASSES_H
+#define UNROLL_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::unroll {
+#define GEN_PASS_DECL
+#include "unroll/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "unroll/Transforms/Passes.h.inc"
+} // namespace mlir::unroll
+
+#endif

@@ -1,0 +1,34 @@
+//===- Passes.td - unroll transformation passes ------------*- tablegen -*-===//
+#ifndef UNROLL_TRANSFORMS_PASSES_TD
+#define UNROLL_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def UnrollDeriveSteps : Pass<"unroll-derive-steps", "ModuleOp"> {
+  let summary = "Derive the descent steps of each energy from its schedule";
+  let description = [{
+    Fills the empty `steps` region of every `unroll.energy` with one iteration
+    of its schedule: an `unroll.mm_step` for the pairwise term (majorize-
+    minimize, P1 Thm 3.1), an `unroll.grad_step` for the quadratic term
+    (P1 eq. 16) and an `unroll.prox_nonneg` for the indicator (P1 eq. 17),
+    in the schedule's order. The attention weights are rho'(z): for
+    rho = -exp(-z) (paper variant) the reweighted softmax of Thm 3.1; for
+    every other rho, and for user-written rho, a region computing rho'(z)
+    built by differentiating the rho region (forward mode). Energies whose
+    steps are already present are left alone.
+  }];
+  let options = [
+    Option<"assumeUnitNorm", "assume-unit-norm", "bool", /*default=*/"false",
+           "Tokens have rows of constant norm (e.g. after LayerNorm): "
+           "rho = -exp(-z) gives the canonical softmax instead of the "
+           "reweighted one">
+  ];
+  let statistics = [
+    Statistic<"numEnergies", "energies", "Number of energies whose steps were derived">,
+    Statistic<"numSteps", "steps", "Number of step ops created">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+#endif

@@ -1,0 +1,133 @@
+//===- Energy.cpp - energy traces through compiled.so ---------------------===//
+#include "Energy.h"
+#include "MemRef.h"
+
+using namespace unroll;
+
+const nlohmann::json *unroll::findEnergy(const Model &m, const std::string &name,
+                                         std::string &error) {
+  const auto &info = m.info();
+  if (!info.contains("energies") || !info["energies"].is_array() ||
+      info["energies"].empty()) {
+    error = m.path() + ": the model has no energy (model info lists none)";
+    return nullptr;
+  }
+  for (const auto &e : info["energies"])
+    if (name.empty() || e.value("name", "") == name)
+      return &e;
+  error = m.path() + ": no energy named '" + name + "'";
+  return nullptr;
+}
+
+namespace {
+template <typename T> std::vector<T> convert(const std::vector<double> &v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+template <typename T>
+bool trace(void *fn, const EnergyInputs &in, int64_t iters, EnergyTrace &out) {
+  using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 1> *, MemRef<T, 2> *,
+                      MemRef<T, 1> *);
+  std::vector<T> x = convert<T>(in.x), theta = convert<T>(in.theta);
+  std::vector<T> y(in.x.size()), e(iters + 1);
+  if (theta.empty())
+    theta.push_back(0); // a valid pointer even without parameters
+  auto xm = makeMemRef<T, 2>(x.data(), {in.n, in.d});
+  auto tm = makeMemRef<T, 1>(theta.data(), {(int64_t)in.theta.size()});
+  auto ym = makeMemRef<T, 2>(y.data(), {in.n, in.d});
+  auto em = makeMemRef<T, 1>(e.data(), {iters + 1});
+  reinterpret_cast<Fn>(fn)(&xm, &tm, &ym, &em);
+  out.energies.assign(e.begin(), e.end());
+  out.y.assign(y.begin(), y.end());
+  return true;
+}
+
+template <typename T>
+void weights(void *fn, const EnergyInputs &in, std::vector<double> &out) {
+  using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 1> *, MemRef<T, 2> *);
+  std::vector<T> y = convert<T>(in.x), theta = convert<T>(in.theta);
+  std::vector<T> a(in.n * in.n);
+  if (theta.empty())
+    theta.push_back(0);
+  auto ym = makeMemRef<T, 2>(y.data(), {in.n, in.d});
+  auto tm = makeMemRef<T, 1>(theta.data(), {(int64_t)in.theta.size()});
+  auto am = makeMemRef<T, 2>(a.data(), {in.n, in.n});
+  reinterpret_cast<Fn>(fn)(&ym, &tm, &am);
+  out.assign(a.begin(), a.end());
+}
+
+/// Checks sizes against the model info before any call into compiled code.
+bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
+                 std::string &error) {
+  if (in.n <= 0 || in.d <= 0) {
+    error = "token count and dimension must be positive, got n = " +
+            std::to_string(in.n) + ", d = " + std::to_string(in.d);
+    return false;
+  }
+  if ((int64_t)in.x.size() != in.n * in.d) {
+    error = "input has " + std::to_string(in.x.size()) + " values, expected " +
+            std::to_string(in.n * in.d);
+    return false;
+  }
+  if (e.contains("dim") && e["dim"].is_number() && e["dim"] != in.d) {
+    error = "the energy '" + e.value("name", "") + "' is compiled for d = " +
+            e["dim"].dump() + ", got d = " + std::to_string(in.d);
+    return false;
+  }
+  if (e.contains("tokens") && e["tokens"].is_number() && e["tokens"] != in.n) {
+    error = "the energy '" + e.value("name", "") + "' is compiled for n = " +
+            e["tokens"].dump() + " tokens, got n = " + std::to_string(in.n);
+    return false;
+  }
+  if (e.contains("graph") && (int64_t)e["graph"].size() != in.n) {
+    error = "the energy's graph mask has " + std::to_string(e["graph"].size()) +
+            " nodes, got n = " + std::to_string(in.n) + " tokens";
+    return false;
+  }
+  if ((int64_t)in.theta.size() != e.value("num_params", (int64_t)0)) {
+    error = "expected " + e["num_params"].dump() + " parameter values, got " +
+            std::to_string(in.theta.size());
+    return false;
+  }
+  (void)m;
+  return true;
+}
+} // namespace
+
+bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e,
+                            const EnergyInputs &in, int64_t iterations,
+                            EnergyTrace &out, std::string &error) {
+  if (iterations < 0) {
+    error = "iterations must be >= 0, got " + std::to_string(iterations);
+    return false;
+  }
+  if (!checkInputs(m, e, in, error))
+    return false;
+  std::string name = e.value("trace", "");
+  void *fn = m.entry(name);
+  if (!fn) {
+    error = m.path() + ": missing entry point '_mlir_ciface_" + name + "'";
+    return false;
+  }
+  if (m.info().value("element_type", "") == "f32")
+    return trace<float>(fn, in, iterations, out);
+  return trace<double>(fn, in, iterations, out);
+}
+
+bool unroll::attentionWeights(const Model &m, const nlohmann::json &e,
+                              const EnergyInputs &in, std::vector<double> &out,
+                              std::string &error) {
+  if (!checkInputs(m, e, in, error))
+    return false;
+  std::string name = e.value("weights", "");
+  void *fn = m.entry(name);
+  if (!fn) {
+    error = m.path() + ": missing entry point '_mlir_ciface_" + name + "'";
+    return false;
+  }
+  if (m.info().value("element_type", "") == "f32")
+    weights<float>(fn, in, out);
+  else
+    weights<double>(fn, in, out);
+  return true;
+}

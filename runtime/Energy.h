@@ -1,0 +1,42 @@
+//===- Energy.h - energy traces through compiled.so ------------*- C++ -*-===//
+#ifndef UNROLL_RUNTIME_ENERGY_H
+#define UNROLL_RUNTIME_ENERGY_H
+
+#include "Model.h"
+
+#include <string>
+#include <vector>
+
+namespace unroll {
+
+/// Everything an energy entry point needs; all matrices row-major doubles
+/// (converted to the model's element type for the call).
+struct EnergyInputs {
+  int64_t n = 0, d = 0;
+  std::vector<double> x;     // n × d
+  std::vector<double> theta; // flat parameters, offsets from the model info
+};
+
+struct EnergyTrace {
+  std::vector<double> energies; // E(Y_0) … E(Y_iterations)
+  std::vector<double> y;        // Y_iterations, n × d
+};
+
+/// The model-info entry of the energy named `name` (the first if empty);
+/// nullptr with `error` set if there is none.
+const nlohmann::json *findEnergy(const Model &m, const std::string &name,
+                                 std::string &error);
+
+/// Runs `iterations` steps from Y_0 = X via the energy's trace entry point.
+bool runEnergyTrace(const Model &m, const nlohmann::json &energy,
+                    const EnergyInputs &in, int64_t iterations,
+                    EnergyTrace &out, std::string &error);
+
+/// The normalized attention matrix (n × n) of the energy's first MM step at Y.
+bool attentionWeights(const Model &m, const nlohmann::json &energy,
+                      const EnergyInputs &atY, std::vector<double> &out,
+                      std::string &error);
+
+} // namespace unroll
+
+#endif

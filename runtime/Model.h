@@ -1,0 +1,41 @@
+//===- Model.h - loading compiled.so ---------------------------*- C++ -*-===//
+#ifndef UNROLL_RUNTIME_MODEL_H
+#define UNROLL_RUNTIME_MODEL_H
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace unroll {
+
+/// The ABI version this runtime speaks (docs/abi.md).
+constexpr int kAbiVersion = 1;
+
+/// A loaded compiled.so: its handle, ABI version and model info.
+class Model {
+public:
+  /// Loads `path`; on failure returns false and sets `error` to a message
+  /// that names the file and what is wrong with it.
+  bool load(const std::string &path, std::string &error);
+  ~Model();
+
+  const nlohmann::json &info() const { return info_; }
+  const std::string &infoText() const { return infoText_; }
+  /// Looks up an exported symbol (nullptr when absent).
+  void *symbol(const std::string &name) const;
+  /// The C-interface wrapper `_mlir_ciface_<name>` of an entry point.
+  void *entry(const std::string &name) const {
+    return symbol("_mlir_ciface_" + name);
+  }
+  const std::string &path() const { return path_; }
+
+private:
+  void *handle_ = nullptr;
+  std::string path_;
+  std::string infoText_;
+  nlohmann::json info_;
+};
+
+} // namespace unroll
+
+#endif

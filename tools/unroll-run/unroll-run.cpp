@@ -1,0 +1,293 @@
+//===- unroll-run.cpp - run a compiled.so ---------------------------------===//
+//
+//   unroll-run compiled.so --info
+//   unroll-run compiled.so --task energy --iterations 12 --seed 0 [--json]
+//
+//===----------------------------------------------------------------------===//
+#include "Energy.h"
+#include "Model.h"
+#include "Safetensors.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+using namespace unroll;
+
+static const char *kUsage = R"(usage: unroll-run MODEL.so [options]
+
+Runs a model compiled by unroll (unroll-opt --lower-to-cpu | unroll-translate).
+
+  --info                 print the model info JSON and exit
+  --task NAME            what to run; 'energy' (default for energy models):
+                         iterate the derived descent steps from Y_0 = X and
+                         print E(Y_t) for every t
+  --energy NAME          which energy of the model (default: the first)
+  --iterations N         number of steps (default: the model's iterations)
+  --seed S               seed for the random input and parameters (default 0)
+  --tokens N             number of tokens n of a random input (default 8, or
+                         the model's fixed n)
+  --dim D                feature size d of a random input (default 4, or the
+                         model's fixed d)
+  --scale S              std of the random input X (default 1.0)
+  --input FILE           .safetensors with 'X' [n, d] and, optionally,
+                         parameters by name (others are drawn at random)
+  --output FILE          write X, the final Y and the parameters
+                         (.safetensors, written atomically)
+  --json                 print the result as JSON instead of a table
+  -h, --help             this text
+)";
+
+static int die(const std::string &msg) {
+  fprintf(stderr, "unroll-run: error: %s\n", msg.c_str());
+  return 2;
+}
+
+namespace {
+struct Options {
+  std::string model, task, energy, input, output;
+  bool info = false, json = false;
+  int64_t iterations = -1, tokens = -1, dim = -1;
+  uint64_t seed = 0;
+  double scale = 1.0;
+};
+
+bool parseInt(const std::string &flag, const char *v, int64_t lo, int64_t &out,
+              std::string &err) {
+  char *end = nullptr;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (!*v || *end || errno || x < lo) {
+    err = flag + " expects an integer >= " + std::to_string(lo) + ", got '" +
+          v + "'";
+    return false;
+  }
+  out = x;
+  return true;
+}
+
+bool parseDouble(const std::string &flag, const char *v, double &out,
+                 std::string &err) {
+  char *end = nullptr;
+  double x = strtod(v, &end);
+  if (!*v || *end || !std::isfinite(x) || x <= 0) {
+    err = flag + " expects a positive number, got '" + v + "'";
+    return false;
+  }
+  out = x;
+  return true;
+}
+
+bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc) {
+        err = a + " expects a value";
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    const char *v = nullptr;
+    int64_t tmp;
+    if (a == "--info") o.info = true;
+    else if (a == "--json") o.json = true;
+    else if (a == "--task") { if (!(v = value())) return false; o.task = v; }
+    else if (a == "--energy") { if (!(v = value())) return false; o.energy = v; }
+    else if (a == "--input") { if (!(v = value())) return false; o.input = v; }
+    else if (a == "--output") { if (!(v = value())) return false; o.output = v; }
+    else if (a == "--iterations") {
+      if (!(v = value()) || !parseInt(a, v, 0, o.iterations, err)) return false;
+    } else if (a == "--tokens") {
+      if (!(v = value()) || !parseInt(a, v, 1, o.tokens, err)) return false;
+    } else if (a == "--dim") {
+      if (!(v = value()) || !parseInt(a, v, 1, o.dim, err)) return false;
+    } else if (a == "--seed") {
+      if (!(v = value()) || !parseInt(a, v, 0, tmp, err)) return false;
+      o.seed = static_cast<uint64_t>(tmp);
+    } else if (a == "--scale") {
+      if (!(v = value()) || !parseDouble(a, v, o.scale, err)) return false;
+    } else if (!a.empty() && a[0] == '-') {
+      err = "unknown option '" + a + "' (see --help)";
+      return false;
+    } else if (o.model.empty()) {
+      o.model = a;
+    } else {
+      err = "unexpected argument '" + a + "' (one model per run)";
+      return false;
+    }
+  }
+  if (o.model.empty()) {
+    err = "no model given (see --help)";
+    return false;
+  }
+  return true;
+}
+
+/// X and the parameters: from --input where given, else N(0, std²).
+bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in,
+                std::string &err) {
+  TensorMap file;
+  if (!o.input.empty() && !readSafetensors(o.input, file, err))
+    return false;
+  std::mt19937_64 rng(o.seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  auto fixed = [&](const char *key) -> int64_t {
+    return e.contains(key) && e[key].is_number() ? e[key].get<int64_t>() : -1;
+  };
+  if (file.count("X")) {
+    const Tensor &x = file["X"];
+    if (x.shape.size() != 2)
+      return err = o.input + ": tensor 'X' must be 2-d [n, d]", false;
+    in.n = x.shape[0];
+    in.d = x.shape[1];
+    in.x = x.data;
+  } else {
+    if (!o.input.empty())
+      return err = o.input + ": has no tensor 'X'", false;
+    int64_t fn = fixed("tokens"), fd = fixed("dim");
+    if (e.contains("graph"))
+      fn = static_cast<int64_t>(e["graph"].size());
+    if (o.tokens > 0 && fn > 0 && o.tokens != fn)
+      return err = "--tokens " + std::to_string(o.tokens) +
+                   " but the model is compiled for n = " + std::to_string(fn),
+             false;
+    if (o.dim > 0 && fd > 0 && o.dim != fd)
+      return err = "--dim " + std::to_string(o.dim) +
+                   " but the model is compiled for d = " + std::to_string(fd),
+             false;
+    in.n = o.tokens > 0 ? o.tokens : fn > 0 ? fn : 8;
+    in.d = o.dim > 0 ? o.dim : fd > 0 ? fd : 4;
+    in.x.resize(in.n * in.d);
+    for (double &v : in.x)
+      v = o.scale * normal(rng);
+  }
+  in.theta.assign(e.value("num_params", (int64_t)0), 0.0);
+  for (const auto &p : e["params"]) {
+    std::string name = p["name"];
+    int64_t off = p["offset"], numel = 1;
+    std::vector<int64_t> shape = p["shape"];
+    for (int64_t s : shape)
+      numel *= s;
+    if (file.count(name)) {
+      const Tensor &t = file[name];
+      if (t.shape != shape)
+        return err = o.input + ": parameter '" + name + "' has shape " +
+                     nlohmann::json(t.shape).dump() + ", expected " +
+                     nlohmann::json(shape).dump(),
+               false;
+      for (int64_t i = 0; i < numel; ++i) {
+        if (!std::isfinite(t.data[i]))
+          return err = o.input + ": parameter '" + name +
+                       "' holds a non-finite value",
+                 false;
+        in.theta[off + i] = t.data[i];
+      }
+    } else {
+      double sd = p.value("std", 0.1);
+      for (int64_t i = 0; i < numel; ++i)
+        in.theta[off + i] = sd * normal(rng);
+    }
+  }
+  return true;
+}
+
+int runEnergy(const Options &o, const Model &m) {
+  std::string err;
+  const nlohmann::json *e = findEnergy(m, o.energy, err);
+  if (!e)
+    return die(err);
+  EnergyInputs in;
+  if (!makeInputs(o, *e, in, err))
+    return die(err);
+  int64_t iters = o.iterations >= 0 ? o.iterations : e->value("iterations", 1);
+  EnergyTrace tr;
+  if (!runEnergyTrace(m, *e, in, iters, tr, err))
+    return die(err);
+
+  int increases = 0;
+  double worst = 0;
+  for (size_t t = 1; t < tr.energies.size(); ++t)
+    if (tr.energies[t] > tr.energies[t - 1]) {
+      ++increases;
+      double rel = (tr.energies[t] - tr.energies[t - 1]) /
+                   std::max(std::abs(tr.energies[t - 1]), 1e-300);
+      worst = std::max(worst, rel);
+    }
+
+  if (!o.output.empty()) {
+    TensorMap out;
+    out["X"] = {{in.n, in.d}, in.x};
+    out["Y"] = {{in.n, in.d}, tr.y};
+    for (const auto &p : (*e)["params"]) {
+      std::vector<int64_t> shape = p["shape"];
+      Tensor t{shape, {}};
+      int64_t off = p["offset"];
+      t.data.assign(in.theta.begin() + off, in.theta.begin() + off + t.numel());
+      out[p["name"].get<std::string>()] = t;
+    }
+    if (!writeSafetensors(o.output, out, "F64", err))
+      return die(err);
+  }
+
+  if (o.json) {
+    nlohmann::json j{{"energy", (*e)["name"]}, {"n", in.n}, {"d", in.d},
+                     {"iterations", iters}, {"seed", o.seed},
+                     {"energies", tr.energies}, {"increases", increases},
+                     {"max_relative_increase", worst}};
+    printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  printf("energy @%s: schedule %s, attention %s, rho %s, mask %s; n = %lld, "
+         "d = %lld, %s, seed %llu\n",
+         (*e)["name"].get<std::string>().c_str(),
+         e->value("schedule", "?").c_str(), e->value("attention", "?").c_str(),
+         e->value("rho", "?").c_str(), e->value("mask", "?").c_str(),
+         (long long)in.n, (long long)in.d,
+         m.info().value("element_type", "?").c_str(),
+         (unsigned long long)o.seed);
+  printf("%6s  %22s  %14s\n", "t", "E(Y_t)", "E(Y_t)-E(Y_t-1)");
+  for (size_t t = 0; t < tr.energies.size(); ++t) {
+    if (t == 0)
+      printf("%6zu  %22.15g\n", t, tr.energies[t]);
+    else
+      printf("%6zu  %22.15g  %+14.6e%s\n", t, tr.energies[t],
+             tr.energies[t] - tr.energies[t - 1],
+             tr.energies[t] > tr.energies[t - 1] ? "  increase" : "");
+  }
+  printf("%d of %lld steps increased the energy", increases, (long long)iters);
+  if (increases)
+    printf(" (largest relative increase %.3g)", worst);
+  printf("\n");
+  return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(kUsage, stdout);
+      return 0;
+    }
+  Options o;
+  std::string err;
+  if (!parseArgs(argc, argv, o, err))
+    return die(err);
+  Model m;
+  if (!m.load(o.model, err))
+    return die(err);
+  if (o.info) {
+    printf("%s\n", m.info().dump(2).c_str());
+    return 0;
+  }
+  std::string kind = m.info().value("kind", "");
+  std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "") : o.task;
+  if (task == "energy")
+    return runEnergy(o, m);
+  if (task.empty())
+    return die("no --task given (tasks: energy)");
+  return die("unknown task '" + task + "' (tasks: energy)");
+}

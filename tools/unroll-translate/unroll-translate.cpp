@@ -1,0 +1,173 @@
+//===- unroll-translate.cpp - lowered MLIR -> compiled.so -----------------===//
+//
+//   unroll-translate lowered.mlir -o compiled.so
+//
+// Translates LLVM-dialect MLIR (the output of `unroll-opt --lower-to-cpu`) to
+// LLVM IR, optimizes it (-O3 by default), emits a position-independent object
+// for the host CPU and links it with the system C compiler into a shared
+// library. The library is written to a temporary name and renamed into place,
+// so a failure never leaves a half-written compiled.so behind.
+//
+//===----------------------------------------------------------------------===//
+#include "unroll/InitAll.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace llvm;
+
+static cl::OptionCategory cat("unroll-translate options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<lowered.mlir>"),
+                                      cl::init("-"), cl::cat(cat));
+static cl::opt<std::string> outputFile("o", cl::desc("Output shared library"),
+                                       cl::value_desc("compiled.so"),
+                                       cl::init("compiled.so"), cl::cat(cat));
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
+                                  cl::init(3), cl::Prefix, cl::cat(cat));
+static cl::opt<bool> emitLLVM("emit-llvm",
+                              cl::desc("Write optimized LLVM IR instead of a .so"),
+                              cl::cat(cat));
+static cl::opt<std::string> linker(
+    "linker", cl::desc("C compiler used to link (default: $CC, else cc)"),
+    cl::init(""), cl::cat(cat));
+
+static int fail(const Twine &msg) {
+  errs() << "unroll-translate: error: " << msg << "\n";
+  return 1;
+}
+
+/// The input must be fully lowered: only the LLVM dialect inside the module.
+static mlir::LogicalResult checkLowered(mlir::ModuleOp module) {
+  mlir::Operation *bad = nullptr;
+  module.walk([&](mlir::Operation *op) {
+    if (!bad && op != module.getOperation() &&
+        !isa<mlir::LLVM::LLVMDialect>(op->getDialect()))
+      bad = op;
+  });
+  if (!bad)
+    return mlir::success();
+  bad->emitError() << "'" << bad->getName()
+                   << "' is not lowered to the LLVM dialect; run "
+                      "'unroll-opt --lower-to-cpu' first";
+  return mlir::failure();
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "unroll-translate: turn `unroll-opt --lower-to-cpu` output into a "
+      "shared library\n(compiled.so) with the C ABI of docs/abi.md.\n");
+
+  InitializeNativeTarget();
+  InitializeNativeTargetAsmPrinter();
+
+  mlir::DialectRegistry registry;
+  mlir::unroll::registerUnrollDialects(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::MLIRContext ctx(registry);
+
+  std::string err;
+  auto file = mlir::openInputFile(inputFile, &err);
+  if (!file)
+    return fail(err);
+  SourceMgr sm;
+  sm.AddNewSourceBuffer(std::move(file), SMLoc());
+  mlir::SourceMgrDiagnosticHandler diag(sm, &ctx);
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(sm, &ctx);
+  if (!module)
+    return 1; // the parser reported a located error
+  if (mlir::failed(checkLowered(*module)))
+    return 1;
+
+  LLVMContext llctx;
+  std::unique_ptr<Module> llm = mlir::translateModuleToLLVMIR(*module, llctx);
+  if (!llm)
+    return fail("translation to LLVM IR failed");
+
+  std::string triple = sys::getDefaultTargetTriple();
+  const Target *target = TargetRegistry::lookupTarget(triple, err);
+  if (!target)
+    return fail(err);
+  TargetOptions topts;
+  std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
+      triple, sys::getHostCPUName(), "", topts, Reloc::PIC_, std::nullopt,
+      optLevel >= 2 ? CodeGenOptLevel::Aggressive : CodeGenOptLevel::None));
+  llm->setTargetTriple(triple);
+  llm->setDataLayout(tm->createDataLayout());
+
+  if (auto e = mlir::makeOptimizingTransformer(optLevel, 0, tm.get())(llm.get()))
+    return fail("LLVM optimization failed: " + toString(std::move(e)));
+
+  if (emitLLVM) {
+    std::error_code ec;
+    ToolOutputFile out(outputFile, ec, sys::fs::OF_Text);
+    if (ec)
+      return fail("cannot write '" + outputFile + "': " + ec.message());
+    llm->print(out.os(), nullptr);
+    out.keep();
+    return 0;
+  }
+
+  // Object file in a temporary next to the output.
+  SmallString<256> obj;
+  int fd;
+  if (auto ec = sys::fs::createTemporaryFile("unroll", "o", fd, obj))
+    return fail("cannot create a temporary object file: " + ec.message());
+  FileRemover objRemover(obj);
+  {
+    raw_fd_ostream os(fd, /*shouldClose=*/true);
+    legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, CodeGenFileType::ObjectFile))
+      return fail("the target cannot emit object files");
+    pm.run(*llm);
+    os.flush();
+    if (os.has_error())
+      return fail("writing the object file failed");
+  }
+
+  // Link into a temporary, then rename into place (atomic on one file system).
+  std::string cc = linker;
+  if (cc.empty()) {
+    const char *env = getenv("CC");
+    cc = env && *env ? env : "cc";
+  }
+  auto ccPath = sys::findProgramByName(cc);
+  if (!ccPath)
+    return fail("cannot find the linker '" + cc + "' (set --linker or $CC)");
+  std::string tmp = outputFile + ".tmp";
+  FileRemover tmpRemover(tmp);
+  SmallVector<StringRef> args{*ccPath, "-shared", "-o", tmp, obj, "-lm"};
+  std::string linkErr;
+  int rc = sys::ExecuteAndWait(*ccPath, args, std::nullopt, {}, 0, 0, &linkErr);
+  if (rc != 0)
+    return fail("linking with '" + *ccPath + "' failed" +
+                (linkErr.empty() ? "" : ": " + linkErr));
+  if (auto ec = sys::fs::rename(tmp, outputFile))
+    return fail("cannot write '" + outputFile + "': " + ec.message());
+  return 0;
+}
