@@ -2,7 +2,12 @@
 #include "Model.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 using namespace unroll;
 
@@ -15,6 +20,44 @@ void *Model::symbol(const std::string &name) const {
   return handle_ ? dlsym(handle_, name.c_str()) : nullptr;
 }
 
+/// dlopen maps segments without checking them against the file size, so a
+/// truncated library crashes the process (SIGBUS) on first touch. Check the
+/// ELF header and every loadable segment against the file first.
+static bool checkElf(const std::string &path, uint64_t size, std::string &error) {
+  FILE *f = fopen(path.c_str(), "rb");
+  if (!f) {
+    error = path + ": cannot open (" + strerror(errno) + ")";
+    return false;
+  }
+  auto bad = [&](const std::string &m) {
+    fclose(f);
+    error = path + ": " + m;
+    return false;
+  };
+  Elf64_Ehdr eh;
+  if (fread(&eh, sizeof eh, 1, f) != 1 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    return bad("not a loadable shared library (not an ELF file)");
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN)
+    return bad("not a loadable shared library (not a 64-bit ELF shared object)");
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > size)
+    return bad("not a loadable shared library (truncated: program headers "
+               "lie past the end of the file)");
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (fseek(f, (long)(eh.e_phoff + i * sizeof ph), SEEK_SET) != 0 ||
+        fread(&ph, sizeof ph, 1, f) != 1)
+      return bad("not a loadable shared library (unreadable program header)");
+    if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
+      return bad("not a loadable shared library (truncated: segment " +
+                 std::to_string(i) + " ends at byte " +
+                 std::to_string(ph.p_offset + ph.p_filesz) + ", the file has " +
+                 std::to_string(size) + ")");
+  }
+  fclose(f);
+  return true;
+}
+
 bool Model::load(const std::string &path, std::string &error) {
   path_ = path;
   struct stat st;
@@ -22,6 +65,12 @@ bool Model::load(const std::string &path, std::string &error) {
     error = path + ": no such file";
     return false;
   }
+  if (!S_ISREG(st.st_mode)) {
+    error = path + ": not a regular file";
+    return false;
+  }
+  if (!checkElf(path, static_cast<uint64_t>(st.st_size), error))
+    return false;
   // dlopen needs a path with a slash to not search the library path.
   std::string p = path.find('/') == std::string::npos ? "./" + path : path;
   handle_ = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);

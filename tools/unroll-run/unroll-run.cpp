@@ -32,7 +32,8 @@ Runs a model compiled by unroll (unroll-opt --lower-to-cpu | unroll-translate).
                          the model's fixed n)
   --dim D                feature size d of a random input (default 4, or the
                          model's fixed d)
-  --scale S              std of the random input X (default 1.0)
+  --scale S              std of the random input X (default 1.0); X is drawn
+                         as |N(0, S²)| when E has an unroll.nonneg term
   --input FILE           .safetensors with 'X' [n, d] and, optionally,
                          parameters by name (others are drawn at random)
   --output FILE          write X, the final Y and the parameters
@@ -161,9 +162,14 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in,
              false;
     in.n = o.tokens > 0 ? o.tokens : fn > 0 ? fn : 8;
     in.d = o.dim > 0 ? o.dim : fd > 0 ? fd : 4;
+    // With a non-negativity indicator in E, draw |N(0, scale²)| so that
+    // E(Y_0) is finite.
+    bool nonneg = false;
+    for (const auto &t : e["terms"])
+      nonneg |= t.value("op", "") == "nonneg";
     in.x.resize(in.n * in.d);
     for (double &v : in.x)
-      v = o.scale * normal(rng);
+      v = nonneg ? std::abs(o.scale * normal(rng)) : o.scale * normal(rng);
   }
   in.theta.assign(e.value("num_params", (int64_t)0), 0.0);
   for (const auto &p : e["params"]) {

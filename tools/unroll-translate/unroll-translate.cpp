@@ -61,7 +61,7 @@ static int fail(const Twine &msg) {
 /// The input must be fully lowered: only the LLVM dialect inside the module.
 static mlir::LogicalResult checkLowered(mlir::ModuleOp module) {
   mlir::Operation *bad = nullptr;
-  module.walk([&](mlir::Operation *op) {
+  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
     if (!bad && op != module.getOperation() &&
         !isa<mlir::LLVM::LLVMDialect>(op->getDialect()))
       bad = op;

@@ -9,6 +9,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::unroll;
@@ -144,13 +145,26 @@ Dual2 mlir::unroll::evaluateScalarRegion(Region &region, double z) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Emits tangent arithmetic, folding the zero tangent (null Value).
+/// Emits tangent arithmetic, folding the zero tangent (null Value), products
+/// with ±1 and double negation, so derived regions read like the math.
 struct TangentBuilder {
   OpBuilder &b;
   Location loc;
   Type t;
   Value cst(double v) {
     return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v));
+  }
+  static std::optional<double> constOf(Value v) {
+    if (auto c = v.getDefiningOp<arith::ConstantOp>())
+      if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+        return f.getValueAsDouble();
+    return std::nullopt;
+  }
+  Value neg(Value x) {
+    if (!x) return {};
+    if (auto n = x.getDefiningOp<arith::NegFOp>()) return n.getOperand();
+    if (auto c = constOf(x)) return cst(-*c);
+    return b.create<arith::NegFOp>(loc, x);
   }
   Value add(Value x, Value y) {
     if (!x) return y;
@@ -159,11 +173,18 @@ struct TangentBuilder {
   }
   Value sub(Value x, Value y) {
     if (!y) return x;
-    if (!x) return b.create<arith::NegFOp>(loc, y);
+    if (!x) return neg(y);
     return b.create<arith::SubFOp>(loc, x, y);
   }
   Value mul(Value x, Value y) { // x or y may be a zero tangent
     if (!x || !y) return {};
+    for (auto [a, o] : {std::pair{x, y}, std::pair{y, x}}) {
+      if (auto c = constOf(a)) {
+        if (*c == 1.0) return o;
+        if (*c == -1.0) return neg(o);
+        if (*c == 0.0) return {};
+      }
+    }
     return b.create<arith::MulFOp>(loc, x, y);
   }
   Value div(Value x, Value y) {
@@ -217,10 +238,7 @@ void mlir::unroll::differentiateScalarRegion(Region &src, Region &dst,
           d = tb.div(tb.sub(T(o.getLhs()), tb.mul(r, T(o.getRhs()))),
                      P(o.getRhs()));
         })
-        .Case([&](arith::NegFOp o) {
-          if (Value a = T(o.getOperand()))
-            d = b.create<arith::NegFOp>(loc, a);
-        })
+        .Case([&](arith::NegFOp o) { d = tb.neg(T(o.getOperand())); })
         .Case([&](arith::MaximumFOp o) {
           Value da = T(o.getLhs()), dc = T(o.getRhs());
           if (da || dc) {

@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::unroll;
@@ -21,11 +22,11 @@ using namespace mlir::unroll;
 // Shape helpers
 //===----------------------------------------------------------------------===//
 
-static std::string typeStr(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  return s;
+/// Doubles in diagnostics as a person writes them: 2, 0.002, -inf.
+static std::string fmt(double v) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 /// A [d, k] projection / [d, d] weight must match the tokens' feature size d,
@@ -168,7 +169,7 @@ LogicalResult ParamOp::verify() {
       return emitOpError() << "expected positive sizes, got " << getType();
   double sd = getStd().convertToDouble();
   if (!(sd >= 0.0) || !std::isfinite(sd))
-    return emitOpError() << "expected a finite std >= 0, got " << sd;
+    return emitOpError() << "expected a finite std >= 0, got " << fmt(sd);
   return success();
 }
 
@@ -190,17 +191,17 @@ static LogicalResult checkConcaveNonDecreasing(Operation *op, Region &rho) {
     Dual2 r = evaluateScalarRegion(rho, z);
     if (!std::isfinite(r.v) || !std::isfinite(r.d) || !std::isfinite(r.dd))
       return op->emitOpError() << "expected rho to be finite on z >= 0, got "
-                                  "rho(" << z << ") = " << r.v
-                               << ", rho' = " << r.d << ", rho'' = " << r.dd;
+                                  "rho(" << fmt(z) << ") = " << fmt(r.v)
+                               << ", rho' = " << fmt(r.d) << ", rho'' = " << fmt(r.dd);
     double tol = 1e-12 * (1.0 + std::abs(r.v));
     if (r.d < -tol)
       return op->emitOpError()
-             << "expected rho to be non-decreasing on z >= 0, got rho'(" << z
-             << ") = " << r.d;
+             << "expected rho to be non-decreasing on z >= 0, got rho'(" << fmt(z)
+             << ") = " << fmt(r.d);
     if (r.dd > tol)
       return op->emitOpError()
-             << "expected rho to be concave on z >= 0, got rho''(" << z
-             << ") = " << r.dd;
+             << "expected rho to be concave on z >= 0, got rho''(" << fmt(z)
+             << ") = " << fmt(r.dd);
   }
   return success();
 }
@@ -237,7 +238,7 @@ LogicalResult SqNormOp::verify() {
   if (!(c > 0.0) || !std::isfinite(c))
     return emitOpError() << "expected a convex regularizer: coeff must be "
                             "positive and finite, got "
-                         << c;
+                         << fmt(c);
   return verifyCenter(*this, getY(), getCenter());
 }
 
@@ -290,7 +291,7 @@ LogicalResult MinimizeOp::verify() {
                            << "' expected a step size alpha(...)";
     double a = getAlpha()->convertToDouble();
     if (!(a > 0.0 && a <= 1.0))
-      return emitOpError() << "expected step size alpha in (0, 1], got " << a;
+      return emitOpError() << "expected step size alpha in (0, 1], got " << fmt(a);
   } else if (getAlpha()) {
     return emitOpError("schedule 'single' takes no alpha");
   }
@@ -330,7 +331,7 @@ LogicalResult GradStepOp::verify() {
     return failure();
   double a = getAlpha().convertToDouble();
   if (!(a > 0.0 && a <= 1.0))
-    return emitOpError() << "expected step size alpha in (0, 1], got " << a;
+    return emitOpError() << "expected step size alpha in (0, 1], got " << fmt(a);
   if (getCoeff().convertToDouble() < 0.0)
     return emitOpError() << "expected coeff >= 0, got "
                          << getCoeff().convertToDouble();

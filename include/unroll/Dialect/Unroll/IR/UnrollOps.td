@@ -91,7 +91,8 @@ def Unroll_WeightForm : I32EnumAttr<"WeightForm", "attention weight form", [
   let cppNamespace = "::mlir::unroll";
 }
 
-def TokenMatrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2]>]>;
+def TokenMatrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2]>],
+                                  "2-d tensor (tokens x features)">;
 
 //===----------------------------------------------------------------------===//
 // Energy level
@@ -338,7 +339,7 @@ def Unroll_YieldOp : Unroll_Op<"yield", [Pure, Terminator, ReturnLike]> {
     Ends the scalar rho / rho' regions and the `steps` region of an energy.
   }];
   let arguments = (ins Variadic<AnyType>:$values);
-  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
 }
 

@@ -1,0 +1,29 @@
+// Pins the --lower-to-cpu pipeline: derive, lower to linalg, bufferize with
+// deallocation, loops, LLVM.
+// RUN: unroll-opt %s --lower-to-cpu --dump-pass-pipeline 2>&1 >/dev/null | FileCheck %s --check-prefix=PIPE
+// RUN: unroll-opt %s --lower-to-cpu | FileCheck %s
+
+// PIPE: unroll-derive-steps
+// PIPE-SAME: convert-unroll-to-linalg
+// PIPE-SAME: one-shot-bufferize
+// PIPE-SAME: ownership-based-buffer-deallocation
+// PIPE-SAME: convert-linalg-to-loops
+// PIPE-SAME: convert-math-to-llvm
+// PIPE-SAME: finalize-memref-to-llvm
+// PIPE-SAME: convert-func-to-llvm
+// PIPE-SAME: reconcile-unrealized-casts
+
+// Only the LLVM dialect is left, with the C-interface wrappers the runtime calls.
+// CHECK-DAG: llvm.func @_mlir_ciface_e_trace(
+// CHECK-DAG: llvm.func @_mlir_ciface_e_weights(
+// CHECK-DAG: llvm.func @unroll_model_info()
+// CHECK-DAG: llvm.func @unroll_abi_version()
+// CHECK-DAG: llvm.call @free
+// CHECK-NOT: linalg.
+// CHECK-NOT: unroll.
+unroll.energy @e {
+^bb0(%Y: tensor<?x2xf32>, %X: tensor<?x2xf32>):
+  %p = unroll.pairwise %Y rho(log_plus_one) : tensor<?x2xf32>
+  %r = unroll.sqnorm %Y : tensor<?x2xf32>
+  unroll.minimize %p, %r schedule(single) iterations(3)
+}

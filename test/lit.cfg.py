@@ -1,0 +1,33 @@
+# -*- Python -*-
+import os
+import shutil
+import sys
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "unroll"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "README.md", "Inputs", "tools"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.unroll_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+config.substitutions.append(("%examples", os.path.join(config.unroll_src_root, "examples")))
+config.substitutions.append(("%python", sys.executable))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR", "CC"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.unroll_tools_dir, config.llvm_tools_dir, "/usr/lib/llvm-19/bin"]
+tools = ["unroll-opt", "unroll-translate", "unroll-run", "unroll-energy-check"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", "/usr/lib/llvm-19/bin", append_path=True)
+
+# GPU execution tests need a device; none of this tests do.
+if shutil.which("nvidia-smi"):
+    config.available_features.add("cuda-device")
+if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+    config.available_features.add("ptxas")
