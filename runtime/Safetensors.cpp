@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace unroll;
@@ -146,24 +147,40 @@ bool unroll::writeSafetensors(const std::string &path, const TensorMap &tensors,
       }
       buf.insert(buf.end(), b, b + es);
     }
-  std::string tmp = path + ".tmp";
+  // A regular file (or a new one) is replaced atomically: temp, fsync,
+  // rename. Anything else (a device such as /dev/full, a FIFO) is written in
+  // place: renaming over it would replace the device with a file.
+  struct stat st;
+  bool inPlace = stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  std::string tmp = inPlace ? path : path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
     error = path + ": cannot write (" + strerror(errno) + ")";
     return false;
   }
+  auto failWith = [&](const char *what) {
+    error = path + ": " + what + " (" + strerror(errno) + ")";
+    close(fd);
+    if (!inPlace)
+      unlink(tmp.c_str());
+    return false;
+  };
   size_t done = 0;
   while (done < buf.size()) {
     ssize_t w = write(fd, buf.data() + done, buf.size() - done);
-    if (w <= 0) {
-      error = path + ": write failed (" + strerror(errno) + ")";
-      close(fd);
-      unlink(tmp.c_str());
-      return false;
-    }
+    if (w <= 0)
+      return failWith("write failed");
     done += static_cast<size_t>(w);
   }
-  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!inPlace && fsync(fd) != 0)
+    return failWith("write failed");
+  if (close(fd) != 0) {
+    error = path + ": write failed (" + strerror(errno) + ")";
+    if (!inPlace)
+      unlink(tmp.c_str());
+    return false;
+  }
+  if (!inPlace && rename(tmp.c_str(), path.c_str()) != 0) {
     error = path + ": cannot complete the write (" + strerror(errno) + ")";
     unlink(tmp.c_str());
     return false;
