@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "Energy.h"
 #include "Model.h"
+#include "Plot.h"
 #include "Safetensors.h"
 
 #include <cmath>
@@ -38,6 +39,7 @@ Runs a model compiled by unroll (unroll-opt --lower-to-cpu | unroll-translate).
                          parameters by name (others are drawn at random)
   --output FILE          write X, the final Y and the parameters
                          (.safetensors, written atomically)
+  --plot FILE.svg        plot E(Y_t) against t
   --json                 print the result as JSON instead of a table
   -h, --help             this text
 )";
@@ -49,7 +51,7 @@ static int die(const std::string &msg) {
 
 namespace {
 struct Options {
-  std::string model, task, energy, input, output;
+  std::string model, task, energy, input, output, plot;
   bool info = false, json = false;
   int64_t iterations = -1, tokens = -1, dim = -1;
   uint64_t seed = 0;
@@ -100,6 +102,7 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     else if (a == "--energy") { if (!(v = value())) return false; o.energy = v; }
     else if (a == "--input") { if (!(v = value())) return false; o.input = v; }
     else if (a == "--output") { if (!(v = value())) return false; o.output = v; }
+    else if (a == "--plot") { if (!(v = value())) return false; o.plot = v; }
     else if (a == "--iterations") {
       if (!(v = value()) || !parseInt(a, v, 0, o.iterations, err)) return false;
     } else if (a == "--tokens") {
@@ -236,6 +239,20 @@ int runEnergy(const Options &o, const Model &m) {
       out[p["name"].get<std::string>()] = t;
     }
     if (!writeSafetensors(o.output, out, "F64", err))
+      return die(err);
+  }
+
+  if (!o.plot.empty()) {
+    PlotSpec spec;
+    spec.title = "energy @" + (*e)["name"].get<std::string>() + " (" +
+                 e->value("schedule", "") + ", rho " + e->value("rho", "") + ")";
+    spec.xLabel = "iteration t";
+    spec.yLabel = "E(Y_t)";
+    Series s{"E(Y_t)", {}, tr.energies};
+    for (size_t t = 0; t < tr.energies.size(); ++t)
+      s.x.push_back(static_cast<double>(t));
+    spec.series.push_back(s);
+    if (!writeSvg(o.plot, spec, err))
       return die(err);
   }
 

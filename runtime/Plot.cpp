@@ -1,0 +1,131 @@
+//===- Plot.cpp - small SVG line plots ------------------------------------===//
+#include "Plot.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+using namespace unroll;
+
+namespace {
+const char *kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                         "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+
+std::string esc(const std::string &s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else o += c;
+  }
+  return o;
+}
+
+std::string num(double v) {
+  char b[32];
+  snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+/// About `n` "nice" ticks covering [lo, hi].
+std::vector<double> niceTicks(double lo, double hi, int n) {
+  double span = hi - lo;
+  if (!(span > 0)) return {lo};
+  double step = std::pow(10, std::floor(std::log10(span / n)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (span / (step * m) <= n) { step *= m; break; }
+  std::vector<double> t;
+  for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * span; v += step)
+    t.push_back(std::abs(v) < 1e-12 * span ? 0.0 : v);
+  return t;
+}
+} // namespace
+
+std::string unroll::renderSvg(const PlotSpec &spec) {
+  const double W = 720, H = 440, L = 80, R = 180, T = 40, B = 56;
+  auto tr = [&](double y) { return spec.logY ? std::log10(y) : y; };
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  for (auto &s : spec.series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (spec.logY && s.y[i] <= 0))
+        continue;
+      x0 = std::min(x0, s.x[i]); x1 = std::max(x1, s.x[i]);
+      y0 = std::min(y0, tr(s.y[i])); y1 = std::max(y1, tr(s.y[i]));
+    }
+  if (!std::isfinite(x0)) { x0 = 0; x1 = 1; y0 = 0; y1 = 1; }
+  if (x1 == x0) { x0 -= 0.5; x1 += 0.5; }
+  if (y1 == y0) { y0 -= 0.5; y1 += 0.5; }
+  double pad = 0.05 * (y1 - y0);
+  y0 -= pad; y1 += pad;
+  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double y) { return H - B - (tr(y) - y0) / (y1 - y0) * (H - T - B); };
+  auto pyT = [&](double ty) { return H - B - (ty - y0) / (y1 - y0) * (H - T - B); };
+
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << (L + (W - L - R) / 2) << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">"
+    << esc(spec.title) << "</text>\n";
+  // Grid and ticks.
+  for (double t : niceTicks(x0, x1, 8)) {
+    o << "<line x1=\"" << px(t) << "\" x2=\"" << px(t) << "\" y1=\"" << T << "\" y2=\"" << H - B
+      << "\" stroke=\"#eee\"/><text x=\"" << px(t) << "\" y=\"" << H - B + 16
+      << "\" text-anchor=\"middle\">" << num(t) << "</text>\n";
+  }
+  for (double t : niceTicks(y0, y1, 6)) {
+    std::string label = spec.logY ? "1e" + num(t) : num(t);
+    if (spec.logY && std::abs(t - std::round(t)) > 1e-9) continue;
+    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << pyT(t) << "\" y2=\"" << pyT(t)
+      << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << pyT(t) + 4
+      << "\" text-anchor=\"end\">" << label << "</text>\n";
+  }
+  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
+    << H - T - B << "\" fill=\"none\" stroke=\"#333\"/>\n"
+    << "<text x=\"" << (L + (W - L - R) / 2) << "\" y=\"" << H - 14
+    << "\" text-anchor=\"middle\">" << esc(spec.xLabel) << "</text>\n"
+    << "<text transform=\"translate(18," << (T + (H - T - B) / 2)
+    << ") rotate(-90)\" text-anchor=\"middle\">" << esc(spec.yLabel)
+    << (spec.logY ? " (log scale)" : "") << "</text>\n";
+  // Series with a legend.
+  for (size_t k = 0; k < spec.series.size(); ++k) {
+    const Series &s = spec.series[k];
+    const char *c = kColors[k % 8];
+    o << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\" points=\"";
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && (!spec.logY || s.y[i] > 0))
+        o << px(s.x[i]) << "," << py(s.y[i]) << " ";
+    o << "\"/>\n";
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && (!spec.logY || s.y[i] > 0))
+        o << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"2.5\" fill=\""
+          << c << "\"/>\n";
+    double ly = T + 14 + 20 * k;
+    o << "<line x1=\"" << W - R + 14 << "\" x2=\"" << W - R + 38 << "\" y1=\"" << ly
+      << "\" y2=\"" << ly << "\" stroke=\"" << c << "\" stroke-width=\"2\"/><text x=\""
+      << W - R + 44 << "\" y=\"" << ly + 4 << "\">" << esc(s.name) << "</text>\n";
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+bool unroll::writeSvg(const std::string &path, const PlotSpec &spec, std::string &error) {
+  std::string text = renderSvg(spec), tmp = path + ".tmp";
+  FILE *f = fopen(tmp.c_str(), "w");
+  if (!f) {
+    error = path + ": cannot write (" + strerror(errno) + ")";
+    return false;
+  }
+  bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    error = path + ": write failed (" + strerror(errno) + ")";
+    remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,35 @@
+//===- Plot.h - small SVG line plots ---------------------------*- C++ -*-===//
+//
+// Enough of a plotting library for what unroll-run reports: one or more
+// named series on linear or log-10 y axes, with ticks, a legend and a title,
+// written as a standalone SVG (atomically).
+//
+//===----------------------------------------------------------------------===//
+#ifndef UNROLL_RUNTIME_PLOT_H
+#define UNROLL_RUNTIME_PLOT_H
+
+#include <string>
+#include <vector>
+
+namespace unroll {
+
+struct Series {
+  std::string name;
+  std::vector<double> x, y; // non-finite points are skipped
+};
+
+struct PlotSpec {
+  std::string title, xLabel, yLabel;
+  bool logY = false;
+  std::vector<Series> series;
+};
+
+/// Renders the plot as SVG text.
+std::string renderSvg(const PlotSpec &spec);
+
+/// Writes renderSvg(spec) to `path` (temp file + rename); false with `error`.
+bool writeSvg(const std::string &path, const PlotSpec &spec, std::string &error);
+
+} // namespace unroll
+
+#endif
