@@ -92,6 +92,18 @@ bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in
   (void)m;
   return true;
 }
+
+/// The C-interface function named by the energy's `key` ("trace", "weights").
+void *lookupEntry(const Model &m, const nlohmann::json &e, const char *key,
+                  std::string &error) {
+  std::string name = e.value(key, "");
+  void *fn = m.entry(name);
+  if (!fn)
+    error = m.path() + ": missing entry point '_mlir_ciface_" + name + "'";
+  return fn;
+}
+
+bool isF32(const Model &m) { return m.info().value("element_type", "") == "f32"; }
 } // namespace
 
 bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e,
@@ -103,15 +115,11 @@ bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e,
   }
   if (!checkInputs(m, e, in, error))
     return false;
-  std::string name = e.value("trace", "");
-  void *fn = m.entry(name);
-  if (!fn) {
-    error = m.path() + ": missing entry point '_mlir_ciface_" + name + "'";
+  void *fn = lookupEntry(m, e, "trace", error);
+  if (!fn)
     return false;
-  }
-  if (m.info().value("element_type", "") == "f32")
-    return trace<float>(fn, in, iterations, out);
-  return trace<double>(fn, in, iterations, out);
+  return isF32(m) ? trace<float>(fn, in, iterations, out)
+                  : trace<double>(fn, in, iterations, out);
 }
 
 bool unroll::attentionWeights(const Model &m, const nlohmann::json &e,
@@ -119,13 +127,10 @@ bool unroll::attentionWeights(const Model &m, const nlohmann::json &e,
                               std::string &error) {
   if (!checkInputs(m, e, in, error))
     return false;
-  std::string name = e.value("weights", "");
-  void *fn = m.entry(name);
-  if (!fn) {
-    error = m.path() + ": missing entry point '_mlir_ciface_" + name + "'";
+  void *fn = lookupEntry(m, e, "weights", error);
+  if (!fn)
     return false;
-  }
-  if (m.info().value("element_type", "") == "f32")
+  if (isF32(m))
     weights<float>(fn, in, out);
   else
     weights<double>(fn, in, out);

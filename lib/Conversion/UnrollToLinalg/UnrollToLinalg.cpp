@@ -530,7 +530,10 @@ private:
   }
   Value energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
   Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
-  func::FuncOp makeFunc(OpBuilder &b, StringRef name, ArrayRef<Type> args);
+  /// An entry function `name(tokens, theta, extra...)` with the builder at
+  /// its start; `y` gets the token tensor, `pt` the parameter tensors.
+  func::FuncOp beginEntry(OpBuilder &b, StringRef name, ArrayRef<Type> extra,
+                          Value &y, SmallVector<Value> &pt);
 
   EnergyOp energy;
   /// Views every parameter inside theta (zero-copy) as a tensor.
@@ -558,12 +561,17 @@ SmallVector<Value> EnergyLowering::paramTensors(OpBuilder &b, Location loc,
   return out;
 }
 
-func::FuncOp EnergyLowering::makeFunc(OpBuilder &b, StringRef name,
-                                      ArrayRef<Type> args) {
-  auto fty = b.getFunctionType(args, {});
-  auto f = b.create<func::FuncOp>(energy.getLoc(), name, fty);
+func::FuncOp EnergyLowering::beginEntry(OpBuilder &b, StringRef name,
+                                        ArrayRef<Type> extra, Value &y,
+                                        SmallVector<Value> &pt) {
+  SmallVector<Type> args{dynMemref(2), dynMemref(1)};
+  args.append(extra.begin(), extra.end());
+  Location loc = energy.getLoc();
+  auto f = b.create<func::FuncOp>(loc, name, b.getFunctionType(args, {}));
   f->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  f.addEntryBlock();
+  b.setInsertionPointToStart(f.addEntryBlock());
+  y = toTensor(b, loc, f.getArgument(0), energy.getTokenType());
+  pt = paramTensors(b, loc, f.getArgument(1));
   return f;
 }
 
@@ -629,18 +637,15 @@ Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x,
 void EnergyLowering::emit(OpBuilder &b) {
   Location loc = energy.getLoc();
   StringRef name = energy.getSymName();
-  Type tokTy = energy.getTokenType();
 
   // @E_trace(X, theta, Y_out, energies)
-  SmallVector<Type> args{dynMemref(2), dynMemref(1), dynMemref(2), dynMemref(1)};
   {
-    func::FuncOp f = makeFunc(b, (name + "_trace").str(), args);
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&f.front());
-    ValueRange a = f.getArguments();
-    Value x = toTensor(b, loc, a[0], tokTy);
-    SmallVector<Value> pt = paramTensors(b, loc, a[1]);
-    Value yOut = a[2], eOut = a[3];
+    Value x;
+    SmallVector<Value> pt;
+    func::FuncOp f = beginEntry(b, (name + "_trace").str(),
+                                {dynMemref(2), dynMemref(1)}, x, pt);
+    Value yOut = f.getArgument(2), eOut = f.getArgument(3);
     Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
     Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
     b.create<memref::StoreOp>(loc, energyValue(b, x, x, pt), eOut, ValueRange{c0});
@@ -659,20 +664,17 @@ void EnergyLowering::emit(OpBuilder &b) {
 
   // @E_weights(Y, params..., A)
   MMStepOp first = firstStep();
-  SmallVector<Type> wargs{dynMemref(2), dynMemref(1), dynMemref(2)};
-  func::FuncOp f = makeFunc(b, (name + "_weights").str(), wargs);
   OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(&f.front());
-  ValueRange a = f.getArguments();
-  Value y = toTensor(b, loc, a[0], tokTy);
-  SmallVector<Value> pt = paramTensors(b, loc, a[1]);
+  Value y;
+  SmallVector<Value> pt;
+  func::FuncOp f = beginEntry(b, (name + "_weights").str(), {dynMemref(2)}, y, pt);
   Value proj;
   if (first.getProj()) {
     auto p = cast<ParamOp>(first.getProj().getDefiningOp());
     proj = pt[index[p.getName()]];
   }
   Emitter e(b, first.getLoc(), elem());
-  store(b, loc, attentionMatrix(e, first, y, proj), a[2]);
+  store(b, loc, attentionMatrix(e, first, y, proj), f.getArgument(2));
   b.create<func::ReturnOp>(loc);
 }
 
