@@ -31,4 +31,26 @@ def UnrollDeriveSteps : Pass<"unroll-derive-steps", "ModuleOp"> {
                            "::mlir::math::MathDialect"];
 }
 
+def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
+  let summary = "Build the reverse-mode (VJP) regions of every model";
+  let description = [{
+    For each `unroll.model` whose reverse regions are empty, writes
+    vector-Jacobian products, one rule per step op, in reverse order:
+
+    * the loop's `reverse` region (u, dY) -> du recomputes the body from u
+      (only the loop states are stored by the lowering) and back-propagates,
+    * the model's `head_reverse` (Y, dpred) -> dY does the same for the
+      read-out,
+    * `embed_reverse` (Z, dP) for the read-in.
+
+    Parameter gradients become `unroll.accumulate_grad`. The truncated loss
+    over the last T iterations is assembled by the lowering from these
+    regions (see docs/Rationale.md).
+  }];
+  let statistics = [
+    Statistic<"numModels", "models", "Number of models differentiated">,
+    Statistic<"numVJPs", "vjps", "Number of VJP ops created">
+  ];
+}
+
 #endif

@@ -359,7 +359,7 @@ unroll.energy @term_of_x {
 unroll.energy @param_types {
 ^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
   %W = unroll.param "W" : tensor<4x4xf64>
-  // expected-error@+1 {{parameter 'W' has type 'tensor<4x2xf64>' here but 'tensor<4x4xf64>' elsewhere in the energy}}
+  // expected-error@+1 {{parameter 'W' has type 'tensor<4x2xf64>' here but 'tensor<4x4xf64>' elsewhere}}
   %V = unroll.param "W" : tensor<4x2xf64>
   %p = unroll.pairwise %Y proj %V : tensor<4x2xf64> rho(neg_exp) : tensor<?x4xf64>
   %q = unroll.quadratic %Y, %W : tensor<?x4xf64>, tensor<4x4xf64>
@@ -454,8 +454,8 @@ unroll.energy @steps_yield {
 // Unknown ops and malformed syntax get located parser errors.
 unroll.energy @unknown {
 ^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
-  // expected-error@+1 {{custom op 'unroll.attention' is unknown}}
-  %p = unroll.attention %Y : tensor<?x4xf64>
+  // expected-error@+1 {{custom op 'unroll.frobnicate' is unknown}}
+  %p = unroll.frobnicate %Y : tensor<?x4xf64>
   unroll.minimize %p schedule(single) iterations(1)
 }
 

@@ -17,6 +17,8 @@
 
 namespace mlir::unroll {
 class MinimizeOp;
+class LoopOp;
+class OutputOp;
 } // namespace mlir::unroll
 
 #define GET_OP_CLASSES

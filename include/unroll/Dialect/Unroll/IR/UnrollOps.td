@@ -91,6 +91,21 @@ def Unroll_WeightForm : I32EnumAttr<"WeightForm", "attention weight form", [
   let cppNamespace = "::mlir::unroll";
 }
 
+def Unroll_InitKind : I32EnumAttr<"InitKind", "parameter initialisation", [
+    I32EnumAttrCase<"normal", 0>,  // N(0, std^2)
+    I32EnumAttrCase<"zeros", 1>, I32EnumAttrCase<"ones", 2>
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
+def Unroll_Injection : I32EnumAttr<"Injection", "input injection of a loop", [
+    I32EnumAttrCase<"add", 0>,   // u = Y + P, Y_0 = 0   (P2 default)
+    I32EnumAttrCase<"none", 1>,  // u = Y,     Y_0 = P   (weight tying)
+    I32EnumAttrCase<"mul", 2>    // u = Y * P, Y_0 = 1
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
 def TokenMatrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2]>],
                                   "2-d tensor (tokens x features)">;
 
@@ -134,16 +149,18 @@ def Unroll_EnergyOp : Unroll_Op<"energy", [
 def Unroll_ParamOp : Unroll_Op<"param", [Pure]> {
   let summary = "a named, learnable parameter tensor";
   let description = [{
-    Parameters are identified by name across the regions of an energy; the
-    runtime initialises them from N(0, std²) or loads them by name.
+    Parameters are identified by name across the regions of an energy or
+    model; the runtime initialises them (N(0, std²), zeros or ones) or loads
+    them by name.
 
     ```mlir
     %Wa = unroll.param "W_a" {std = 0.3 : f64} : tensor<4x4xf64>
     ```
   }];
-  let arguments = (ins StrAttr:$name, DefaultValuedAttr<F64Attr, "0.1">:$std);
+  let arguments = (ins StrAttr:$name, DefaultValuedAttr<F64Attr, "0.1">:$std,
+                       DefaultValuedAttr<Unroll_InitKind, "InitKind::normal">:$init);
   let results = (outs RankedTensorOf<[F32, F64]>:$result);
-  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let assemblyFormat = "$name (`init` `(` $init^ `)`)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
@@ -341,6 +358,220 @@ def Unroll_YieldOp : Unroll_Op<"yield", [Pure, Terminator, ReturnLike]> {
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+}
+
+
+//===----------------------------------------------------------------------===//
+// Looped transformers (P2): model, loop, GPT-2 pieces
+//===----------------------------------------------------------------------===//
+
+def TokenBatch : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[3]>],
+                                 "3-d tensor (batch x tokens x features)">;
+def Vector : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[1]>], "1-d tensor">;
+def Matrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2]>], "2-d tensor">;
+
+def Unroll_ModelOp : Unroll_Op<"model", [Symbol, IsolatedFromAbove, NoTerminator]> {
+  let summary = "a looped (or L-layer) transformer trained on in-context prompts";
+  let description = [{
+    The body takes the prompt tokens Z [B, n, d] (batch B and length n are
+    run-time sizes) and contains, in order: parameters, the read-in ops
+    computing P, exactly one `unroll.loop`, the read-out ("head") ops, and
+    `unroll.output` with the predictions [B, n, 1]. The head is applied to
+    every iterate of the loop that the loss sees (P2: the last T).
+
+    `--unroll-differentiate` fills `head_reverse` (Y, dpred) -> dY and
+    `embed_reverse` (Z, dP) with vector-Jacobian products; the loop gets its
+    own `reverse` region.
+
+    ```mlir
+    unroll.model @tiny {
+    ^bb0(%Z: tensor<?x?x2xf32>):
+      %Wi = unroll.param "_read_in.weight" {std = 0.02 : f64} : tensor<8x2xf32>
+      ...
+      %P = unroll.linear %Z, %Wi, %bi : (...) -> tensor<?x?x8xf32>
+      %Y = unroll.loop %P iterations(4) window(2) injection(add) { ... }
+      %p = unroll.linear %Y, %Wo, %bo : (...) -> tensor<?x?x1xf32>
+      unroll.output %p : tensor<?x?x1xf32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body, AnyRegion:$head_reverse,
+                        AnyRegion:$embed_reverse);
+  let assemblyFormat = [{
+    $sym_name attr-dict-with-keyword $body
+    (`head_reverse` $head_reverse^)? (`embed_reverse` $embed_reverse^)?
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Value getPrompt() { return getBody().front().getArgument(0); }
+    LoopOp getLoop();
+    OutputOp getOutput();
+    bool isDifferentiated() { return !getHeadReverse().empty(); }
+  }];
+}
+
+def Unroll_OutputOp : Unroll_Op<"output", [Terminator, HasParent<"ModelOp">]> {
+  let summary = "the model's predictions [B, n, 1]";
+  let arguments = (ins TokenBatch:$predictions);
+  let assemblyFormat = "$predictions attr-dict `:` type($predictions)";
+}
+
+def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "apply a weight-shared block b times with input injection";
+  let description = [{
+    With P = `input` and M the body (u -> next Y):
+    `add`: Y_0 = 0, Y_t = M(Y_{t-1} + P) (P2); `none`: Y_0 = P,
+    Y_t = M(Y_{t-1}) (weight tying); `mul`: Y_0 = 1, Y_t = M(Y_{t-1} * P).
+    The result is Y_b. `iterations` is the default b (the runtime may run
+    more or fewer); the loss sees the last `window` = T iterates, the first
+    b - T run without gradient. An L-layer model is a loop with
+    iterations(1) window(1) injection(none) whose body holds L blocks.
+    `--unroll-differentiate` fills `reverse` (u, dY) -> du.
+
+    ```mlir
+    %Y = unroll.loop %P iterations(20) window(15) injection(add) {
+    ^bb0(%u: tensor<?x?x256xf32>):
+      ...
+      unroll.yield %y : tensor<?x?x256xf32>
+    }
+    ```
+  }];
+  let arguments = (ins TokenBatch:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$iterations,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$window,
+                       DefaultValuedAttr<Unroll_Injection, "Injection::add">:$injection);
+  let results = (outs TokenBatch:$result);
+  let regions = (region SizedRegion<1>:$body, AnyRegion:$reverse);
+  let assemblyFormat = [{
+    $input `iterations` `(` $iterations `)` `window` `(` $window `)`
+    `injection` `(` $injection `)` attr-dict `:` type($input) $body
+    (`reverse` $reverse^)?
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Unroll_LinearOp : Unroll_Op<"linear", [Pure]> {
+  let summary = "y = x W^T + b over the last dimension (PyTorch Linear layout)";
+  let description = [{
+    x [B, n, K], W [O, K], b [O] -> y [B, n, O].
+
+    ```mlir
+    %y = unroll.linear %x, %w, %b : (tensor<?x?x20xf32>, tensor<256x20xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins TokenBatch:$x, Matrix:$weight, Vector:$bias);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$x `,` $weight `,` $bias attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Unroll_LayerNormOp : Unroll_Op<"layer_norm", [Pure, AllTypesMatch<["x", "result"]>,
+    AllTypesMatch<["gain", "bias"]>]> {
+  let summary = "LayerNorm over the last dimension, with gain and bias";
+  let description = [{
+    ```mlir
+    %y = unroll.layer_norm %x, %g, %b {eps = 1.0e-5 : f64} : tensor<?x?x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins TokenBatch:$x, Vector:$gain, Vector:$bias,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$x `,` $gain `,` $bias attr-dict `:` type($x) `,` type($gain)";
+  let hasVerifier = 1;
+}
+
+def Unroll_AttentionOp : Unroll_Op<"attention", [Pure]> {
+  let summary = "causal multi-head softmax attention from fused q, k, v";
+  let description = [{
+    qkv [B, n, 3D] holds q | k | v (each D = heads x head_dim, heads
+    contiguous); out[b, i, h·hd + e] = Σ_{j<=i} softmax_j(q_i·k_j/√hd) v_j.
+
+    ```mlir
+    %a = unroll.attention %qkv heads(8) : tensor<?x?x768xf32> -> tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins TokenBatch:$qkv, ConfinedAttr<I64Attr, [IntMinValue<1>]>:$heads);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$qkv `heads` `(` $heads `)` attr-dict `:` type($qkv) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Unroll_GeluOp : Unroll_Op<"gelu", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "tanh GELU: 0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³)))";
+  let arguments = (ins TokenBatch:$x);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+def Unroll_AddOp : Unroll_Op<"add", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "elementwise sum (residual connections)";
+  let arguments = (ins TokenBatch:$lhs, TokenBatch:$rhs);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Unroll_PositionEmbedOp : Unroll_Op<"position_embed", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "x[b, i, :] + wpe[i, :] (learned absolute positions)";
+  let description = [{
+    The table has one row per position; the run-time length n must not
+    exceed it.
+  }];
+  let arguments = (ins TokenBatch:$x, Matrix:$table);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$x `,` $table attr-dict `:` type($x) `,` type($table)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Vector-Jacobian products (written by --unroll-differentiate)
+//===----------------------------------------------------------------------===//
+
+def Unroll_LinearVJPOp : Unroll_Op<"linear_vjp", [Pure]> {
+  let summary = "(dx, dW, db) of y = x W^T + b given dy";
+  let arguments = (ins TokenBatch:$x, Matrix:$weight, TokenBatch:$dy);
+  let results = (outs TokenBatch:$dx, Matrix:$dweight, Vector:$dbias);
+  let assemblyFormat = "$x `,` $weight `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_LayerNormVJPOp : Unroll_Op<"layer_norm_vjp", [Pure]> {
+  let summary = "(dx, dgain, dbias) of LayerNorm given dy";
+  let arguments = (ins TokenBatch:$x, Vector:$gain, TokenBatch:$dy,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs TokenBatch:$dx, Vector:$dgain, Vector:$dbias);
+  let assemblyFormat = "$x `,` $gain `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_AttentionVJPOp : Unroll_Op<"attention_vjp", [Pure]> {
+  let summary = "dqkv of causal multi-head attention given dout";
+  let arguments = (ins TokenBatch:$qkv, TokenBatch:$dy, I64Attr:$heads);
+  let results = (outs TokenBatch:$dqkv);
+  let assemblyFormat = "$qkv `,` $dy `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_GeluVJPOp : Unroll_Op<"gelu_vjp", [Pure]> {
+  let summary = "dx of tanh GELU given dy";
+  let arguments = (ins TokenBatch:$x, TokenBatch:$dy);
+  let results = (outs TokenBatch:$dx);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_PositionEmbedVJPOp : Unroll_Op<"position_embed_vjp", [Pure]> {
+  let summary = "dtable of position_embed given dy (sums over the batch)";
+  let arguments = (ins TokenBatch:$dy, Matrix:$table);
+  let results = (outs Matrix:$dtable);
+  let assemblyFormat = "$dy `,` $table attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_AccumulateGradOp : Unroll_Op<"accumulate_grad", [AllTypesMatch<["param", "grad"]>]> {
+  let summary = "add a gradient into the gradient of a parameter";
+  let description = [{
+    `param` must be an `unroll.param`; the lowering adds `grad` to that
+    parameter's slice of the flat gradient vector.
+  }];
+  let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+  let hasVerifier = 1;
 }
 
 #endif // UNROLL_OPS_TD
