@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -27,15 +28,23 @@ using namespace mlir;
 void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm) {
   // Energy level → step level → linalg on tensors.
   pm.addPass(createUnrollDeriveSteps());
+  pm.addPass(createUnrollDifferentiate());
   pm.addPass(createConvertUnrollToLinalg());
+  // No CSE before bufferization: it would merge the identical zero-filled
+  // inits of different linalg ops, which bufferization must then copy.
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
   // Tensors → buffers, with deallocation of every temporary.
   bufferization::OneShotBufferizationOptions bo;
   bo.allowReturnAllocsFromLoops = true; // Y_{t+1} is a new buffer each step
+  // Copies become loops (memref.copy would need MLIR's runtime library).
+  bo.memCpyFn = [](OpBuilder &b, Location loc, Value from, Value to) {
+    b.create<linalg::CopyOp>(loc, from, to);
+    return success();
+  };
   pm.addPass(bufferization::createOneShotBufferizePass(bo));
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCSEPass());
   // Loops, then the LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -4,9 +4,11 @@
 // RUN: unroll-opt %s --lower-to-cpu | FileCheck %s
 
 // PIPE: unroll-derive-steps
+// PIPE-SAME: unroll-differentiate
 // PIPE-SAME: convert-unroll-to-linalg
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: ownership-based-buffer-deallocation
+// PIPE-SAME: cse
 // PIPE-SAME: convert-linalg-to-loops
 // PIPE-SAME: convert-math-to-llvm
 // PIPE-SAME: finalize-memref-to-llvm

@@ -28,7 +28,8 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
     "::mlir::LLVM::LLVMDialect"
   ];
   let statistics = [
-    Statistic<"numEnergies", "energies", "Number of energies lowered">
+    Statistic<"numEnergies", "energies", "Number of energies lowered">,
+    Statistic<"numModels", "models", "Number of models lowered">
   ];
 }
 

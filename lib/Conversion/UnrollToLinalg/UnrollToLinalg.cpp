@@ -1,21 +1,11 @@
-//===- UnrollToLinalg.cpp - energies to linalg-on-tensors functions -------===//
+//===- UnrollToLinalg.cpp - the convert-unroll-to-linalg pass -------------===//
 //
-// Every derived `unroll.energy @E` becomes two C-interface functions on
-// memrefs (@E_trace, @E_weights) whose bodies compute the energy terms and
-// the step ops with linalg on tensors. The module also gets the ABI
-// functions unroll_abi_version and unroll_model_info (docs/abi.md).
+// Lowers every energy and model of the module to C-interface entry points
+// (EnergyToLinalg.cpp, ModelToLinalg.cpp) and adds the ABI functions
+// unroll_abi_version and unroll_model_info (docs/abi.md).
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/Passes.h"
-#include "unroll/Dialect/Unroll/IR/ScalarRegion.h"
-#include "unroll/Dialect/Unroll/IR/UnrollOps.h"
-
-#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
-#include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/Support/JSON.h"
-
-#include <limits>
+#include "Emitter.h"
 
 namespace mlir::unroll {
 #define GEN_PASS_DEF_CONVERTUNROLLTOLINALG
@@ -24,734 +14,9 @@ namespace mlir::unroll {
 
 using namespace mlir;
 using namespace mlir::unroll;
+using namespace mlir::unroll::lowering;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Emitter: small linalg-on-tensors building blocks
-//===----------------------------------------------------------------------===//
-
-class Emitter {
-public:
-  Emitter(OpBuilder &b, Location loc, Type elem) : b(b), loc(loc), t(elem) {}
-
-  Value cst(double v) {
-    return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v));
-  }
-  Value idx(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  Value dim(Value v, int64_t i) { return b.create<tensor::DimOp>(loc, v, i); }
-
-  /// A dynamically shaped tensor filled with `v`.
-  Value filled(ArrayRef<Value> sizes, double v) {
-    SmallVector<int64_t> shape(sizes.size(), ShapedType::kDynamic);
-    Value e = b.create<tensor::EmptyOp>(loc, shape, t, sizes);
-    return b.create<linalg::FillOp>(loc, cst(v), e).getResult(0);
-  }
-  /// Casts to the fully dynamic shape of the same rank.
-  Value dynamic(Value v) {
-    auto rt = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> shape(rt.getRank(), ShapedType::kDynamic);
-    auto to = RankedTensorType::get(shape, t);
-    return rt == to ? v : b.create<tensor::CastOp>(loc, to, v).getResult();
-  }
-  Value castTo(Value v, Type to) {
-    return v.getType() == to ? v : b.create<tensor::CastOp>(loc, to, v).getResult();
-  }
-
-  /// A [m, k] · B [k, n].
-  Value matmul(Value a, Value bm) {
-    Value out = filled({dim(a, 0), dim(bm, 1)}, 0.0);
-    return b.create<linalg::MatmulOp>(loc, ValueRange{dynamic(a), dynamic(bm)},
-                                      ValueRange{out})
-        .getResult(0);
-  }
-  /// A [m, k] · B[n, k]^T.
-  Value matmulTransposeB(Value a, Value bm) {
-    Value out = filled({dim(a, 0), dim(bm, 0)}, 0.0);
-    return b.create<linalg::MatmulTransposeBOp>(
-                loc, ValueRange{dynamic(a), dynamic(bm)}, ValueRange{out})
-        .getResult(0);
-  }
-
-  using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
-
-  /// A linalg.generic over `rank` loops producing one tensor of `outSizes`
-  /// (indexed by `outMap`) from `ins` (indexed by `inMaps`). The body gets
-  /// the input scalars followed by the output (accumulator) scalar.
-  Value generic(unsigned rank, ArrayRef<Value> ins, ArrayRef<AffineMap> inMaps,
-                Value init, AffineMap outMap,
-                ArrayRef<utils::IteratorType> iters, BodyFn body) {
-    SmallVector<AffineMap> maps(inMaps.begin(), inMaps.end());
-    maps.push_back(outMap);
-    SmallVector<Value> dins;
-    for (Value v : ins)
-      dins.push_back(dynamic(v));
-    return b
-        .create<linalg::GenericOp>(
-            loc, init.getType(), dins, ValueRange{init}, maps, iters,
-            [&](OpBuilder &nb, Location nl, ValueRange args) {
-              nb.create<linalg::YieldOp>(nl, body(nb, nl, args));
-            })
-        .getResult(0);
-  }
-
-  AffineMap map(unsigned rank, ArrayRef<unsigned> dims) {
-    SmallVector<AffineExpr> e;
-    for (unsigned d : dims)
-      e.push_back(b.getAffineDimExpr(d));
-    return AffineMap::get(rank, 0, e, b.getContext());
-  }
-  AffineMap id2() { return map(2, {0, 1}); }
-  AffineMap tr2() { return map(2, {1, 0}); }
-  AffineMap row2() { return map(2, {0}); }
-  AffineMap col2() { return map(2, {1}); }
-  AffineMap scalar(unsigned rank) { return AffineMap::get(rank, 0, {}, b.getContext()); }
-
-  static SmallVector<utils::IteratorType> par(unsigned n) {
-    return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
-  }
-  /// Parallel over the first `p` loops, reduction over the rest.
-  static SmallVector<utils::IteratorType> parRed(unsigned p, unsigned n) {
-    SmallVector<utils::IteratorType> it(n, utils::IteratorType::reduction);
-    for (unsigned i = 0; i < p; ++i)
-      it[i] = utils::IteratorType::parallel;
-    return it;
-  }
-
-  /// Elementwise over a 2-d tensor (same shape out as `like`).
-  Value map2(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value like,
-             BodyFn body) {
-    Value init = filled({dim(like, 0), dim(like, 1)}, 0.0);
-    return generic(2, ins, maps, init, id2(), par(2), body);
-  }
-  /// Row reduction of a 2-d tensor: out_i = combine(out_i, f(row values)).
-  Value rowReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value like,
-                  double initV, BodyFn body) {
-    Value init = filled({dim(like, 0)}, initV);
-    return generic(2, ins, maps, init, row2(), parRed(1, 2), body);
-  }
-  /// Full reduction of a 2-d iteration space to a scalar (returned as the
-  /// element, not a tensor).
-  Value fullReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body,
-                   unsigned rank = 2) {
-    Value init = b.create<linalg::FillOp>(
-                      loc, cst(0.0), b.create<tensor::EmptyOp>(
-                                         loc, ArrayRef<int64_t>{}, t).getResult())
-                     .getResult(0);
-    Value r = generic(rank, ins, maps, init, scalar(rank), parRed(0, rank), body);
-    return b.create<tensor::ExtractOp>(loc, r, ValueRange{});
-  }
-
-  OpBuilder &b;
-  Location loc;
-  Type t;
-};
-
-//===----------------------------------------------------------------------===//
-// Pairwise geometry and masks
-//===----------------------------------------------------------------------===//
-
-/// The mask of a pairwise term / MM step, turned into a scalar predicate
-/// usable inside a 2-d linalg.generic body.
-struct Mask {
-  MaskKind kind = MaskKind::none;
-  Value graph; // n × n tensor of 0/1 in the element type, for kind == graph
-
-  /// Extra generic inputs this mask needs (the graph) with their maps.
-  void addInputs(Emitter &e, SmallVector<Value> &ins,
-                 SmallVector<AffineMap> &maps) const {
-    if (kind == MaskKind::graph) {
-      ins.push_back(graph);
-      maps.push_back(e.id2());
-    }
-  }
-  /// i1 "pair (i, j) interacts"; `gval` is the graph entry if any.
-  Value keep(OpBuilder &b, Location loc, Value gval) const {
-    switch (kind) {
-    case MaskKind::none:
-      return b.create<arith::ConstantIntOp>(loc, 1, 1);
-    case MaskKind::causal: {
-      Value i = b.create<linalg::IndexOp>(loc, 0);
-      Value j = b.create<linalg::IndexOp>(loc, 1);
-      return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, j, i);
-    }
-    case MaskKind::graph: {
-      Value zero = b.create<arith::ConstantOp>(loc, gval.getType(),
-                                               b.getFloatAttr(gval.getType(), 0));
-      return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::ONE, gval, zero);
-    }
-    }
-    llvm_unreachable("mask kind");
-  }
-};
-
-Mask makeMask(Emitter &e, MaskKind kind, std::optional<ElementsAttr> graph) {
-  Mask m;
-  m.kind = kind;
-  if (kind != MaskKind::graph)
-    return m;
-  auto ints = cast<DenseIntElementsAttr>(*graph);
-  auto shape = cast<ShapedType>(ints.getType()).getShape();
-  SmallVector<Attribute> vals;
-  for (const APInt &v : ints.getValues<APInt>())
-    vals.push_back(e.b.getFloatAttr(e.t, v.isZero() ? 0.0 : 1.0));
-  auto ty = RankedTensorType::get(shape, e.t);
-  m.graph = e.b.create<arith::ConstantOp>(e.loc, ty,
-                                          DenseElementsAttr::get(ty, vals));
-  return m;
-}
-
-/// Inlines a scalar region (one arg, yields one value) at the builder.
-Value inlineScalarRegion(OpBuilder &b, Region &r, Value z) {
-  IRMapping map;
-  map.map(r.front().getArgument(0), z);
-  for (Operation &op : r.front()) {
-    if (auto y = dyn_cast<YieldOp>(op))
-      return map.lookup(y.getValues()[0]);
-    b.clone(op, map);
-  }
-  llvm_unreachable("scalar region without yield");
-}
-
-/// z_ij = max(0, ½|u_i|² + ½|u_j|² − u_i·u_j) = ½|u_i − u_j|² for U = Y W_a.
-Value pairwiseZ(Emitter &e, Value u) {
-  Value sq = e.rowReduce({u}, {e.id2()}, u, 0.0,
-                         [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                           Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
-                           return b.create<arith::AddFOp>(l, a[1], p);
-                         });
-  Value g = e.matmulTransposeB(u, u);
-  Value half = e.cst(0.5), zero = e.cst(0.0);
-  return e.map2({g, sq, sq}, {e.id2(), e.row2(), e.col2()}, g,
-                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                  Value s = b.create<arith::AddFOp>(l, a[1], a[2]);
-                  Value hs = b.create<arith::MulFOp>(l, half, s);
-                  Value z = b.create<arith::SubFOp>(l, hs, a[0]);
-                  return b.create<arith::MaximumFOp>(l, z, zero);
-                });
-}
-
-//===----------------------------------------------------------------------===//
-// Energy terms → scalars
-//===----------------------------------------------------------------------===//
-
-Value emitPairwiseEnergy(Emitter &e, PairwiseOp op, Value y, Value proj) {
-  Value u = proj ? e.matmul(y, proj) : y;
-  Value z = pairwiseZ(e, u);
-  Mask m = makeMask(e, op.getMask(), op.getGraph());
-  Region rho;
-  Region *rhoR = &op.getRhoBody();
-  if (op.getRho() != RhoKind::custom) {
-    buildBuiltinRho(rho, static_cast<int>(op.getRho()), e.t, op.getLoc());
-    rhoR = &rho;
-  }
-  SmallVector<Value> ins{z};
-  SmallVector<AffineMap> maps{e.id2()};
-  m.addInputs(e, ins, maps);
-  Value zero = e.cst(0.0);
-  return e.fullReduce(ins, maps, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value r = inlineScalarRegion(b, *rhoR, a[0]);
-    Value keep = m.keep(b, l, m.graph ? a[1] : Value());
-    Value v = b.create<arith::SelectOp>(l, keep, r, zero);
-    return b.create<arith::AddFOp>(l, a.back(), v);
-  });
-}
-
-Value emitQuadraticEnergy(Emitter &e, Value y, Value w) {
-  Value yw = e.matmul(y, w);
-  Value half = e.cst(0.5);
-  return e.fullReduce({yw, y}, {e.id2(), e.id2()},
-                      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                        Value p = b.create<arith::MulFOp>(l, a[0], a[1]);
-                        p = b.create<arith::MulFOp>(l, half, p);
-                        return b.create<arith::AddFOp>(l, a[2], p);
-                      });
-}
-
-Value emitSqNormEnergy(Emitter &e, Value y, Value center, double coeff) {
-  Value hc = e.cst(0.5 * coeff);
-  SmallVector<Value> ins{y};
-  SmallVector<AffineMap> maps{e.id2()};
-  if (center) {
-    ins.push_back(center);
-    maps.push_back(e.id2());
-  }
-  return e.fullReduce(ins, maps, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value d = center ? b.create<arith::SubFOp>(l, a[0], a[1]).getResult() : a[0];
-    Value p = b.create<arith::MulFOp>(l, d, d);
-    p = b.create<arith::MulFOp>(l, hc, p);
-    return b.create<arith::AddFOp>(l, a.back(), p);
-  });
-}
-
-Value emitNonNegEnergy(Emitter &e, Value y) {
-  Value inf = e.cst(std::numeric_limits<double>::infinity()), zero = e.cst(0.0);
-  return e.fullReduce({y}, {e.id2()}, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value neg = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLT, a[0], zero);
-    Value v = b.create<arith::SelectOp>(l, neg, inf, zero);
-    return b.create<arith::AddFOp>(l, a[1], v);
-  });
-}
-
-//===----------------------------------------------------------------------===//
-// Steps → tensors
-//===----------------------------------------------------------------------===//
-
-/// Masked, unnormalized weights w_ij = m_ij rho'(z_ij) of a general MM step.
-Value generalWeights(Emitter &e, MMStepOp op, Value u, const Mask &m) {
-  Value z = pairwiseZ(e, u);
-  SmallVector<Value> ins{z};
-  SmallVector<AffineMap> maps{e.id2()};
-  m.addInputs(e, ins, maps);
-  Value zero = e.cst(0.0);
-  return e.map2(ins, maps, z, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value w = inlineScalarRegion(b, op.getWeightBody(), a[0]);
-    Value keep = m.keep(b, l, m.graph ? a[1] : Value());
-    return b.create<arith::SelectOp>(l, keep, w, zero);
-  });
-}
-
-/// Row-normalizes non-negative weights; a row summing to 0 (every pair masked
-/// or underflowed) becomes the identity row, i.e. that token stays put.
-Value normalizeRows(Emitter &e, Value w) {
-  Value s = e.rowReduce({w}, {e.id2()}, w, 0.0,
-                        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                          return b.create<arith::AddFOp>(l, a[1], a[0]);
-                        });
-  Value zero = e.cst(0.0), one = e.cst(1.0);
-  return e.map2({w, s}, {e.id2(), e.row2()}, w,
-                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                  Value i = b.create<linalg::IndexOp>(l, 0);
-                  Value j = b.create<linalg::IndexOp>(l, 1);
-                  Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
-                  Value idv = b.create<arith::SelectOp>(l, diag, one, zero);
-                  Value q = b.create<arith::DivFOp>(l, a[0], a[1]);
-                  Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[1], zero);
-                  return b.create<arith::SelectOp>(l, pos, q, idv);
-                });
-}
-
-/// Normalized weights softmax_j(logit_ij) with logit_ij = u_i·u_j (− ½|u_j|²
-/// for the reweighted form), masked pairs excluded, max-subtracted.
-Value softmaxWeights(Emitter &e, MMStepOp op, Value u, const Mask &m) {
-  Value g = e.matmulTransposeB(u, u);
-  Value logits = g;
-  if (op.getForm() == WeightForm::reweighted_softmax) {
-    Value sq = e.rowReduce({u}, {e.id2()}, u, 0.0,
-                           [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                             Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
-                             return b.create<arith::AddFOp>(l, a[1], p);
-                           });
-    Value half = e.cst(0.5);
-    logits = e.map2({g, sq}, {e.id2(), e.col2()}, g,
-                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      Value h = b.create<arith::MulFOp>(l, half, a[1]);
-                      return b.create<arith::SubFOp>(l, a[0], h);
-                    });
-  }
-  Value ninf = e.cst(-std::numeric_limits<double>::infinity()), zero = e.cst(0.0);
-  SmallVector<Value> ins{logits};
-  SmallVector<AffineMap> maps{e.id2()};
-  m.addInputs(e, ins, maps);
-  Value masked = e.map2(ins, maps, logits, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value keep = m.keep(b, l, m.graph ? a[1] : Value());
-    return b.create<arith::SelectOp>(l, keep, a[0], ninf);
-  });
-  Value mx = e.rowReduce({masked}, {e.id2()}, masked,
-                         -std::numeric_limits<double>::infinity(),
-                         [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                           return b.create<arith::MaximumFOp>(l, a[1], a[0]);
-                         });
-  Value ex = e.map2({masked, mx}, {e.id2(), e.row2()}, masked,
-                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      Value fin = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[0], ninf);
-                      Value d = b.create<arith::SubFOp>(l, a[0], a[1]);
-                      Value x = b.create<math::ExpOp>(l, d);
-                      return b.create<arith::SelectOp>(l, fin, x, zero);
-                    });
-  return normalizeRows(e, ex);
-}
-
-/// The normalized attention matrix of an MM step at Y.
-Value attentionMatrix(Emitter &e, MMStepOp op, Value y, Value proj) {
-  Value u = proj ? e.matmul(y, proj) : y;
-  Mask m = makeMask(e, op.getMask(), op.getGraph());
-  if (op.getForm() == WeightForm::general)
-    return normalizeRows(e, generalWeights(e, op, u, m));
-  return softmaxWeights(e, op, u, m);
-}
-
-/// Certified variant: Y − (L_w̃ Y S + c (Y − C)) / L, w̃ = w + wᵀ,
-/// S = W_a W_aᵀ, L = 2 max_i deg_i ‖W_a‖_F² + c (Gershgorin and
-/// λ_max(S) ≤ ‖W_a‖_F² bound the majorizer's Hessian).
-Value certifiedStep(Emitter &e, MMStepOp op, Value y, Value proj, Value center) {
-  Value u = proj ? e.matmul(y, proj) : y;
-  Mask m = makeMask(e, op.getMask(), op.getGraph());
-  Value w = generalWeights(e, op, u, m);
-  Value ws = e.map2({w, w}, {e.id2(), e.tr2()}, w,
-                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      return b.create<arith::AddFOp>(l, a[0], a[1]);
-                    });
-  Value deg = e.rowReduce({ws}, {e.id2()}, ws, 0.0,
-                          [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                            return b.create<arith::AddFOp>(l, a[1], a[0]);
-                          });
-  // max_i deg_i (degrees are >= 0, so 0 is a valid initial maximum).
-  Value degMax = e.fullReduce(
-      {deg}, {e.map(1, {0})},
-      [](OpBuilder &b, Location l, ValueRange a) -> Value {
-        return b.create<arith::MaximumFOp>(l, a[1], a[0]);
-      },
-      /*rank=*/1);
-  Value ys = y;
-  Value frob = e.cst(1.0);
-  if (proj) {
-    Value s = e.matmulTransposeB(proj, proj);
-    ys = e.matmul(y, s);
-    frob = e.fullReduce({proj}, {e.id2()}, [](OpBuilder &b, Location l, ValueRange a) -> Value {
-      Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
-      return b.create<arith::AddFOp>(l, a[1], p);
-    });
-  }
-  double c = op.getCoeff().convertToDouble();
-  Value two = e.cst(2.0), cc = e.cst(c), zero = e.cst(0.0);
-  Value lip = e.b.create<arith::MulFOp>(e.loc, two, degMax);
-  lip = e.b.create<arith::MulFOp>(e.loc, lip, frob);
-  lip = e.b.create<arith::AddFOp>(e.loc, lip, cc);
-  Value wys = e.matmul(ws, ys);
-  SmallVector<Value> ins{y, ys, wys, deg};
-  SmallVector<AffineMap> maps{e.id2(), e.id2(), e.id2(), e.row2()};
-  Value ctr = op.getCenter() ? center : Value();
-  if (ctr) {
-    ins.push_back(ctr);
-    maps.push_back(e.id2());
-  }
-  return e.map2(ins, maps, y, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    // grad = deg_i (YS)_ij − (w̃ YS)_ij + c (y_ij − c_ij)
-    Value g = b.create<arith::MulFOp>(l, a[3], a[1]);
-    g = b.create<arith::SubFOp>(l, g, a[2]);
-    Value r = ctr ? b.create<arith::SubFOp>(l, a[0], a[4]).getResult() : a[0];
-    g = b.create<arith::AddFOp>(l, g, b.create<arith::MulFOp>(l, cc, r));
-    Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, lip, zero);
-    Value stepv = b.create<arith::DivFOp>(l, g, lip);
-    stepv = b.create<arith::SelectOp>(l, pos, stepv, zero);
-    return b.create<arith::SubFOp>(l, a[0], stepv);
-  });
-}
-
-Value emitGradStep(Emitter &e, GradStepOp op, Value y, Value w, Value center) {
-  double alpha = op.getAlpha().convertToDouble(), c = op.getCoeff().convertToDouble();
-  Value one = e.cst(1.0 - alpha * c), zero = e.cst(0.0), ha = e.cst(0.5 * alpha);
-  // W_s = (1 − αc) I − α (W + Wᵀ)/2
-  Value ws = e.map2({w, w}, {e.id2(), e.tr2()}, w,
-                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      Value i = b.create<linalg::IndexOp>(l, 0);
-                      Value j = b.create<linalg::IndexOp>(l, 1);
-                      Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
-                      Value d = b.create<arith::SelectOp>(l, diag, one, zero);
-                      Value s = b.create<arith::AddFOp>(l, a[0], a[1]);
-                      return b.create<arith::SubFOp>(l, d, b.create<arith::MulFOp>(l, ha, s));
-                    });
-  Value r = e.matmul(y, ws);
-  if (center && c != 0.0) {
-    Value ac = e.cst(alpha * c);
-    r = e.map2({r, center}, {e.id2(), e.id2()}, r,
-               [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                 return b.create<arith::AddFOp>(l, a[0], b.create<arith::MulFOp>(l, ac, a[1]));
-               });
-  }
-  return r;
-}
-
-Value emitRelu(Emitter &e, Value y) {
-  Value zero = e.cst(0.0);
-  return e.map2({y}, {e.id2()}, y, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    return b.create<arith::MaximumFOp>(l, a[0], zero);
-  });
-}
-
-//===----------------------------------------------------------------------===//
-// Energy → functions
-//===----------------------------------------------------------------------===//
-
-struct ParamInfo {
-  std::string name;
-  RankedTensorType type;
-  double std;
-  int64_t offset; // into the flat parameter vector theta
-};
-
-class EnergyLowering {
-public:
-  EnergyLowering(EnergyOp energy) : energy(energy) {
-    auto collect = [&](ParamOp p) {
-      if (!index.count(p.getName())) {
-        index[p.getName()] = params.size();
-        params.push_back({p.getName().str(), p.getType(),
-                          p.getStd().convertToDouble(), numParams});
-        numParams += p.getType().getNumElements();
-      }
-    };
-    energy.getBody().walk(collect);
-    energy.getSteps().walk(collect);
-  }
-
-  void emit(OpBuilder &b);
-  llvm::json::Object info();
-  MMStepOp firstStep() {
-    MMStepOp first;
-    energy.getSteps().walk([&](MMStepOp m) {
-      if (!first) first = m;
-    });
-    return first;
-  }
-
-private:
-  Type elem() { return energy.getTokenType().getElementType(); }
-  MemRefType dynMemref(unsigned rank) {
-    return MemRefType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic), elem());
-  }
-  /// Memref arguments → tensors (and casts to the energy's token type).
-  Value toTensor(OpBuilder &b, Location loc, Value m, Type to) {
-    auto mt = cast<MemRefType>(m.getType());
-    auto tt = RankedTensorType::get(mt.getShape(), mt.getElementType());
-    Value t = b.create<bufferization::ToTensorOp>(loc, tt, m, /*restrict=*/true,
-                                                  /*writable=*/false);
-    return t.getType() == to ? t : b.create<tensor::CastOp>(loc, to, t).getResult();
-  }
-  void store(OpBuilder &b, Location loc, Value t, Value m) {
-    auto mt = cast<MemRefType>(m.getType());
-    auto tt = RankedTensorType::get(mt.getShape(), mt.getElementType());
-    if (t.getType() != tt)
-      t = b.create<tensor::CastOp>(loc, tt, t);
-    auto op = b.create<bufferization::MaterializeInDestinationOp>(loc, t, m);
-    op.setRestrict(true);
-    op.setWritable(true);
-  }
-  Value energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
-  Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
-  /// An entry function `name(tokens, theta, extra...)` with the builder at
-  /// its start; `y` gets the token tensor, `pt` the parameter tensors.
-  func::FuncOp beginEntry(OpBuilder &b, StringRef name, ArrayRef<Type> extra,
-                          Value &y, SmallVector<Value> &pt);
-
-  EnergyOp energy;
-  /// Views every parameter inside theta (zero-copy) as a tensor.
-  SmallVector<Value> paramTensors(OpBuilder &b, Location loc, Value theta);
-
-  std::vector<ParamInfo> params;
-  llvm::StringMap<size_t> index;
-  int64_t numParams = 0;
-};
-
-SmallVector<Value> EnergyLowering::paramTensors(OpBuilder &b, Location loc,
-                                                Value theta) {
-  SmallVector<Value> out;
-  for (auto &p : params) {
-    auto shape = p.type.getShape();
-    SmallVector<int64_t> strides(shape.size(), 1);
-    for (int i = (int)shape.size() - 2; i >= 0; --i)
-      strides[i] = strides[i + 1] * shape[i + 1];
-    auto layout = StridedLayoutAttr::get(b.getContext(), p.offset, strides);
-    auto mt = MemRefType::get(shape, elem(), layout);
-    Value view = b.create<memref::ReinterpretCastOp>(
-        loc, mt, theta, p.offset, shape, strides);
-    out.push_back(toTensor(b, loc, view, p.type));
-  }
-  return out;
-}
-
-func::FuncOp EnergyLowering::beginEntry(OpBuilder &b, StringRef name,
-                                        ArrayRef<Type> extra, Value &y,
-                                        SmallVector<Value> &pt) {
-  SmallVector<Type> args{dynMemref(2), dynMemref(1)};
-  args.append(extra.begin(), extra.end());
-  Location loc = energy.getLoc();
-  auto f = b.create<func::FuncOp>(loc, name, b.getFunctionType(args, {}));
-  f->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  b.setInsertionPointToStart(f.addEntryBlock());
-  y = toTensor(b, loc, f.getArgument(0), energy.getTokenType());
-  pt = paramTensors(b, loc, f.getArgument(1));
-  return f;
-}
-
-Value EnergyLowering::energyValue(OpBuilder &b, Value y, Value x,
-                                  ArrayRef<Value> pt) {
-  Block &body = energy.getBody().front();
-  IRMapping map;
-  map.map(body.getArgument(0), y);
-  map.map(body.getArgument(1), x);
-  Value total;
-  for (Operation &op : body.without_terminator()) {
-    Emitter e(b, op.getLoc(), elem());
-    auto get = [&](Value v) { return v ? map.lookup(v) : Value(); };
-    Value v;
-    if (auto p = dyn_cast<ParamOp>(op))
-      map.map(p.getResult(), pt[index[p.getName()]]);
-    else if (auto p = dyn_cast<PairwiseOp>(op))
-      v = emitPairwiseEnergy(e, p, y, get(p.getProj()));
-    else if (auto q = dyn_cast<QuadraticOp>(op))
-      v = emitQuadraticEnergy(e, y, get(q.getWeight()));
-    else if (auto r = dyn_cast<SqNormOp>(op))
-      v = emitSqNormEnergy(e, y, get(r.getCenter()), r.getCoeff().convertToDouble());
-    else if (isa<NonNegOp>(op))
-      v = emitNonNegEnergy(e, y);
-    if (v)
-      total = total ? b.create<arith::AddFOp>(op.getLoc(), total, v).getResult() : v;
-  }
-  return total;
-}
-
-Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x,
-                                ArrayRef<Value> pt) {
-  Block &steps = energy.getSteps().front();
-  IRMapping map;
-  map.map(steps.getArgument(0), y);
-  map.map(steps.getArgument(1), x);
-  auto get = [&](Value v) { return v ? map.lookup(v) : Value(); };
-  for (Operation &op : steps) {
-    Emitter e(b, op.getLoc(), elem());
-    if (auto yield = dyn_cast<YieldOp>(op))
-      return get(yield.getValues()[0]);
-    Value r;
-    if (auto p = dyn_cast<ParamOp>(op)) {
-      map.map(p.getResult(), pt[index[p.getName()]]);
-      continue;
-    }
-    if (auto mm = dyn_cast<MMStepOp>(op)) {
-      Value yin = get(mm.getY()), proj = get(mm.getProj());
-      if (mm.getVariant() == AttentionVariant::certified)
-        r = certifiedStep(e, mm, yin, proj, get(mm.getCenter()));
-      else
-        r = e.matmul(attentionMatrix(e, mm, yin, proj), yin);
-    } else if (auto g = dyn_cast<GradStepOp>(op)) {
-      r = emitGradStep(e, g, get(g.getY()), get(g.getWeight()), get(g.getCenter()));
-    } else if (auto p = dyn_cast<ProxNonNegOp>(op)) {
-      r = emitRelu(e, get(p.getY()));
-    }
-    map.map(op.getResult(0), e.castTo(r, op.getResult(0).getType()));
-  }
-  llvm_unreachable("steps region without yield");
-}
-
-void EnergyLowering::emit(OpBuilder &b) {
-  Location loc = energy.getLoc();
-  StringRef name = energy.getSymName();
-
-  // @E_trace(X, theta, Y_out, energies)
-  {
-    OpBuilder::InsertionGuard g(b);
-    Value x;
-    SmallVector<Value> pt;
-    func::FuncOp f = beginEntry(b, (name + "_trace").str(),
-                                {dynMemref(2), dynMemref(1)}, x, pt);
-    Value yOut = f.getArgument(2), eOut = f.getArgument(3);
-    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
-    Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
-    b.create<memref::StoreOp>(loc, energyValue(b, x, x, pt), eOut, ValueRange{c0});
-    Value n = b.create<memref::DimOp>(loc, eOut, 0);
-    auto loop = b.create<scf::ForOp>(
-        loc, c1, n, c1, ValueRange{x},
-        [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
-          Value next = stepValue(lb, iter[0], x, pt);
-          lb.create<memref::StoreOp>(ll, energyValue(lb, next, x, pt), eOut,
-                                     ValueRange{t});
-          lb.create<scf::YieldOp>(ll, next);
-        });
-    store(b, loc, loop.getResult(0), yOut);
-    b.create<func::ReturnOp>(loc);
-  }
-
-  // @E_weights(Y, params..., A)
-  MMStepOp first = firstStep();
-  OpBuilder::InsertionGuard g(b);
-  Value y;
-  SmallVector<Value> pt;
-  func::FuncOp f = beginEntry(b, (name + "_weights").str(), {dynMemref(2)}, y, pt);
-  Value proj;
-  if (first.getProj()) {
-    auto p = cast<ParamOp>(first.getProj().getDefiningOp());
-    proj = pt[index[p.getName()]];
-  }
-  Emitter e(b, first.getLoc(), elem());
-  store(b, loc, attentionMatrix(e, first, y, proj), f.getArgument(2));
-  b.create<func::ReturnOp>(loc);
-}
-
-llvm::json::Object EnergyLowering::info() {
-  MinimizeOp min = energy.getMinimize();
-  auto tok = energy.getTokenType();
-  llvm::json::Array ps;
-  for (auto &p : params) {
-    llvm::json::Array shape;
-    for (int64_t s : p.type.getShape())
-      shape.push_back(s);
-    ps.push_back(llvm::json::Object{{"name", p.name},
-                                    {"shape", std::move(shape)},
-                                    {"offset", p.offset},
-                                    {"init", "normal"},
-                                    {"std", p.std}});
-  }
-  // Each term with what an independent evaluator needs to recompute it.
-  auto paramName = [](Value v) -> llvm::json::Value {
-    if (auto p = v ? v.getDefiningOp<ParamOp>() : ParamOp())
-      return p.getName().str();
-    return nullptr;
-  };
-  auto centerName = [&](Value v) -> llvm::json::Value {
-    if (!v) return "zero";
-    if (v == energy.getInput()) return "X";
-    return paramName(v);
-  };
-  llvm::json::Array terms;
-  PairwiseOp pw;
-  for (Value t : min.getTerms()) {
-    Operation *d = t.getDefiningOp();
-    llvm::json::Object term{{"op", d->getName().stripDialect().str()}};
-    if (auto p = dyn_cast<PairwiseOp>(d)) {
-      pw = p;
-      term["proj"] = paramName(p.getProj());
-    } else if (auto q = dyn_cast<QuadraticOp>(d)) {
-      term["weight"] = paramName(q.getWeight());
-    } else if (auto r = dyn_cast<SqNormOp>(d)) {
-      term["coeff"] = r.getCoeff().convertToDouble();
-      term["center"] = centerName(r.getCenter());
-    }
-    terms.push_back(std::move(term));
-  }
-  llvm::json::Object o{
-      {"name", energy.getSymName().str()},
-      {"trace", (energy.getSymName() + "_trace").str()},
-      {"weights", (energy.getSymName() + "_weights").str()},
-      {"weight_form", stringifyWeightForm(firstStep().getForm()).str()},
-      {"tokens", tok.isDynamicDim(0) ? llvm::json::Value(nullptr)
-                                     : llvm::json::Value(tok.getDimSize(0))},
-      {"dim", tok.isDynamicDim(1) ? llvm::json::Value(nullptr)
-                                  : llvm::json::Value(tok.getDimSize(1))},
-      {"schedule", stringifySchedule(min.getSchedule()).str()},
-      {"attention", stringifyAttentionVariant(min.getAttention()).str()},
-      {"iterations", min.getIterations()},
-      {"rho", stringifyRhoKind(pw.getRho()).str()},
-      {"mask", stringifyMaskKind(pw.getMask()).str()},
-      {"terms", std::move(terms)},
-      {"num_params", numParams},
-      {"params", std::move(ps)}};
-  if (min.getAlpha())
-    o["alpha"] = min.getAlpha()->convertToDouble();
-  if (pw.getGraph()) {
-    llvm::json::Array rows;
-    auto ints = cast<DenseIntElementsAttr>(*pw.getGraph());
-    int64_t n = cast<ShapedType>(ints.getType()).getDimSize(0), k = 0;
-    llvm::json::Array row;
-    for (const APInt &v : ints.getValues<APInt>()) {
-      row.push_back(v.isZero() ? 0 : 1);
-      if (++k % n == 0)
-        rows.push_back(std::move(row)), row = llvm::json::Array();
-    }
-    o["graph"] = std::move(rows);
-  }
-  return o;
-}
 
 //===----------------------------------------------------------------------===//
 // ABI functions
@@ -783,42 +48,71 @@ void emitAbi(OpBuilder &b, Location loc, const std::string &json) {
   b.create<LLVM::ReturnOp>(loc, v);
 }
 
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
 struct ConvertUnrollToLinalgPass
     : public unroll::impl::ConvertUnrollToLinalgBase<ConvertUnrollToLinalgPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<EnergyOp> energies(module.getOps<EnergyOp>());
-    if (energies.empty())
+    SmallVector<ModelOp> models(module.getOps<ModelOp>());
+    if (energies.empty() && models.empty())
       return; // nothing to lower: other modules pass through unchanged
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    llvm::json::Array list;
+    llvm::json::Array energyInfo, modelInfo;
     std::string elem;
+    // One element type per library: the runtime converts once.
+    auto checkElem = [&](Operation *op, Type t) {
+      std::string s = typeName(t);
+      if (!elem.empty() && elem != s) {
+        op->emitOpError() << "uses element type " << s
+                          << " but an earlier energy or model uses " << elem;
+        return false;
+      }
+      elem = s;
+      return true;
+    };
     for (EnergyOp energy : energies) {
       if (energy.getSteps().empty()) {
         energy.emitOpError("has no derived steps; run --unroll-derive-steps "
                            "first (or use --lower-to-cpu)");
         return signalPassFailure();
       }
-      std::string s;
-      llvm::raw_string_ostream os(s);
-      os << energy.getTokenType().getElementType();
-      if (!elem.empty() && elem != s) {
-        energy.emitOpError() << "uses element type " << s
-                             << " but an earlier energy uses " << elem;
+      if (!checkElem(energy, energy.getTokenType().getElementType()))
         return signalPassFailure();
-      }
-      elem = s;
-      EnergyLowering lowering(energy);
       b.setInsertionPoint(energy);
-      lowering.emit(b);
-      list.push_back(lowering.info());
+      energyInfo.push_back(lowerEnergy(b, energy));
       ++numEnergies;
     }
+    for (ModelOp model : models) {
+      if (!model.isDifferentiated()) {
+        model.emitOpError("has no reverse regions; run --unroll-differentiate "
+                          "first (or use --lower-to-cpu)");
+        return signalPassFailure();
+      }
+      if (!checkElem(model, cast<RankedTensorType>(model.getPrompt().getType())
+                                .getElementType()))
+        return signalPassFailure();
+      b.setInsertionPoint(model);
+      FailureOr<llvm::json::Object> info = lowerModel(b, model);
+      if (failed(info))
+        return signalPassFailure();
+      modelInfo.push_back(std::move(*info));
+      ++numModels;
+    }
     llvm::json::Object root{{"abi_version", kAbiVersion},
-                            {"kind", "energy"},
+                            {"kind", models.empty() ? "energy" : "model"},
                             {"target", "cpu"},
-                            {"element_type", elem},
-                            {"energies", std::move(list)}};
+                            {"element_type", elem}};
+    if (!energies.empty())
+      root["energies"] = std::move(energyInfo);
+    if (!models.empty())
+      root["models"] = std::move(modelInfo);
     std::string json;
     llvm::raw_string_ostream os(json);
     os << llvm::json::Value(std::move(root));
@@ -826,6 +120,8 @@ struct ConvertUnrollToLinalgPass
     emitAbi(b, module.getLoc(), json);
     for (EnergyOp energy : energies)
       energy.erase();
+    for (ModelOp model : models)
+      model.erase();
   }
 };
 

@@ -1,0 +1,73 @@
+//===- Emitter.cpp - shared helpers of the unroll lowerings ---------------===//
+#include "Emitter.h"
+
+using namespace mlir;
+using namespace mlir::unroll;
+using namespace mlir::unroll::lowering;
+
+MemRefType mlir::unroll::lowering::dynMemref(unsigned rank, Type elem) {
+  return MemRefType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic), elem);
+}
+
+Value mlir::unroll::lowering::memrefToTensor(OpBuilder &b, Location loc, Value m,
+                                             Type to) {
+  auto mt = cast<MemRefType>(m.getType());
+  auto tt = RankedTensorType::get(mt.getShape(), mt.getElementType());
+  Value t = b.create<bufferization::ToTensorOp>(loc, tt, m, /*restrict=*/true,
+                                                /*writable=*/false);
+  return t.getType() == to ? t : b.create<tensor::CastOp>(loc, to, t).getResult();
+}
+
+void mlir::unroll::lowering::storeTensor(OpBuilder &b, Location loc, Value t, Value m) {
+  auto mt = cast<MemRefType>(m.getType());
+  auto tt = RankedTensorType::get(mt.getShape(), mt.getElementType());
+  if (t.getType() != tt)
+    t = b.create<tensor::CastOp>(loc, tt, t);
+  auto op = b.create<bufferization::MaterializeInDestinationOp>(loc, t, m);
+  op.setRestrict(true);
+  op.setWritable(true);
+}
+
+SmallVector<Value> mlir::unroll::lowering::paramTensors(OpBuilder &b, Location loc,
+                                                        Value theta,
+                                                        const ParamTable &table,
+                                                        Type elem) {
+  SmallVector<Value> out;
+  for (auto &p : table.params) {
+    auto shape = p.type.getShape();
+    SmallVector<int64_t> strides(shape.size(), 1);
+    for (int i = (int)shape.size() - 2; i >= 0; --i)
+      strides[i] = strides[i + 1] * shape[i + 1];
+    auto layout = StridedLayoutAttr::get(b.getContext(), p.offset, strides);
+    auto mt = MemRefType::get(shape, elem, layout);
+    Value view = b.create<memref::ReinterpretCastOp>(loc, mt, theta, p.offset,
+                                                     shape, strides);
+    out.push_back(memrefToTensor(b, loc, view, p.type));
+  }
+  return out;
+}
+
+func::FuncOp mlir::unroll::lowering::makeEntry(OpBuilder &b, Location loc,
+                                               StringRef name, ArrayRef<Type> args) {
+  auto f = b.create<func::FuncOp>(loc, name, b.getFunctionType(args, {}));
+  f->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  b.setInsertionPointToStart(f.addEntryBlock());
+  return f;
+}
+
+llvm::json::Array ParamTable::toJson() const {
+  llvm::json::Array ps;
+  for (auto &p : params) {
+    llvm::json::Array shape;
+    for (int64_t s : p.type.getShape())
+      shape.push_back(s);
+    llvm::json::Object o{{"name", p.name},
+                         {"shape", std::move(shape)},
+                         {"offset", p.offset},
+                         {"init", stringifyInitKind(p.init).str()}};
+    if (p.init == InitKind::normal)
+      o["std"] = p.std;
+    ps.push_back(std::move(o));
+  }
+  return ps;
+}

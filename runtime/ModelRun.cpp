@@ -1,0 +1,143 @@
+//===- ModelRun.cpp - calling a compiled model ----------------------------===//
+#include "ModelRun.h"
+#include "MemRef.h"
+
+using namespace unroll;
+
+std::vector<double> unroll::promptTokens(const Prompts &p) {
+  std::vector<double> z(p.batch * 2 * p.points * p.dim, 0.0);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.points; ++i) {
+      double *xrow = &z[((b * 2 * p.points) + 2 * i) * p.dim];
+      for (int64_t c = 0; c < p.dim; ++c)
+        xrow[c] = p.xs[(b * p.points + i) * p.dim + c];
+      z[((b * 2 * p.points) + 2 * i + 1) * p.dim] = p.ys[b * p.points + i];
+    }
+  return z;
+}
+
+const nlohmann::json *unroll::findModel(const Model &m, const std::string &name,
+                                        std::string &error) {
+  const auto &info = m.info();
+  if (!info.contains("models") || !info["models"].is_array() || info["models"].empty()) {
+    error = m.path() + ": the library holds no model (its model info lists none)";
+    return nullptr;
+  }
+  for (const auto &e : info["models"])
+    if (name.empty() || e.value("name", "") == name)
+      return &e;
+  error = m.path() + ": no model named '" + name + "'";
+  return nullptr;
+}
+
+bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &error) {
+  info_ = &info;
+  forward_ = m.entry(info.value("forward", ""));
+  lossGrad_ = m.entry(info.value("loss_grad", ""));
+  if (!forward_ || !lossGrad_) {
+    error = m.path() + ": missing the model's forward or loss_grad entry point";
+    return false;
+  }
+  f32_ = m.info().value("element_type", "") == "f32";
+  numParams_ = info.value("num_params", (int64_t)0);
+  dim_ = info.value("prompt_dim", (int64_t)0);
+  positions_ = info.value("positions", (int64_t)-1);
+  return true;
+}
+
+bool ModelRunner::check(const Prompts &p, const std::vector<double> &theta,
+                        int64_t loops, std::string &error) const {
+  if (p.batch <= 0 || p.points <= 0) {
+    error = "a batch needs at least one prompt of at least one point";
+    return false;
+  }
+  if (p.dim != dim_) {
+    error = "the model reads d = " + std::to_string(dim_) + " dimensional x, got d = " +
+            std::to_string(p.dim);
+    return false;
+  }
+  if (positions_ > 0 && 2 * p.points > positions_) {
+    error = "prompts of " + std::to_string(p.points) + " points need " +
+            std::to_string(2 * p.points) + " positions, the model has " +
+            std::to_string(positions_);
+    return false;
+  }
+  if ((int64_t)theta.size() != numParams_) {
+    error = "expected " + std::to_string(numParams_) + " parameter values, got " +
+            std::to_string(theta.size());
+    return false;
+  }
+  if (loops < 1) {
+    error = "the number of loop iterations must be >= 1, got " + std::to_string(loops);
+    return false;
+  }
+  return true;
+}
+
+namespace {
+template <typename T> std::vector<T> to(const std::vector<double> &v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+template <typename T>
+void callForward(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                 std::vector<double> &preds) {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 3> *);
+  int64_t n = 2 * p.points;
+  std::vector<T> z = to<T>(promptTokens(p)), th = to<T>(theta), out(loops * p.batch * n);
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  auto tm = makeMemRef<T, 1>(th.data(), {(int64_t)th.size()});
+  auto om = makeMemRef<T, 3>(out.data(), {loops, p.batch, n});
+  reinterpret_cast<Fn>(fn)(&zm, &tm, loops, &om);
+  preds.resize(loops * p.batch * p.points);
+  for (int64_t t = 0; t < loops; ++t)
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t i = 0; i < p.points; ++i)
+        preds[(t * p.batch + b) * p.points + i] = out[(t * p.batch + b) * n + 2 * i];
+}
+
+template <typename T>
+void callLossGrad(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                  int64_t window, std::vector<double> &losses, std::vector<double> &grad) {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
+                      MemRef<T, 1> *, MemRef<T, 1> *);
+  int64_t n = 2 * p.points, tw = std::min(loops, window);
+  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), th = to<T>(theta);
+  std::vector<T> l(tw), g(theta.size());
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  auto ym = makeMemRef<T, 2>(ys.data(), {p.batch, p.points});
+  auto tm = makeMemRef<T, 1>(th.data(), {(int64_t)th.size()});
+  auto lm = makeMemRef<T, 1>(l.data(), {tw});
+  auto gm = makeMemRef<T, 1>(g.data(), {(int64_t)g.size()});
+  reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, window, &lm, &gm);
+  losses.assign(l.begin(), l.end());
+  grad.assign(g.begin(), g.end());
+}
+} // namespace
+
+bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                          std::vector<double> &preds, std::string &error) const {
+  if (!check(p, theta, loops, error))
+    return false;
+  if (f32_)
+    callForward<float>(forward_, p, theta, loops, preds);
+  else
+    callForward<double>(forward_, p, theta, loops, preds);
+  return true;
+}
+
+bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                           int64_t window, std::vector<double> &losses,
+                           std::vector<double> &grad, std::string &error) const {
+  if (!check(p, theta, loops, error))
+    return false;
+  if (window < 1) {
+    error = "the loss window T must be >= 1, got " + std::to_string(window);
+    return false;
+  }
+  if (f32_)
+    callLossGrad<float>(lossGrad_, p, theta, loops, window, losses, grad);
+  else
+    callLossGrad<double>(lossGrad_, p, theta, loops, window, losses, grad);
+  return true;
+}

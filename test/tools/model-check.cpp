@@ -1,0 +1,357 @@
+//===- model-check.cpp - independent reference for compiled models --------===//
+//
+// P2's looped transformer in plain double loops, written from the paper's
+// description (not from the compiler's lowering), to check compiled models:
+//
+//   unroll-model-check --forward M.so   predictions of every iteration and the
+//                                       windowed losses vs the reference
+//   unroll-model-check --gradcheck M.so central differences of the loss for
+//                                       entries of every parameter tensor vs
+//                                       the compiled gradient (f64 models)
+//
+//===----------------------------------------------------------------------===//
+#include "ModelRun.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+
+using namespace unroll;
+using Vec = std::vector<double>;
+
+namespace {
+
+struct Args {
+  std::string mode, model;
+  int64_t batch = 3, points = 4, loops = -1, window = -1, samples = 6;
+  uint64_t seed = 0;
+  double perturb = 0.1, tol = -1;
+};
+
+/// Parameters by name over theta.
+struct Params {
+  std::map<std::string, std::pair<int64_t, std::vector<int64_t>>> at; // offset, shape
+  const double *theta = nullptr;
+  const double *get(const std::string &n) const {
+    auto it = at.find(n);
+    if (it == at.end()) {
+      fprintf(stderr, "unroll-model-check: the model has no parameter '%s'\n", n.c_str());
+      exit(2);
+    }
+    return theta + it->second.first;
+  }
+  bool has(const std::string &n) const { return at.count(n) != 0; }
+};
+
+/// y[n, o] = x[n, k] W[o, k]ᵀ + b[o]
+Vec linear(const Vec &x, int64_t n, int64_t k, const double *w, const double *b, int64_t o) {
+  Vec y(n * o);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = 0; r < o; ++r) {
+      double s = b[r];
+      for (int64_t c = 0; c < k; ++c)
+        s += x[i * k + c] * w[r * k + c];
+      y[i * o + r] = s;
+    }
+  return y;
+}
+
+Vec layerNorm(const Vec &x, int64_t n, int64_t f, const double *g, const double *b) {
+  Vec y(n * f);
+  for (int64_t i = 0; i < n; ++i) {
+    double mu = 0, var = 0;
+    for (int64_t c = 0; c < f; ++c) mu += x[i * f + c];
+    mu /= f;
+    for (int64_t c = 0; c < f; ++c) var += (x[i * f + c] - mu) * (x[i * f + c] - mu);
+    var /= f;
+    double r = 1 / std::sqrt(var + 1e-5);
+    for (int64_t c = 0; c < f; ++c) y[i * f + c] = (x[i * f + c] - mu) * r * g[c] + b[c];
+  }
+  return y;
+}
+
+double gelu(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/// Causal multi-head attention of one sequence: qkv [n, 3D] -> [n, D].
+Vec attention(const Vec &qkv, int64_t n, int64_t D, int64_t H) {
+  int64_t hd = D / H;
+  Vec out(n * D, 0.0);
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<double> s(i + 1);
+      double mx = -INFINITY;
+      for (int64_t j = 0; j <= i; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < hd; ++e)
+          dot += qkv[i * 3 * D + h * hd + e] * qkv[j * 3 * D + D + h * hd + e];
+        s[j] = dot / std::sqrt((double)hd);
+        mx = std::max(mx, s[j]);
+      }
+      double z = 0;
+      for (int64_t j = 0; j <= i; ++j) z += (s[j] = std::exp(s[j] - mx));
+      for (int64_t j = 0; j <= i; ++j)
+        for (int64_t e = 0; e < hd; ++e)
+          out[i * D + h * hd + e] += s[j] / z * qkv[j * 3 * D + 2 * D + h * hd + e];
+    }
+  return out;
+}
+
+struct Reference {
+  const nlohmann::json &info;
+  Params P;
+  int64_t d, D, H, L;
+  std::string inj;
+
+  Reference(const nlohmann::json &info, const Vec &theta, int64_t heads)
+      : info(info), H(heads) {
+    for (auto &p : info["params"])
+      P.at[p["name"]] = {p["offset"].get<int64_t>(), p["shape"].get<std::vector<int64_t>>()};
+    P.theta = theta.data();
+    d = info["prompt_dim"];
+    D = info["width"];
+    L = info["layers"];
+    inj = info["injection"];
+  }
+
+  /// One block + (wpe before, ln_f after), the loop body M.
+  Vec body(const Vec &u, int64_t n) const {
+    const double *wpe = P.get("_backbone.transformer.wpe.weight");
+    Vec x(u);
+    for (int64_t i = 0; i < n * D; ++i) x[i] += wpe[i];
+    for (int64_t l = 0; l < L; ++l) {
+      std::string h = "_backbone.transformer.h." + std::to_string(l);
+      Vec a = layerNorm(x, n, D, P.get(h + ".ln_1.weight"), P.get(h + ".ln_1.bias"));
+      Vec qkv = linear(a, n, D, P.get(h + ".attn.c_attn.weight"), P.get(h + ".attn.c_attn.bias"), 3 * D);
+      Vec at = attention(qkv, n, D, H);
+      Vec pr = linear(at, n, D, P.get(h + ".attn.c_proj.weight"), P.get(h + ".attn.c_proj.bias"), D);
+      for (int64_t i = 0; i < n * D; ++i) x[i] += pr[i];
+      Vec m = layerNorm(x, n, D, P.get(h + ".ln_2.weight"), P.get(h + ".ln_2.bias"));
+      Vec fc = linear(m, n, D, P.get(h + ".mlp.c_fc.weight"), P.get(h + ".mlp.c_fc.bias"), 4 * D);
+      for (double &v : fc) v = gelu(v);
+      Vec mp = linear(fc, n, 4 * D, P.get(h + ".mlp.c_proj.weight"), P.get(h + ".mlp.c_proj.bias"), D);
+      for (int64_t i = 0; i < n * D; ++i) x[i] += mp[i];
+    }
+    return layerNorm(x, n, D, P.get("_backbone.transformer.ln_f.weight"),
+                     P.get("_backbone.transformer.ln_f.bias"));
+  }
+
+  Vec embed(const Vec &z, int64_t n) const {
+    return linear(z, n, d, P.get("_read_in.weight"), P.get("_read_in.bias"), D);
+  }
+  Vec init(const Vec &p, int64_t n) const {
+    return inj == "add" ? Vec(n * D, 0.0) : inj == "mul" ? Vec(n * D, 1.0) : p;
+  }
+  /// Y_t = M(inject(Y_{t-1}, P)).
+  Vec step(const Vec &y, const Vec &p, int64_t n) const {
+    Vec u(y);
+    if (inj == "add") for (int64_t i = 0; i < n * D; ++i) u[i] += p[i];
+    if (inj == "mul") for (int64_t i = 0; i < n * D; ++i) u[i] *= p[i];
+    return body(u, n);
+  }
+  /// Predictions at the x positions.
+  Vec readout(const Vec &y, int64_t k) const {
+    Vec r = linear(y, 2 * k, D, P.get("_read_out.weight"), P.get("_read_out.bias"), 1);
+    Vec at(k);
+    for (int64_t i = 0; i < k; ++i) at[i] = r[2 * i];
+    return at;
+  }
+  /// Predictions at the x positions after each of `loops` iterations: [loops][k].
+  std::vector<Vec> forward(const Vec &z, int64_t k, int64_t loops) const {
+    int64_t n = 2 * k;
+    Vec p = embed(z, n), y = init(p, n);
+    std::vector<Vec> out;
+    for (int64_t t = 0; t < loops; ++t) {
+      y = step(y, p, n);
+      out.push_back(readout(y, k));
+    }
+    return out;
+  }
+};
+
+/// P2's truncated objective: the first loops - T iterations run with the
+/// parameters `frozen` (no gradient flows through them), the window with
+/// `theta`; the mean over the window of the MSE at the x positions.
+double truncatedLoss(const nlohmann::json &info, int64_t heads, const Vec &frozen,
+                     const Vec &theta, const Prompts &pr, int64_t loops, int64_t window) {
+  Reference rf(info, frozen, heads), rw(info, theta, heads);
+  auto tokens = promptTokens(pr);
+  int64_t k = pr.points, n = 2 * k, tw = std::min(loops, window);
+  double loss = 0;
+  for (int64_t b = 0; b < pr.batch; ++b) {
+    Vec z(tokens.begin() + b * n * pr.dim, tokens.begin() + (b + 1) * n * pr.dim);
+    Vec pf = rf.embed(z, n), y = rf.init(pf, n);
+    for (int64_t t = 0; t < loops - tw; ++t)
+      y = rf.step(y, pf, n);
+    Vec pw = rw.embed(z, n);
+    if (loops == tw)
+      y = rw.init(pw, n); // Y_0 itself depends on theta (injection none)
+    for (int64_t w = 0; w < tw; ++w) {
+      y = rw.step(y, pw, n);
+      Vec at = rw.readout(y, k);
+      for (int64_t i = 0; i < k; ++i) {
+        double e = at[i] - pr.ys[b * k + i];
+        loss += e * e;
+      }
+    }
+  }
+  return loss / (pr.batch * k * tw);
+}
+
+int fail(const std::string &m) {
+  fprintf(stderr, "unroll-model-check: error: %s\n", m.c_str());
+  return 2;
+}
+
+Vec initTheta(const nlohmann::json &info, uint64_t seed, double perturb) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> N(0, 1);
+  Vec th(info["num_params"].get<int64_t>());
+  for (auto &p : info["params"]) {
+    int64_t off = p["offset"], numel = 1;
+    for (int64_t s : p["shape"]) numel *= s;
+    std::string init = p["init"];
+    for (int64_t i = 0; i < numel; ++i) {
+      double base = init == "ones" ? 1.0 : init == "zeros" ? 0.0 : p.value("std", 0.02) * N(rng);
+      th[off + i] = base + perturb * N(rng); // perturb so every parameter matters
+    }
+  }
+  return th;
+}
+
+Prompts drawPrompts(int64_t B, int64_t k, int64_t d, std::mt19937_64 &rng) {
+  std::normal_distribution<double> N(0, 1);
+  Prompts p{B, k, d, Vec(B * k * d), Vec(B * k)};
+  for (double &v : p.xs) v = N(rng);
+  for (double &v : p.ys) v = N(rng);
+  return p;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (s == "--forward" || s == "--gradcheck") { a.mode = s.substr(2); a.model = next(); }
+    else if (s == "--batch") a.batch = std::stoll(next());
+    else if (s == "--points") a.points = std::stoll(next());
+    else if (s == "--loops") a.loops = std::stoll(next());
+    else if (s == "--window") a.window = std::stoll(next());
+    else if (s == "--samples") a.samples = std::stoll(next());
+    else if (s == "--seed") a.seed = std::stoull(next());
+    else if (s == "--perturb") a.perturb = std::stod(next());
+    else if (s == "--tol") a.tol = std::stod(next());
+    else return fail("unknown argument '" + s + "'");
+  }
+  if (a.mode.empty())
+    return fail("usage: unroll-model-check (--forward|--gradcheck) M.so [--batch B] [--points k] "
+                "[--loops b] [--window T] [--samples S] [--seed S] [--perturb s] [--tol t]");
+  Model m;
+  std::string err;
+  if (!m.load(a.model, err)) return fail(err);
+  const nlohmann::json *mi = findModel(m, "", err);
+  if (!mi) return fail(err);
+  ModelRunner run;
+  if (!run.init(m, *mi, err)) return fail(err);
+  bool f32 = m.info()["element_type"] == "f32";
+  int64_t loops = a.loops > 0 ? a.loops : (*mi)["iterations"].get<int64_t>();
+  int64_t window = a.window > 0 ? a.window : (*mi)["window"].get<int64_t>();
+  int64_t H = mi->value("heads", (int64_t)0);
+  if (H <= 0) return fail("the model info has no 'heads'");
+  Vec theta = initTheta(*mi, a.seed, a.perturb);
+  std::mt19937_64 rng(a.seed + 1);
+  Prompts p = drawPrompts(a.batch, a.points, (*mi)["prompt_dim"], rng);
+  Reference ref(*mi, theta, H);
+  auto tokens = promptTokens(p);
+  int64_t n = 2 * p.points;
+
+  if (a.mode == "forward") {
+    double tol = a.tol > 0 ? a.tol : f32 ? 2e-4 : 1e-10;
+    Vec preds;
+    if (!run.forward(p, theta, loops, preds, err)) return fail(err);
+    double worst = 0, scale = 0;
+    Vec refLoss(loops, 0.0);
+    for (int64_t b = 0; b < p.batch; ++b) {
+      Vec zb(tokens.begin() + b * n * p.dim, tokens.begin() + (b + 1) * n * p.dim);
+      auto r = ref.forward(zb, p.points, loops);
+      for (int64_t t = 0; t < loops; ++t)
+        for (int64_t i = 0; i < p.points; ++i) {
+          double got = preds[(t * p.batch + b) * p.points + i], want = r[t][i];
+          scale = std::max(scale, std::abs(want));
+          worst = std::max(worst, std::abs(got - want));
+          double e = want - p.ys[b * p.points + i];
+          refLoss[t] += e * e / (p.batch * p.points);
+        }
+    }
+    worst /= std::max(scale, 1e-12);
+    Vec losses, grad;
+    if (!run.lossGrad(p, theta, loops, window, losses, grad, err)) return fail(err);
+    int64_t tw = std::min(loops, window);
+    double worstL = 0;
+    for (int64_t w = 0; w < tw; ++w)
+      worstL = std::max(worstL, std::abs(losses[w] - refLoss[loops - tw + w]) /
+                                    std::max(std::abs(refLoss[loops - tw + w]), 1e-12));
+    bool ok = worst <= tol && worstL <= tol;
+    printf("model @%s: B %lld, %lld points, %lld loops, window %lld: max rel. error "
+           "predictions %.3g, windowed losses %.3g (tolerance %.0e)\n",
+           (*mi)["name"].get<std::string>().c_str(), (long long)p.batch, (long long)p.points,
+           (long long)loops, (long long)tw, worst, worstL, tol);
+    printf("%s\n", ok ? "PASS" : "FAIL");
+    return ok ? 0 : 1;
+  }
+
+  // Gradient check: central differences of the compiled loss.
+  if (f32) return fail("--gradcheck needs a model compiled in f64");
+  double tol = a.tol > 0 ? a.tol : 1e-6;
+  // With b == T the truncated objective is the loss itself: differentiate
+  // the compiled loss. With b > T the first b - T iterations carry no
+  // gradient by design: differentiate the reference's truncated objective.
+  bool truncated = loops > window;
+  auto loss = [&](const Vec &th) {
+    if (truncated)
+      return truncatedLoss(*mi, H, theta, th, p, loops, window);
+    Vec l, g;
+    if (!run.lossGrad(p, th, loops, window, l, g, err)) { fail(err); exit(2); }
+    double s = 0;
+    for (double v : l) s += v;
+    return s / l.size();
+  };
+  Vec l0, grad;
+  if (!run.lossGrad(p, theta, loops, window, l0, grad, err)) return fail(err);
+  double worstAll = 0;
+  std::mt19937_64 pick(a.seed + 7);
+  for (auto &par : (*mi)["params"]) {
+    int64_t off = par["offset"], numel = 1;
+    for (int64_t s : par["shape"]) numel *= s;
+    std::vector<int64_t> idx;
+    if (numel <= a.samples) for (int64_t i = 0; i < numel; ++i) idx.push_back(i);
+    else for (int64_t s = 0; s < a.samples; ++s) idx.push_back(pick() % numel);
+    double worst = 0, scale = 0;
+    for (int64_t i : idx) {
+      Vec tp = theta, tm = theta;
+      double h = 1e-5 * std::max(1.0, std::abs(theta[off + i]));
+      tp[off + i] += h;
+      tm[off + i] -= h;
+      double fd = (loss(tp) - loss(tm)) / (2 * h);
+      scale = std::max({scale, std::abs(fd), std::abs(grad[off + i])});
+      worst = std::max(worst, std::abs(fd - grad[off + i]));
+    }
+    double rel = worst / std::max(scale, 1e-8);
+    worstAll = std::max(worstAll, rel);
+    printf("  %-48s %8lld entries, %2zu checked: max |fd - grad| / max |grad| = %.3g\n",
+           par["name"].get<std::string>().c_str(), (long long)numel, idx.size(), rel);
+  }
+  bool ok = worstAll <= tol;
+  printf("gradient check @%s (%lld loops, window %lld, finite differences of the %s): max "
+         "relative error %.3g (tolerance %.0e)\n",
+         (*mi)["name"].get<std::string>().c_str(), (long long)loops,
+         (long long)std::min(loops, window),
+         truncated ? "reference's truncated loss" : "compiled loss", worstAll, tol);
+  printf("%s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
