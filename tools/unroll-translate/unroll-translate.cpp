@@ -21,7 +21,9 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
@@ -49,6 +51,12 @@ static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
 static cl::opt<bool> emitLLVM("emit-llvm",
                               cl::desc("Write optimized LLVM IR instead of a .so"),
                               cl::cat(cat));
+static cl::opt<bool> fpReassoc(
+    "fp-reassoc",
+    cl::desc("Allow reassociation and contraction (FMA) of floating-point "
+             "operations, so reductions vectorize (default on; NaN/Inf "
+             "semantics are kept)"),
+    cl::init(true), cl::cat(cat));
 static cl::opt<std::string> linker(
     "linker", cl::desc("C compiler used to link (default: $CC, else cc)"),
     cl::init(""), cl::cat(cat));
@@ -119,6 +127,14 @@ int main(int argc, char **argv) {
       optLevel >= 2 ? CodeGenOptLevel::Aggressive : CodeGenOptLevel::None));
   llm->setTargetTriple(triple);
   llm->setDataLayout(tm->createDataLayout());
+
+  if (fpReassoc)
+    for (Function &f : *llm)
+      for (Instruction &inst : instructions(f))
+        if (isa<FPMathOperator>(inst)) {
+          inst.setHasAllowReassoc(true);
+          inst.setHasAllowContract(true);
+        }
 
   if (auto e = mlir::makeOptimizingTransformer(optLevel, 0, tm.get())(llm.get()))
     return fail("LLVM optimization failed: " + toString(std::move(e)));

@@ -137,15 +137,17 @@ public:
   std::array<Value, 3> linearVJP(Value x, Value w, Value dy) {
     auto wt = cast<RankedTensorType>(w.getType());
     int64_t o = wt.getDimSize(0), k = wt.getDimSize(1);
-    // dx[b,i,k] = Σ_o dy[b,i,o] W[o,k]          loops (b, i, k, o)
-    Value dx = generic({dy, w}, {map(4, {d(0), d(1), d(3)}), map(4, {d(3), d(2)})},
-                       zeros3(x, k), map(4, {d(0), d(1), d(2)}), iters("pppr"), fma);
-    // dW[o,k] = Σ_{b,i} dy[b,i,o] x[b,i,k]      loops (o, k, b, i)
-    Value dw = generic({dy, x}, {map(4, {d(2), d(3), d(0)}), map(4, {d(2), d(3), d(1)})},
-                       full(wt, {}, 0.0), map(4, {d(0), d(1)}), iters("pprr"), fma);
-    // db[o] = Σ_{b,i} dy[b,i,o]                 loops (o, b, i)
-    Value db = generic({dy}, {map(3, {d(1), d(2), d(0)})}, full(tensorTy({o}), {}, 0.0),
-                       map(3, {d(0)}), iters("prr"), sum);
+    // Loop orders keep every inner loop contiguous (the last dim of each
+    // operand), so it vectorizes.
+    // dx[b,i,k] = Σ_o dy[b,i,o] W[o,k]          loops (b, i, o, k)
+    Value dx = generic({dy, w}, {map(4, {d(0), d(1), d(2)}), map(4, {d(2), d(3)})},
+                       zeros3(x, k), map(4, {d(0), d(1), d(3)}), iters("pprp"), fma);
+    // dW[o,k] = Σ_{b,i} dy[b,i,o] x[b,i,k]      loops (b, i, o, k)
+    Value dw = generic({dy, x}, {map(4, {d(0), d(1), d(2)}), map(4, {d(0), d(1), d(3)})},
+                       full(wt, {}, 0.0), map(4, {d(2), d(3)}), iters("rrpp"), fma);
+    // db[o] = Σ_{b,i} dy[b,i,o]                 loops (b, i, o)
+    Value db = generic({dy}, {id(3)}, full(tensorTy({o}), {}, 0.0),
+                       map(3, {d(2)}), iters("rrp"), sum);
     return {dx, dw, db};
   }
 
@@ -216,11 +218,10 @@ public:
                          v = nb.create<arith::SubFOp>(l, v, nb.create<arith::MulFOp>(l, a[1], m2));
                          return nb.create<arith::MulFOp>(l, v, a[4]);
                        });
-    // Reductions over tokens: loops (f, b, i).
+    // Reductions over tokens: loops (b, i, f), f innermost.
     auto f0 = [&] { return full(tensorTy({f}), {}, 0.0); };
-    AffineMap tr = map(3, {d(1), d(2), d(0)}), first = map(3, {d(0)});
-    Value dg = generic({dy, xhat}, {tr, tr}, f0(), first, iters("prr"), fma);
-    Value dbias = generic({dy}, {tr}, f0(), first, iters("prr"), sum);
+    Value dg = generic({dy, xhat}, {id(3), id(3)}, f0(), feat, iters("rrp"), fma);
+    Value dbias = generic({dy}, {id(3)}, f0(), feat, iters("rrp"), sum);
     return {dx, dg, dbias};
   }
 
@@ -292,10 +293,10 @@ public:
   Value attention(Value qkv, int64_t heads) {
     Heads s = split(qkv, heads);
     Value a = probs(s);
-    // O[b, i, h, e] = Σ_j A[b, h, i, j] v[b, j, h, e]   loops (b, i, h, e, j)
+    // O[b, i, h, e] = Σ_j A[b, h, i, j] v[b, j, h, e]   loops (b, i, h, j, e)
     Value o = generic({a, s.q5},
-                      {map(5, {d(0), d(2), d(1), d(4)}), map(5, {d(0), d(4), c(2), d(2), d(3)})},
-                      zeros4(s), map(5, {d(0), d(1), d(2), d(3)}), iters("ppppr"), fma);
+                      {map(5, {d(0), d(2), d(1), d(3)}), map(5, {d(0), d(3), c(2), d(2), d(4)})},
+                      zeros4(s), map(5, {d(0), d(1), d(2), d(4)}), iters("ppprp"), fma);
     return mergeHeads(o);
   }
 
@@ -313,10 +314,10 @@ public:
     Value da = generic({d4, s.q5},
                        {map(5, {d(0), d(2), d(1), d(4)}), map(5, {d(0), d(3), c(2), d(1), d(4)})},
                        z4(), out5, iters("ppppr"), fma);
-    // dV[b, j, h, e] = Σ_i A[b, h, i, j] dO[b, i, h, e]   loops (b, j, h, e, i)
+    // dV[b, j, h, e] = Σ_i A[b, h, i, j] dO[b, i, h, e]   loops (b, h, i, j, e)
     Value dv = generic({a, d4},
-                       {map(5, {d(0), d(2), d(4), d(1)}), map(5, {d(0), d(4), d(2), d(3)})},
-                       zeros4(s), out5, iters("ppppr"), fma);
+                       {map(5, {d(0), d(1), d(2), d(3)}), map(5, {d(0), d(2), d(1), d(4)})},
+                       zeros4(s), map(5, {d(0), d(3), d(1), d(4)}), iters("pprpp"), fma);
     // dS = A (dA − Σ_j A dA) / sqrt(hd)
     auto ty3 = tensorTy({kDyn, s.h, kDyn});
     AffineMap m4 = id(4), r3 = map(4, {d(0), d(1), d(2)});
@@ -328,14 +329,14 @@ public:
                          t = nb.create<arith::MulFOp>(l, v[0], t);
                          return nb.create<arith::MulFOp>(l, t, scale);
                        });
-    // dQ[b, i, h, e] = Σ_j dS[b, h, i, j] k[b, j, h, e]   loops (b, i, h, e, j)
+    // dQ[b, i, h, e] = Σ_j dS[b, h, i, j] k[b, j, h, e]   loops (b, i, h, j, e)
     Value dq = generic({ds, s.q5},
-                       {map(5, {d(0), d(2), d(1), d(4)}), map(5, {d(0), d(4), c(1), d(2), d(3)})},
-                       zeros4(s), out5, iters("ppppr"), fma);
-    // dK[b, j, h, e] = Σ_i dS[b, h, i, j] q[b, i, h, e]   loops (b, j, h, e, i)
+                       {map(5, {d(0), d(2), d(1), d(3)}), map(5, {d(0), d(3), c(1), d(2), d(4)})},
+                       zeros4(s), map(5, {d(0), d(1), d(2), d(4)}), iters("ppprp"), fma);
+    // dK[b, j, h, e] = Σ_i dS[b, h, i, j] q[b, i, h, e]   loops (b, h, i, j, e)
     Value dk = generic({ds, s.q5},
-                       {map(5, {d(0), d(2), d(4), d(1)}), map(5, {d(0), d(4), c(0), d(2), d(3)})},
-                       zeros4(s), out5, iters("ppppr"), fma);
+                       {map(5, {d(0), d(1), d(2), d(3)}), map(5, {d(0), d(2), c(0), d(1), d(4)})},
+                       zeros4(s), map(5, {d(0), d(3), d(1), d(4)}), iters("pprpp"), fma);
     // Interleave into [B, n, 3, H, hd] and flatten.
     AffineMap pick = map(5, {d(0), d(1), d(3), d(4)});
     Value z5 = full(tensorTy({kDyn, kDyn, 3, s.h, s.hd}), {s.bsz, s.n}, 0.0);
@@ -413,9 +414,9 @@ public:
   Value positionEmbedVJP(Value dy, Value table) {
     auto tt = cast<RankedTensorType>(table.getType());
     int64_t f = tt.getDimSize(1);
-    // s[i, f] = Σ_b dy[b, i, f]   loops (i, f, b)
-    Value s = generic({dy}, {map(3, {d(2), d(0), d(1)})}, full(tensorTy({kDyn, f}), {dim(dy, 1)}, 0.0),
-                      map(3, {d(0), d(1)}), iters("ppr"),
+    // s[i, f] = Σ_b dy[b, i, f]   loops (b, i, f)
+    Value s = generic({dy}, {id(3)}, full(tensorTy({kDyn, f}), {dim(dy, 1)}, 0.0),
+                      map(3, {d(1), d(2)}), iters("rpp"),
                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                         return nb.create<arith::AddFOp>(l, a[1], a[0]);
                       });
