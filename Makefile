@@ -1,12 +1,13 @@
 # unroll — the two commands of the README's quick start:
-#   make run    install what is missing, build, compile P1's Transformer energy
-#               and print its energy trace
+#   make run    install what is missing, build, train the CPU-sized looped
+#               transformer on in-context linear regression and evaluate it
+#   make run-energy   compile P1's Transformer energy and print its energy trace
 #   make test   install what is missing, build, run every test suite
 BUILD ?= build
 OUT   ?= out
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup configure build run test check clean docs
+.PHONY: all setup configure build run run-energy test check clean docs bench
 
 all: build
 
@@ -23,12 +24,18 @@ build: setup configure
 	cmake --build $(BUILD)
 
 run: build
+	@bash scripts/run-train.sh $(BUILD) $(OUT)
+
+run-energy: build
 	@bash scripts/run-energy.sh $(BUILD) $(OUT)
 
 test: build
 	@bash scripts/test.sh $(BUILD)
 
 check: test
+
+bench: build
+	@bash bench/run.sh $(BUILD) $(OUT)/bench
 
 docs: configure
 	cmake --build $(BUILD) --target mlir-doc

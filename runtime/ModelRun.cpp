@@ -2,6 +2,9 @@
 #include "ModelRun.h"
 #include "MemRef.h"
 
+#include <cstdlib>
+#include <thread>
+
 using namespace unroll;
 
 std::vector<double> unroll::promptTokens(const Prompts &p) {
@@ -42,8 +45,36 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   numParams_ = info.value("num_params", (int64_t)0);
   dim_ = info.value("prompt_dim", (int64_t)0);
   positions_ = info.value("positions", (int64_t)-1);
+  const char *env = getenv("UNROLL_THREADS");
+  threads_ = env && atoi(env) > 0 ? atoi(env) : std::max(1u, std::thread::hardware_concurrency());
   return true;
 }
+
+namespace {
+/// Prompts [begin, end) of a batch.
+Prompts slice(const Prompts &p, int64_t begin, int64_t end) {
+  Prompts s{end - begin, p.points, p.dim, {}, {}};
+  s.xs.assign(p.xs.begin() + begin * p.points * p.dim, p.xs.begin() + end * p.points * p.dim);
+  s.ys.assign(p.ys.begin() + begin * p.points, p.ys.begin() + end * p.points);
+  return s;
+}
+
+/// Runs fn(chunk index, prompts of the chunk) on up to `threads` threads.
+template <typename Fn> void overChunks(const Prompts &p, int threads, Fn fn) {
+  int64_t n = std::min<int64_t>(threads, p.batch);
+  int64_t per = (p.batch + n - 1) / n;
+  std::vector<std::thread> pool;
+  for (int64_t c = 0; c * per < p.batch; ++c) {
+    int64_t b0 = c * per, b1 = std::min(p.batch, b0 + per);
+    if (c == 0)
+      continue; // the calling thread takes chunk 0 below
+    pool.emplace_back([&, c, b0, b1] { fn(c, b0, b1, slice(p, b0, b1)); });
+  }
+  fn(0, 0, std::min(p.batch, per), slice(p, 0, std::min(p.batch, per)));
+  for (auto &t : pool)
+    t.join();
+}
+} // namespace
 
 bool ModelRunner::check(const Prompts &p, const std::vector<double> &theta,
                         int64_t loops, std::string &error) const {
@@ -119,10 +150,18 @@ bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, in
                           std::vector<double> &preds, std::string &error) const {
   if (!check(p, theta, loops, error))
     return false;
-  if (f32_)
-    callForward<float>(forward_, p, theta, loops, preds);
-  else
-    callForward<double>(forward_, p, theta, loops, preds);
+  preds.assign(loops * p.batch * p.points, 0.0);
+  overChunks(p, threads_, [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
+    std::vector<double> part;
+    if (f32_)
+      callForward<float>(forward_, c, theta, loops, part);
+    else
+      callForward<double>(forward_, c, theta, loops, part);
+    for (int64_t t = 0; t < loops; ++t)
+      std::copy(part.begin() + t * c.batch * p.points, part.begin() + (t + 1) * c.batch * p.points,
+                preds.begin() + (t * p.batch + b0) * p.points);
+    (void)b1;
+  });
   return true;
 }
 
@@ -135,9 +174,21 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
     error = "the loss window T must be >= 1, got " + std::to_string(window);
     return false;
   }
-  if (f32_)
-    callLossGrad<float>(lossGrad_, p, theta, loops, window, losses, grad);
-  else
-    callLossGrad<double>(lossGrad_, p, theta, loops, window, losses, grad);
+  // Each chunk's loss is a mean over its own prompts: weight by chunk size.
+  int64_t n = std::min<int64_t>(threads_, p.batch), per = (p.batch + n - 1) / n;
+  std::vector<std::vector<double>> ls((p.batch + per - 1) / per), gs(ls.size());
+  overChunks(p, threads_, [&](int64_t c, int64_t, int64_t, const Prompts &part) {
+    if (f32_)
+      callLossGrad<float>(lossGrad_, part, theta, loops, window, ls[c], gs[c]);
+    else
+      callLossGrad<double>(lossGrad_, part, theta, loops, window, ls[c], gs[c]);
+  });
+  losses.assign(ls[0].size(), 0.0);
+  grad.assign(gs[0].size(), 0.0);
+  for (size_t c = 0; c < ls.size(); ++c) {
+    double w = double(std::min(p.batch, int64_t(c + 1) * per) - int64_t(c) * per) / p.batch;
+    for (size_t i = 0; i < losses.size(); ++i) losses[i] += w * ls[c][i];
+    for (size_t i = 0; i < grad.size(); ++i) grad[i] += w * gs[c][i];
+  }
   return true;
 }

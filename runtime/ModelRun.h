@@ -28,6 +28,10 @@ public:
   bool init(const Model &m, const nlohmann::json &info, std::string &error);
   const nlohmann::json &info() const { return *info_; }
   int64_t numParams() const { return numParams_; }
+  /// Threads over the batch (default: $UNROLL_THREADS, else all cores).
+  /// Results depend on the count only through summation order.
+  void setThreads(int n) { threads_ = n < 1 ? 1 : n; }
+  int threads() const { return threads_; }
 
   /// preds [loops, B, k]: the prediction for y_i read at x_i after each
   /// iteration t = 1 .. loops.
@@ -46,6 +50,7 @@ private:
   void *forward_ = nullptr, *lossGrad_ = nullptr;
   bool f32_ = false;
   int64_t numParams_ = 0, dim_ = 0, positions_ = -1;
+  int threads_ = 1;
 };
 
 } // namespace unroll

@@ -47,7 +47,11 @@ std::vector<double> niceTicks(double lo, double hi, int n) {
 
 std::string unroll::renderSvg(const PlotSpec &spec) {
   const double W = 720, H = 440, L = 80, R = 180, T = 40, B = 56;
-  auto tr = [&](double y) { return spec.logY ? std::log10(y) : y; };
+  auto tr = [&](double y) {
+    if (spec.logY && spec.yFloor > 0)
+      y = std::max(y, spec.yFloor);
+    return spec.logY ? std::log10(y) : y;
+  };
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (auto &s : spec.series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
@@ -90,7 +94,8 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
     << "\" text-anchor=\"middle\">" << esc(spec.xLabel) << "</text>\n"
     << "<text transform=\"translate(18," << (T + (H - T - B) / 2)
     << ") rotate(-90)\" text-anchor=\"middle\">" << esc(spec.yLabel)
-    << (spec.logY ? " (log scale)" : "") << "</text>\n";
+    << (spec.logY ? (spec.yFloor > 0 ? " (log, floor " + num(spec.yFloor) + ")" : " (log scale)") : "")
+    << "</text>\n";
   // Series with a legend.
   for (size_t k = 0; k < spec.series.size(); ++k) {
     const Series &s = spec.series[k];

@@ -21,6 +21,8 @@ struct Series {
 struct PlotSpec {
   std::string title, xLabel, yLabel;
   bool logY = false;
+  /// With logY: values below are drawn at the floor (0 = no floor).
+  double yFloor = 0;
   std::vector<Series> series;
 };
 

@@ -8,6 +8,8 @@ PKGS=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools libmlir-19 clang-19
   nlohmann-json3-dev libgtest-dev
   cmake ninja-build ccache g++ make python3
+  # The PyTorch peer: checkpoint interoperability test and the benchmark.
+  python3-torch libopenblas0-pthread
 )
 
 missing=()

@@ -26,6 +26,16 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", "/usr/lib/llvm-19/bin", append_path=True)
 
+# The PyTorch peer (Debian's python3-torch) for checkpoint interoperability.
+import subprocess
+torch_python = "/usr/bin/python3"
+try:
+    if subprocess.run([torch_python, "-c", "import torch"], capture_output=True, timeout=120).returncode == 0:
+        config.available_features.add("torch")
+except Exception:
+    pass
+config.substitutions.append(("%torch_python", torch_python))
+
 # GPU execution tests need a device; none of this tests do.
 if shutil.which("nvidia-smi"):
     config.available_features.add("cuda-device")

@@ -4,15 +4,19 @@
 //   unroll-run compiled.so --task energy --iterations 12 --seed 0 [--json]
 //
 //===----------------------------------------------------------------------===//
+#include "Checkpoint.h"
 #include "Energy.h"
 #include "Model.h"
+#include "ModelRun.h"
 #include "Plot.h"
 #include "Safetensors.h"
+#include "Train.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -20,15 +24,42 @@ using namespace unroll;
 
 static const char *kUsage = R"(usage: unroll-run MODEL.so [options]
 
-Runs a model compiled by unroll (unroll-opt --lower-to-cpu | unroll-translate).
+Runs a library compiled by unroll (unroll-opt --lower-to-cpu | unroll-translate).
 
   --info                 print the model info JSON and exit
-  --task NAME            what to run; 'energy' (default for energy models):
-                         iterate the derived descent steps from Y_0 = X and
-                         print E(Y_t) for every t
-  --energy NAME          which energy of the model (default: the first)
-  --iterations N         number of steps (default: the model's iterations)
-  --seed S               seed for the random input and parameters (default 0)
+  --task NAME            what to run:
+                           energy      (energies) iterate the derived descent
+                                       steps from Y_0 = X, print E(Y_t) per t
+                           icl_linear  (models, the default) train on in-context
+                                       linear regression, then evaluate against
+                                       least squares, averaging and 3-NN
+                           icl_noisy_linear  the same with noise std 0.1
+
+Training and evaluation (models):
+  --steps N              training steps (default 1000)
+  --batch B              prompts per step (default 64)
+  --lr X                 Adam learning rate (default 1e-4)
+  --seed S               seed of initialization and data (default 0)
+  --out DIR              checkpoints, metrics.jsonl, config.json, eval.* (default out/train)
+  --no-curriculum        train at the final b, d and points from the start
+  --window T             loss over the last T iterations (default: the model's)
+  --loops N              b for training, evaluation and --predict (default: the model's);
+                         with --checkpoint, evaluate at N loops
+  --config FILE.json     settings as JSON (keys as written to DIR/config.json);
+                         flags given as well take precedence
+  --resume               continue from DIR/checkpoint
+  --checkpoint C         evaluate (or --predict with) a checkpoint folder or
+                         model .safetensors instead of training
+  --eval-prompts N       evaluation prompts (default 1280; 0 skips evaluation)
+  --log-every N          progress line every N steps (default 50)
+  --save-every N         checkpoint every N steps (default 500)
+  --predict              with --checkpoint, --input prompts.safetensors ('xs' [B,n,d],
+                         'ys' [B,n]) and --output preds.safetensors ('preds' [B,n])
+  --model NAME           which model of the library (default: the first)
+
+Energies:
+  --energy NAME          which energy of the library (default: the first)
+  --iterations N         number of steps (default: the energy's iterations)
   --tokens N             number of tokens n of a random input (default 8, or
                          the model's fixed n)
   --dim D                feature size d of a random input (default 4, or the
@@ -51,11 +82,13 @@ static int die(const std::string &msg) {
 
 namespace {
 struct Options {
-  std::string model, task, energy, input, output, plot;
-  bool info = false, json = false;
-  int64_t iterations = -1, tokens = -1, dim = -1;
+  std::string model, task, energy, input, output, plot, modelName, checkpoint, config;
+  bool info = false, json = false, resume = false, predict = false;
+  int64_t iterations = -1, tokens = -1, dim = -1, loops = -1;
   uint64_t seed = 0;
   double scale = 1.0;
+  /// Training settings given as flags, as config keys (override --config).
+  nlohmann::json train = nlohmann::json::object();
 };
 
 bool parseInt(const std::string &flag, const char *v, int64_t lo, int64_t &out,
@@ -103,6 +136,27 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     else if (a == "--input") { if (!(v = value())) return false; o.input = v; }
     else if (a == "--output") { if (!(v = value())) return false; o.output = v; }
     else if (a == "--plot") { if (!(v = value())) return false; o.plot = v; }
+    else if (a == "--model") { if (!(v = value())) return false; o.modelName = v; }
+    else if (a == "--checkpoint") { if (!(v = value())) return false; o.checkpoint = v; }
+    else if (a == "--config") { if (!(v = value())) return false; o.config = v; }
+    else if (a == "--resume") o.resume = true;
+    else if (a == "--predict") o.predict = true;
+    else if (a == "--no-curriculum") o.train["curriculum"] = false;
+    else if (a == "--out") { if (!(v = value())) return false; o.train["out"] = v; }
+    else if (a == "--lr") {
+      double lr;
+      if (!(v = value()) || !parseDouble(a, v, lr, err)) return false;
+      o.train["lr"] = lr;
+    } else if (a == "--steps" || a == "--batch" || a == "--window" || a == "--eval-prompts" ||
+               a == "--log-every" || a == "--save-every") {
+      int64_t lo = a == "--steps" || a == "--eval-prompts" ? 0 : 1;
+      if (!(v = value()) || !parseInt(a, v, lo, tmp, err)) return false;
+      std::string key = a.substr(2);
+      for (char &c : key) if (c == '-') c = '_';
+      o.train[key] = tmp;
+    } else if (a == "--loops") {
+      if (!(v = value()) || !parseInt(a, v, 1, o.loops, err)) return false;
+    }
     else if (a == "--iterations") {
       if (!(v = value()) || !parseInt(a, v, 0, o.iterations, err)) return false;
     } else if (a == "--tokens") {
@@ -112,6 +166,7 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     } else if (a == "--seed") {
       if (!(v = value()) || !parseInt(a, v, 0, tmp, err)) return false;
       o.seed = static_cast<uint64_t>(tmp);
+      o.train["seed"] = tmp;
     } else if (a == "--scale") {
       if (!(v = value()) || !parseDouble(a, v, o.scale, err)) return false;
     } else if (!a.empty() && a[0] == '-') {
@@ -287,6 +342,65 @@ int runEnergy(const Options &o, const Model &m) {
   printf("\n");
   return 0;
 }
+/// Training, evaluation of a checkpoint, or prediction for a model library.
+int runModel(const Options &o, const Model &m, const std::string &task) {
+  std::string err;
+  const nlohmann::json *mi = findModel(m, o.modelName, err);
+  if (!mi)
+    return die(err + " (energies run with --task energy)");
+  ModelRunner run;
+  if (!run.init(m, *mi, err))
+    return die(err);
+  TrainConfig cfg;
+  cfg.task = task;
+  if (!o.config.empty()) {
+    std::ifstream f(o.config);
+    if (!f)
+      return die(o.config + ": cannot open");
+    auto j = nlohmann::json::parse(f, nullptr, false);
+    if (j.is_discarded())
+      return die(o.config + ": not valid JSON");
+    if (!cfg.apply(j, err))
+      return die(o.config + ": " + err);
+  }
+  if (!cfg.apply(o.train, err))
+    return die(err);
+  if (o.resume) {
+    // Resuming reuses the saved settings unless flags override them.
+    TrainState st;
+    nlohmann::json saved;
+    std::string dir = cfg.out + "/checkpoint";
+    if (!loadCheckpoint(dir, *mi, st, saved, err))
+      return die(err + " (cannot --resume)");
+    TrainConfig prev;
+    prev.task = task;
+    if (!prev.apply(saved, err) || !prev.apply(o.train, err))
+      return die(dir + ": " + err);
+    cfg = prev;
+  }
+  if (o.loops > 0) {
+    cfg.evalLoops = o.loops;
+    if (o.checkpoint.empty() && !o.predict)
+      cfg.loops = o.loops;
+  }
+  if (!cfg.finish(*mi, err))
+    return die(err);
+  if (o.predict || !o.checkpoint.empty()) {
+    if (o.checkpoint.empty())
+      return die("--predict needs --checkpoint (a checkpoint folder or model .safetensors)");
+    std::vector<double> theta;
+    if (!loadParameters(o.checkpoint, *mi, theta, err))
+      return die(err);
+    if (o.predict) {
+      if (o.input.empty() || o.output.empty())
+        return die("--predict needs --input prompts.safetensors and --output preds.safetensors");
+      return predict(run, theta, o.input, o.output, o.loops > 0 ? o.loops : cfg.loops);
+    }
+    return evaluate(run, theta, cfg);
+  }
+  return train(m, run, cfg, o.resume);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -307,10 +421,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::string kind = m.info().value("kind", "");
-  std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "") : o.task;
+  std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
   if (task == "energy")
     return runEnergy(o, m);
-  if (task.empty())
-    return die("no --task given (tasks: energy)");
-  return die("unknown task '" + task + "' (tasks: energy)");
+  if (task != "icl_linear" && task != "icl_noisy_linear")
+    return die("unknown task '" + task + "' (tasks: energy, icl_linear, icl_noisy_linear)");
+  return runModel(o, m, task);
 }

@@ -1,0 +1,52 @@
+"""Times P2's model in PyTorch (the peer of unroll-bench): one training step
+(forward over b iterations, backward through the last T, Adam) and one
+forward at b, batch 64, median of R repeats after a warm-up. Prints JSON.
+
+usage: torch_bench.py d D H L positions loops window points batch repeats threads
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import torch  # noqa: E402
+from p2_torch import LoopedTransformer  # noqa: E402
+
+d, D, H, L, positions, loops, window, points, batch, repeats, threads = map(int, sys.argv[1:12])
+torch.set_num_threads(threads)
+torch.manual_seed(0)
+model = LoopedTransformer(d, D, H, L, positions)
+opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+xs = torch.randn(batch, points, d)
+ys = xs @ torch.randn(d)
+
+
+def step():
+    opt.zero_grad()
+    preds = model(xs, ys, loops, window)
+    loss = sum(((p - ys) ** 2).mean() for p in preds) / len(preds)
+    loss.backward()
+    opt.step()
+
+
+def forward():
+    with torch.no_grad():
+        model(xs, ys, loops, loops)
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+step()
+forward()
+ts = [timed(step) for _ in range(repeats)]
+fs = [timed(forward) for _ in range(repeats)]
+med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+                  "blas": "openblas" if "openblas" in torch.__config__.show().lower() else "other",
+                  "train_step_s": ts, "forward_s": fs,
+                  "train_step_median_s": med(ts), "forward_median_s": med(fs)}))

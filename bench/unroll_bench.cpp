@@ -1,0 +1,85 @@
+//===- unroll_bench.cpp - time a compiled model's training step and forward ===//
+//
+//   unroll-bench MODEL.so [--batch 64] [--points k] [--repeats 5] [--threads N]
+//
+// Prints JSON: the wall time of every repeat of one training step (loss,
+// gradient and an Adam update) and of one forward pass at the model's b,
+// after one warm-up each.
+//
+//===----------------------------------------------------------------------===//
+#include "Adam.h"
+#include "ModelRun.h"
+#include "Tasks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+using namespace unroll;
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N]\n");
+    return 2;
+  }
+  int64_t batch = 64, points = -1, repeats = 5, threads = -1;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    int64_t v = std::stoll(argv[i + 1]);
+    if (a == "--batch") batch = v;
+    else if (a == "--points") points = v;
+    else if (a == "--repeats") repeats = v;
+    else if (a == "--threads") threads = v;
+  }
+  Model m;
+  std::string err;
+  if (!m.load(argv[1], err)) {
+    fprintf(stderr, "unroll-bench: %s\n", err.c_str());
+    return 2;
+  }
+  const nlohmann::json *mi = findModel(m, "", err);
+  ModelRunner run;
+  if (!mi || !run.init(m, *mi, err)) {
+    fprintf(stderr, "unroll-bench: %s\n", err.c_str());
+    return 2;
+  }
+  if (threads > 0)
+    run.setThreads(threads);
+  int64_t d = (*mi)["prompt_dim"], b = (*mi)["iterations"], T = (*mi)["window"];
+  if (points < 0)
+    points = 2 * d + 1;
+  Rng rng(0);
+  std::vector<double> theta(run.numParams());
+  for (double &v : theta) v = 0.02 * rng.normal();
+  Prompts p = sampleLinear(batch, points, d, d, 0.0, rng);
+  Adam adam;
+  std::vector<double> losses, grad, preds;
+  auto time = [](auto fn) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto step = [&] {
+    run.lossGrad(p, theta, b, T, losses, grad, err);
+    adam.update(theta, grad);
+  };
+  auto fwd = [&] { run.forward(p, theta, b, preds, err); };
+  step();
+  fwd();
+  std::vector<double> ts, fs;
+  for (int64_t r = 0; r < repeats; ++r) {
+    ts.push_back(time(step));
+    fs.push_back(time(fwd));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  nlohmann::json j{{"model", (*mi)["name"]}, {"batch", batch}, {"points", points},
+                   {"loops", b}, {"window", T}, {"threads", run.threads()},
+                   {"train_step_s", ts}, {"forward_s", fs},
+                   {"train_step_median_s", median(ts)}, {"forward_median_s", median(fs)}};
+  printf("%s\n", j.dump().c_str());
+  return 0;
+}

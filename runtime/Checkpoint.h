@@ -1,0 +1,55 @@
+//===- Checkpoint.h - training checkpoints ---------------------*- C++ -*-===//
+//
+// A checkpoint folder holds step directories and a `latest` pointer:
+//
+//   DIR/ckpt-0000500/model.safetensors      parameters, F32, P2's names
+//   DIR/ckpt-0000500/optimizer.safetensors  F64 master weights and Adam m, v
+//   DIR/ckpt-0000500/state.json             step, RNG state, config
+//   DIR/latest                              "ckpt-0000500"
+//
+// A save writes a new step directory (every file fsynced), then replaces
+// `latest` atomically, then removes older step directories: a crash at any
+// point leaves a complete checkpoint that `latest` names.
+//
+//===----------------------------------------------------------------------===//
+#ifndef UNROLL_RUNTIME_CHECKPOINT_H
+#define UNROLL_RUNTIME_CHECKPOINT_H
+
+#include "Adam.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace unroll {
+
+struct TrainState {
+  int64_t step = 0;
+  std::string rng;
+  Adam adam;
+  std::vector<double> theta;
+};
+
+bool saveCheckpoint(const std::string &dir, const nlohmann::json &modelInfo,
+                    const TrainState &state, const nlohmann::json &config,
+                    std::string &error);
+
+/// Loads the checkpoint `latest` names in `dir`.
+bool loadCheckpoint(const std::string &dir, const nlohmann::json &modelInfo,
+                    TrainState &state, nlohmann::json &config, std::string &error);
+
+/// Parameters only, from a checkpoint folder or a model .safetensors file
+/// (P2's names; extra tensors are an error, so are missing ones).
+bool loadParameters(const std::string &path, const nlohmann::json &modelInfo,
+                    std::vector<double> &theta, std::string &error);
+
+/// Writes `text` to `path` atomically (temp, fsync, rename).
+bool writeFileAtomic(const std::string &path, const std::string &text, std::string &error);
+
+/// Creates `dir` and its parents; false with a message if it cannot.
+bool makeDirs(const std::string &dir, std::string &error);
+
+} // namespace unroll
+
+#endif

@@ -1,0 +1,393 @@
+//===- Train.cpp - training, evaluation and prediction --------------------===//
+#include "Train.h"
+#include "Adam.h"
+#include "Baselines.h"
+#include "Checkpoint.h"
+#include "Plot.h"
+#include "Safetensors.h"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+using namespace unroll;
+using Clock = std::chrono::steady_clock;
+
+//===----------------------------------------------------------------------===//
+// Config
+//===----------------------------------------------------------------------===//
+
+static nlohmann::json curriculumJson(const Curriculum &c) {
+  return {{"start", c.start}, {"end", c.end}, {"inc", c.inc}, {"interval", c.interval}};
+}
+
+nlohmann::json TrainConfig::toJson() const {
+  return {{"task", task}, {"steps", steps}, {"batch", batch}, {"lr", lr}, {"seed", seed},
+          {"out", out}, {"curriculum", curriculum}, {"loops", loops}, {"window", window},
+          {"loop_inc", loopInc}, {"loop_interval", loopInterval},
+          {"dims", curriculumJson(dims)}, {"points", curriculumJson(points)},
+          {"noise", noise}, {"log_every", logEvery}, {"save_every", saveEvery},
+          {"eval_prompts", evalPrompts}, {"eval_loops", evalLoops}, {"eval_batch", evalBatch}};
+}
+
+bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
+  if (!j.is_object()) {
+    error = "a config must be a JSON object";
+    return false;
+  }
+  for (auto &[k, v] : j.items()) {
+    auto num = [&](int64_t &dst, int64_t lo) {
+      if (!v.is_number_integer() || v.get<int64_t>() < lo) {
+        error = "config key '" + k + "' expects an integer >= " + std::to_string(lo) +
+                ", got " + v.dump();
+        return false;
+      }
+      dst = v;
+      return true;
+    };
+    auto real = [&](double &dst, bool positive) {
+      if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+          (positive ? v.get<double>() <= 0 : v.get<double>() < 0)) {
+        error = "config key '" + k + "' expects a " +
+                (positive ? "positive" : "non-negative") + " number, got " + v.dump();
+        return false;
+      }
+      dst = v;
+      return true;
+    };
+    auto curr = [&](Curriculum &c) {
+      if (!v.is_object()) {
+        error = "config key '" + k + "' expects {start, end, inc, interval}";
+        return false;
+      }
+      for (auto &[ck, cv] : v.items()) {
+        int64_t *dst = ck == "start" ? &c.start : ck == "end" ? &c.end : ck == "inc" ? &c.inc
+                     : ck == "interval" ? &c.interval : nullptr;
+        if (!dst || !cv.is_number_integer() || cv.get<int64_t>() < 0) {
+          error = "config key '" + k + "." + ck + "' is unknown or not an integer >= 0";
+          return false;
+        }
+        *dst = cv;
+      }
+      return true;
+    };
+    int64_t tmp;
+    bool ok = true;
+    if (k == "task") ok = v.is_string() && (task = v.get<std::string>(), true);
+    else if (k == "steps") ok = num(steps, 0);
+    else if (k == "batch") ok = num(batch, 1);
+    else if (k == "lr") ok = real(lr, true);
+    else if (k == "seed") ok = num(tmp, 0) && (seed = tmp, true);
+    else if (k == "out") ok = v.is_string() && (out = v.get<std::string>(), true);
+    else if (k == "curriculum") ok = v.is_boolean() && (curriculum = v.get<bool>(), true);
+    else if (k == "loops") ok = num(loops, 0);
+    else if (k == "window") ok = num(window, 0);
+    else if (k == "loop_inc") ok = num(loopInc, 0);
+    else if (k == "loop_interval") ok = num(loopInterval, 1);
+    else if (k == "dims") ok = curr(dims);
+    else if (k == "points") ok = curr(points);
+    else if (k == "noise") ok = real(noise, false);
+    else if (k == "log_every") ok = num(logEvery, 1);
+    else if (k == "save_every") ok = num(saveEvery, 1);
+    else if (k == "eval_prompts") ok = num(evalPrompts, 0);
+    else if (k == "eval_loops") ok = num(evalLoops, 0);
+    else if (k == "eval_batch") ok = num(evalBatch, 1);
+    else {
+      error = "unknown config key '" + k + "'";
+      return false;
+    }
+    if (!ok) {
+      if (error.empty())
+        error = "config key '" + k + "' has a value of the wrong type: " + v.dump();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
+  if (task != "icl_linear" && task != "icl_noisy_linear") {
+    error = "unknown task '" + task + "' (tasks: energy for energies; icl_linear, "
+            "icl_noisy_linear for models)";
+    return false;
+  }
+  if (task == "icl_noisy_linear" && noise == 0)
+    noise = 0.1;
+  int64_t d = mi.value("prompt_dim", (int64_t)0);
+  int64_t b = mi.value("iterations", (int64_t)1), T = mi.value("window", (int64_t)1);
+  if (loops == 0) loops = b;
+  if (window == 0) window = T;
+  if (window > loops) {
+    error = "the loss window T = " + std::to_string(window) +
+            " exceeds the loop count b = " + std::to_string(loops);
+    return false;
+  }
+  int64_t maxPoints = mi.contains("positions") ? mi["positions"].get<int64_t>() / 2 : 1 << 20;
+  if (dims.end == 0) dims = {std::min<int64_t>(5, d), d, 1, 5000};
+  if (points.end == 0) {
+    int64_t pe = std::min<int64_t>(2 * dims.end + 1, maxPoints);
+    points = {std::min<int64_t>(11, pe), pe, 2, 5000};
+  }
+  if (dims.end > d || dims.start < 1 || dims.start > dims.end) {
+    error = "the dims curriculum must satisfy 1 <= start <= end <= d = " + std::to_string(d);
+    return false;
+  }
+  if (points.end > maxPoints || points.start < 1 || points.start > points.end) {
+    error = "the points curriculum must satisfy 1 <= start <= end <= " +
+            std::to_string(maxPoints) + " (the model's positions / 2)";
+    return false;
+  }
+  if (evalLoops == 0) evalLoops = loops;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+static volatile std::sig_atomic_t gStop = 0;
+static void onSignal(int sig) { gStop = sig; }
+
+static std::string hms(double s) {
+  char b[32];
+  long t = (long)s;
+  if (t >= 3600) snprintf(b, sizeof b, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
+  return b;
+}
+
+int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool resume) {
+  std::string err;
+  auto die = [&](const std::string &msg) {
+    fprintf(stderr, "unroll-run: error: %s\n", msg.c_str());
+    return 2;
+  };
+  const nlohmann::json &mi = run.info();
+  std::string ckptDir = cfg.out + "/checkpoint";
+  TrainState st;
+  Rng rng(cfg.seed);
+  if (resume) {
+    nlohmann::json saved;
+    if (!loadCheckpoint(ckptDir, mi, st, saved, err))
+      return die(err + " (cannot --resume)");
+    if (!rng.restore(st.rng))
+      return die(ckptDir + ": corrupt RNG state");
+    fprintf(stderr, "resuming from step %lld (%s)\n", (long long)st.step, ckptDir.c_str());
+  } else {
+    st.theta.assign(run.numParams(), 0.0);
+    for (const auto &p : mi["params"]) {
+      int64_t off = p["offset"], n = 1;
+      for (int64_t s : p["shape"]) n *= s;
+      std::string init = p.value("init", "normal");
+      double sd = p.value("std", 0.02);
+      for (int64_t i = 0; i < n; ++i)
+        st.theta[off + i] = init == "ones" ? 1.0 : init == "zeros" ? 0.0 : sd * rng.normal();
+    }
+  }
+  st.adam.lr = cfg.lr;
+  if (!makeDirs(cfg.out, err))
+    return die(err);
+  if (!writeFileAtomic(cfg.out + "/config.json", cfg.toJson().dump(2) + "\n", err))
+    return die(err);
+  std::ofstream metrics(cfg.out + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
+  if (!metrics)
+    return die(cfg.out + "/metrics.jsonl: cannot write");
+
+  auto save = [&]() {
+    st.rng = rng.save();
+    if (!saveCheckpoint(ckptDir, mi, st, cfg.toJson(), err)) {
+      fprintf(stderr, "unroll-run: error: checkpoint at step %lld failed: %s (the previous "
+                      "checkpoint is kept)\n", (long long)st.step, err.c_str());
+      return false;
+    }
+    return true;
+  };
+  std::signal(SIGINT, onSignal);
+  std::signal(SIGTERM, onSignal);
+
+  fprintf(stderr, "training %s on %s: %lld steps, batch %lld, lr %g, b %lld, T %lld, %s curriculum; "
+                  "%lld parameters\n",
+          mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
+          (long long)cfg.batch, cfg.lr, (long long)cfg.loops, (long long)cfg.window,
+          cfg.curriculum ? "with" : "no", (long long)run.numParams());
+  int64_t d = mi["prompt_dim"];
+  auto t0 = Clock::now();
+  int64_t startStep = st.step;
+  double lossAvg = 0;
+  int64_t lossN = 0;
+  std::vector<double> losses, grad;
+  for (; st.step < cfg.steps; ++st.step) {
+    int64_t s = st.step;
+    int64_t dims = cfg.curriculum ? cfg.dims.at(s) : cfg.dims.end;
+    int64_t pts = cfg.curriculum ? cfg.points.at(s) : cfg.points.end;
+    int64_t b = cfg.curriculum ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
+                               : cfg.loops;
+    Prompts p = sampleLinear(cfg.batch, pts, d, dims, cfg.noise, rng);
+    if (!run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err))
+      return die(err);
+    double loss = 0;
+    for (double l : losses) loss += l;
+    loss /= losses.size();
+    bool finite = std::isfinite(loss);
+    for (double g : grad) finite = finite && std::isfinite(g);
+    if (!finite) {
+      fprintf(stderr, "unroll-run: error: non-finite %s at step %lld; stopping (the last "
+                      "checkpoint in %s is kept)\n",
+              std::isfinite(loss) ? "gradient" : "loss", (long long)s, ckptDir.c_str());
+      return 3;
+    }
+    st.adam.update(st.theta, grad);
+    lossAvg += loss;
+    ++lossN;
+    double el = std::chrono::duration<double>(Clock::now() - t0).count();
+    metrics << nlohmann::json{{"step", s + 1}, {"loss", loss}, {"loops", b}, {"dims", dims},
+                              {"points", pts}, {"lr", cfg.lr}, {"elapsed_s", el}}.dump() << "\n";
+    bool last = s + 1 == cfg.steps;
+    if ((s + 1) % cfg.logEvery == 0 || last || s == startStep) {
+      double rate = (s + 1 - startStep) / std::max(el, 1e-9);
+      fprintf(stderr, "step %6lld/%lld | loss %.4f | b %lld d %lld k %lld | %.2f steps/s | ETA %s\n",
+              (long long)(s + 1), (long long)cfg.steps, lossAvg / lossN, (long long)b,
+              (long long)dims, (long long)pts, rate, hms((cfg.steps - s - 1) / rate).c_str());
+      lossAvg = 0;
+      lossN = 0;
+      metrics.flush();
+    }
+    if (((s + 1) % cfg.saveEvery == 0 && !last) && !save())
+      return 2;
+    if (gStop) {
+      ++st.step;
+      fprintf(stderr, "caught %s at step %lld: writing a checkpoint and stopping\n",
+              gStop == SIGINT ? "SIGINT" : "SIGTERM", (long long)st.step);
+      return save() ? 130 : 2;
+    }
+  }
+  if (!save())
+    return 2;
+  fprintf(stderr, "trained %lld steps in %s; checkpoint in %s\n", (long long)(cfg.steps - startStep),
+          hms(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(), ckptDir.c_str());
+  return cfg.evalPrompts > 0 ? evaluate(run, st.theta, cfg) : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation
+//===----------------------------------------------------------------------===//
+
+int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
+                     const TrainConfig &cfg) {
+  std::string err;
+  const nlohmann::json &mi = run.info();
+  int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
+  Rng rng(cfg.seed ^ 0x5eed5eedULL); // evaluation prompts independent of training's
+  std::vector<double> sModel(k, 0), sLs(k, 0), sAvg(k, 0), sNn(k, 0);
+  int64_t done = 0;
+  auto t0 = Clock::now();
+  while (done < cfg.evalPrompts) {
+    int64_t bsz = std::min(cfg.evalBatch, cfg.evalPrompts - done);
+    Prompts p = sampleLinear(bsz, k, d, dims, cfg.noise, rng);
+    std::vector<double> preds;
+    if (!run.forward(p, theta, cfg.evalLoops, preds, err)) {
+      fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+      return 2;
+    }
+    const double *last = preds.data() + (cfg.evalLoops - 1) * bsz * k;
+    for (int64_t b = 0; b < bsz; ++b) {
+      const double *xs = &p.xs[b * k * d], *ys = &p.ys[b * k];
+      auto ls = leastSquaresPreds(xs, ys, k, d), av = averagingPreds(xs, ys, k, d),
+           nn = nearestNeighborPreds(xs, ys, k, d, 3);
+      for (int64_t i = 0; i < k; ++i) {
+        auto sq = [&](double v) { return (v - ys[i]) * (v - ys[i]); };
+        sModel[i] += sq(last[b * k + i]);
+        sLs[i] += sq(ls[i]);
+        sAvg[i] += sq(av[i]);
+        sNn[i] += sq(nn[i]);
+      }
+    }
+    done += bsz;
+  }
+  // P2 normalizes by the zero predictor's error, E[y^2] = active dims (+ noise²).
+  double norm = cfg.evalPrompts * (dims + cfg.noise * cfg.noise);
+  for (auto *v : {&sModel, &sLs, &sAvg, &sNn})
+    for (double &x : *v) x /= norm;
+
+  std::string csv = "k,model,least_squares,averaging,nearest_neighbors_3\n";
+  nlohmann::json j{{"task", cfg.task}, {"prompts", cfg.evalPrompts}, {"loops", cfg.evalLoops},
+                   {"dims", dims}, {"normalization", "squared error / E[y^2] (zero predictor = 1)"}};
+  for (int64_t i = 0; i < k; ++i) {
+    char line[256];
+    snprintf(line, sizeof line, "%lld,%.6g,%.6g,%.6g,%.6g\n", (long long)i, sModel[i], sLs[i],
+             sAvg[i], sNn[i]);
+    csv += line;
+  }
+  j["k"] = nlohmann::json::array();
+  for (int64_t i = 0; i < k; ++i) j["k"].push_back(i);
+  j["model"] = sModel;
+  j["least_squares"] = sLs;
+  j["averaging"] = sAvg;
+  j["nearest_neighbors_3"] = sNn;
+  PlotSpec spec;
+  spec.title = mi["name"].get<std::string>() + " on " + cfg.task + " (d = " +
+               std::to_string(dims) + ", " + std::to_string(cfg.evalLoops) + " loops)";
+  spec.xLabel = "in-context examples k";
+  spec.yLabel = "normalized squared error";
+  spec.logY = true;
+  spec.yFloor = 1e-3; // least squares reaches ~1e-19 on noiseless data
+  std::vector<double> ks(k);
+  for (int64_t i = 0; i < k; ++i) ks[i] = i;
+  spec.series = {{"model", ks, sModel}, {"least squares", ks, sLs}, {"averaging", ks, sAvg},
+                 {"3-nearest neighbours", ks, sNn}};
+  if (!makeDirs(cfg.out, err) || !writeFileAtomic(cfg.out + "/eval.csv", csv, err) ||
+      !writeFileAtomic(cfg.out + "/eval.json", j.dump(2) + "\n", err) ||
+      !writeSvg(cfg.out + "/eval.svg", spec, err)) {
+    fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+    return 2;
+  }
+  printf("evaluation: %lld prompts, %lld loops, d = %lld, normalized squared error (%.1f s)\n",
+         (long long)cfg.evalPrompts, (long long)cfg.evalLoops, (long long)dims,
+         std::chrono::duration<double>(Clock::now() - t0).count());
+  printf("%5s %10s %14s %10s %10s\n", "k", "model", "least squares", "averaging", "3-NN");
+  for (int64_t i = 0; i < k; ++i) {
+    if (k > 16 && i % 4 != 0 && i != 2 * dims && i != dims && i != k - 1)
+      continue;
+    printf("%5lld %10.4f %14.4g %10.4f %10.4f%s\n", (long long)i, sModel[i], sLs[i], sAvg[i],
+           sNn[i], i == 2 * dims ? "   <- k = 2d" : "");
+  }
+  printf("wrote %s/eval.csv, eval.json and eval.svg\n", cfg.out.c_str());
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Prediction on the user's data
+//===----------------------------------------------------------------------===//
+
+int unroll::predict(const ModelRunner &run, const std::vector<double> &theta,
+                    const std::string &input, const std::string &output, int64_t loops) {
+  std::string err;
+  auto die = [&](const std::string &msg) {
+    fprintf(stderr, "unroll-run: error: %s\n", msg.c_str());
+    return 2;
+  };
+  TensorMap in;
+  if (!readSafetensors(input, in, err))
+    return die(err);
+  if (!in.count("xs") || !in.count("ys"))
+    return die(input + ": expected tensors 'xs' [B, n, d] and 'ys' [B, n]");
+  const Tensor &xs = in["xs"], &ys = in["ys"];
+  if (xs.shape.size() != 3 || ys.shape.size() != 2 || xs.shape[0] != ys.shape[0] ||
+      xs.shape[1] != ys.shape[1])
+    return die(input + ": expected 'xs' [B, n, d] and 'ys' [B, n], got " +
+               nlohmann::json(xs.shape).dump() + " and " + nlohmann::json(ys.shape).dump());
+  Prompts p{xs.shape[0], xs.shape[1], xs.shape[2], xs.data, ys.data};
+  std::vector<double> preds;
+  if (!run.forward(p, theta, loops, preds, err))
+    return die(err);
+  TensorMap out;
+  out["preds"] = {{p.batch, p.points},
+                  std::vector<double>(preds.begin() + (loops - 1) * p.batch * p.points, preds.end())};
+  if (!writeSafetensors(output, out, "F32", err))
+    return die(err);
+  printf("wrote predictions for %lld prompts of %lld points (%lld loops) to %s\n",
+         (long long)p.batch, (long long)p.points, (long long)loops, output.c_str());
+  return 0;
+}

@@ -1,0 +1,51 @@
+//===- Train.h - training, evaluation and prediction -----------*- C++ -*-===//
+#ifndef UNROLL_RUNTIME_TRAIN_H
+#define UNROLL_RUNTIME_TRAIN_H
+
+#include "ModelRun.h"
+#include "Tasks.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace unroll {
+
+/// Every setting of a training run. Defaults come from the model (b, T, d)
+/// and P2; `unroll-run --help` documents each flag.
+struct TrainConfig {
+  std::string task = "icl_linear";
+  int64_t steps = 1000, batch = 64;
+  double lr = 1e-4;
+  uint64_t seed = 0;
+  std::string out = "out/train";
+  bool curriculum = true;
+  int64_t loops = 0, window = 0;          // b and T (0: the model's)
+  int64_t loopInc = 2, loopInterval = 500; // b(step) = min(T + 2 floor(step/500), b)
+  Curriculum dims, points;                 // filled from the model when unset
+  double noise = 0.0;
+  int64_t logEvery = 50, saveEvery = 500;
+  int64_t evalPrompts = 1280, evalLoops = 0, evalBatch = 64;
+
+  nlohmann::json toJson() const;
+  /// Applies the keys present in `j`; unknown keys and bad values are errors.
+  bool apply(const nlohmann::json &j, std::string &error);
+  /// Fills unset values from the model info and checks the whole config.
+  bool finish(const nlohmann::json &modelInfo, std::string &error);
+};
+
+/// Trains (from scratch, or from the checkpoint in out/checkpoint when
+/// `resume`), then evaluates. Returns a process exit code.
+int train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool resume);
+
+/// Evaluates parameters on fresh prompts against the baselines; writes
+/// eval.csv / eval.json / eval.svg into cfg.out and prints a table.
+int evaluate(const ModelRunner &run, const std::vector<double> &theta, const TrainConfig &cfg);
+
+/// --predict: xs [B, n, d] and ys [B, n] in `input`, preds [B, n] to `output`.
+int predict(const ModelRunner &run, const std::vector<double> &theta, const std::string &input,
+            const std::string &output, int64_t loops);
+
+} // namespace unroll
+
+#endif

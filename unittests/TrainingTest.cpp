@@ -1,0 +1,180 @@
+//===- TrainingTest.cpp - Adam, baselines, curricula, checkpoints ---------===//
+#include "Adam.h"
+#include "Baselines.h"
+#include "Checkpoint.h"
+#include "Safetensors.h"
+#include "Tasks.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <unistd.h>
+
+using namespace unroll;
+
+// Three steps against torch.optim.Adam(lr=0.1, betas=(0.9, 0.999), eps=1e-8)
+// in float64 (PyTorch 1.13), numbers printed by PyTorch.
+TEST(Adam, MatchesPyTorch) {
+  Adam a;
+  a.lr = 0.1;
+  std::vector<double> th{0.5, -1.0, 2.0};
+  std::vector<std::vector<double>> g{{0.3, -0.2, 0.0}, {0.1, 0.4, -1.0}, {-0.5, 0.05, 2.0}};
+  std::vector<std::vector<double>> want{
+      {0.4000000033333332, -0.9000000049999998, 2.0},
+      {0.3128936121571956, -0.9366103565460369, 2.074413681304593},
+      {0.33093103329816115, -0.9718369601785837, 2.0429850645985463}};
+  for (int s = 0; s < 3; ++s) {
+    a.update(th, g[s]);
+    for (int i = 0; i < 3; ++i)
+      EXPECT_NEAR(th[i], want[s][i], 1e-15) << "step " << s + 1 << " entry " << i;
+  }
+}
+
+// The first step is -lr·g/(|g| + eps) by hand: bias correction cancels
+// (1 - β1) and (1 - β2), so |step| = lr whatever |g|, up to eps.
+TEST(Adam, FirstStepIsSignStep) {
+  Adam a;
+  a.lr = 0.01;
+  std::vector<double> th{0, 0}, g{1e-3, -50};
+  a.update(th, g);
+  EXPECT_NEAR(th[0], -0.01 * 1e-3 / (1e-3 + 1e-8), 1e-15);
+  EXPECT_NEAR(th[1], 0.01 * 50 / (50 + 1e-8), 1e-15);
+}
+
+TEST(Baselines, SolveSPD) {
+  // A = [[4, 2], [2, 3]], b = A [1, -2] = [0, -4].
+  std::vector<double> a{4, 2, 2, 3}, b{0, -4};
+  ASSERT_TRUE(solveSPD(a, b, 2));
+  EXPECT_NEAR(b[0], 1, 1e-14);
+  EXPECT_NEAR(b[1], -2, 1e-14);
+}
+
+// Noiseless linear data: least squares is exact once it has d examples.
+TEST(Baselines, LeastSquaresIsExactFromDExamples) {
+  Rng rng(3);
+  int64_t d = 5, k = 12;
+  Prompts p = sampleLinear(1, k, d, d, 0.0, rng);
+  auto pred = leastSquaresPreds(p.xs.data(), p.ys.data(), k, d);
+  for (int64_t i = d; i < k; ++i)
+    EXPECT_NEAR(pred[i], p.ys[i], 1e-6 * (1 + std::abs(p.ys[i]))) << "k = " << i;
+  // With fewer examples it is the minimum-norm solution: in the span of the
+  // examples, so it predicts 0 for an x orthogonal to them.
+  std::vector<double> xs{1, 0, 0, 0, 1, 0}, ys{2, 0};
+  auto q = leastSquaresPreds(xs.data(), ys.data(), 2, 3);
+  EXPECT_NEAR(q[1], 0.0, 1e-9);
+}
+
+TEST(Baselines, AveragingAndNearestNeighbours) {
+  // d = 1: x = 1, 2, 3, 4; y = 2x.
+  std::vector<double> xs{1, 2, 3, 4}, ys{2, 4, 6, 8};
+  auto av = averagingPreds(xs.data(), ys.data(), 4, 1);
+  // w after i examples = mean(x y) = mean(2x²): i=1: 2, i=2: 5, i=3: 28/3.
+  EXPECT_DOUBLE_EQ(av[0], 0.0);
+  EXPECT_DOUBLE_EQ(av[1], 2.0 * 2);
+  EXPECT_DOUBLE_EQ(av[2], 5.0 * 3);
+  EXPECT_NEAR(av[3], 28.0 / 3 * 4, 1e-12);
+  auto nn = nearestNeighborPreds(xs.data(), ys.data(), 4, 1, 3);
+  EXPECT_DOUBLE_EQ(nn[1], 2.0);             // the only example
+  EXPECT_DOUBLE_EQ(nn[2], 3.0);             // mean of 2, 4
+  EXPECT_DOUBLE_EQ(nn[3], 4.0);             // mean of 2, 4, 6
+}
+
+TEST(Tasks, CurriculumAndInactiveDims) {
+  Curriculum c{5, 20, 1, 2000};
+  EXPECT_EQ(c.at(0), 5);
+  EXPECT_EQ(c.at(1999), 5);
+  EXPECT_EQ(c.at(2000), 6);
+  EXPECT_EQ(c.at(10000000), 20);
+  Rng rng(1);
+  Prompts p = sampleLinear(2, 3, 6, 4, 0.0, rng);
+  for (int64_t r = 0; r < 6; ++r)
+    for (int64_t c2 = 4; c2 < 6; ++c2)
+      EXPECT_EQ(p.xs[r * 6 + c2], 0.0) << "inactive coordinates are zero";
+}
+
+TEST(Tasks, RngStateRoundTrip) {
+  Rng a(42);
+  for (int i = 0; i < 10; ++i) a.normal();
+  std::string s = a.save();
+  Rng b;
+  ASSERT_TRUE(b.restore(s));
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(a.normal(), b.normal());
+}
+
+namespace {
+nlohmann::json twoParams() {
+  return {{"num_params", 6},
+          {"params", {{{"name", "a.weight"}, {"shape", {2, 2}}, {"offset", 0}},
+                      {{"name", "a.bias"}, {"shape", {2}}, {"offset", 4}}}}};
+}
+} // namespace
+
+TEST(Checkpoint, RoundTripIsBitExactAndKeepsOnlyTheLatest) {
+  std::string dir = ::testing::TempDir() + "unroll_ckpt_" + std::to_string(getpid()), err;
+  auto info = twoParams();
+  TrainState s;
+  s.step = 7;
+  s.theta = {0.1, 1.0 / 3, -2.5, 1e-9, 3.0, -0.25};
+  s.adam.lr = 0.01;
+  s.adam.update(s.theta, {1, 2, 3, 4, 5, 6});
+  Rng rng(9);
+  rng.normal();
+  s.rng = rng.save();
+  ASSERT_TRUE(saveCheckpoint(dir, info, s, {{"steps", 10}}, err)) << err;
+  s.step = 8;
+  ASSERT_TRUE(saveCheckpoint(dir, info, s, {{"steps", 10}}, err)) << err;
+  TrainState r;
+  nlohmann::json cfg;
+  ASSERT_TRUE(loadCheckpoint(dir, info, r, cfg, err)) << err;
+  EXPECT_EQ(r.step, 8);
+  EXPECT_EQ(r.theta, s.theta); // F64 master weights: exact
+  EXPECT_EQ(r.adam.m, s.adam.m);
+  EXPECT_EQ(r.adam.v, s.adam.v);
+  EXPECT_EQ(r.adam.step, s.adam.step);
+  EXPECT_EQ(r.rng, s.rng);
+  EXPECT_EQ(cfg["steps"], 10);
+  EXPECT_NE(access((dir + "/ckpt-0000008/model.safetensors").c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir + "/ckpt-0000007").c_str(), F_OK), -1) << "older steps are removed";
+  // The model file holds P2-named F32 tensors.
+  std::vector<double> theta;
+  ASSERT_TRUE(loadParameters(dir, info, theta, err)) << err;
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(theta[i], (double)(float)s.theta[i]);
+}
+
+TEST(Checkpoint, ErrorsNameTheProblem) {
+  std::string dir = ::testing::TempDir() + "unroll_ckpt_bad_" + std::to_string(getpid()), err;
+  auto info = twoParams();
+  TrainState r;
+  nlohmann::json cfg;
+  EXPECT_FALSE(loadCheckpoint(dir, info, r, cfg, err));
+  EXPECT_NE(err.find("no checkpoint here"), std::string::npos) << err;
+  // A model file missing a parameter.
+  std::string f = dir + ".safetensors";
+  TensorMap t;
+  t["a.weight"] = {{2, 2}, {1, 2, 3, 4}};
+  ASSERT_TRUE(writeSafetensors(f, t, "F32", err));
+  std::vector<double> theta;
+  EXPECT_FALSE(loadParameters(f, info, theta, err));
+  EXPECT_NE(err.find("has no tensor 'a.bias'"), std::string::npos) << err;
+  // A wrong shape.
+  t["a.bias"] = {{3}, {1, 2, 3}};
+  ASSERT_TRUE(writeSafetensors(f, t, "F32", err));
+  EXPECT_FALSE(loadParameters(f, info, theta, err));
+  EXPECT_NE(err.find("tensor 'a.bias' has shape [3], the model expects [2]"), std::string::npos) << err;
+  // An extra tensor.
+  t["a.bias"] = {{2}, {1, 2}};
+  t["extra"] = {{1}, {0}};
+  ASSERT_TRUE(writeSafetensors(f, t, "F32", err));
+  EXPECT_FALSE(loadParameters(f, info, theta, err));
+  EXPECT_NE(err.find("has tensor 'extra' that the model does not have"), std::string::npos) << err;
+  // NaN weights.
+  t.erase("extra");
+  t["a.bias"] = {{2}, {NAN, 0}};
+  ASSERT_TRUE(writeSafetensors(f, t, "F32", err));
+  EXPECT_FALSE(loadParameters(f, info, theta, err));
+  EXPECT_NE(err.find("non-finite"), std::string::npos) << err;
+  unlink(f.c_str());
+}
