@@ -56,6 +56,25 @@ void weights(void *fn, const EnergyInputs &in, std::vector<double> &out) {
   out.assign(a.begin(), a.end());
 }
 
+template <typename T>
+void vjp(void *fn, const EnergyInputs &in, int64_t iters, const std::vector<double> &dyT,
+         std::vector<double> &dx, std::vector<double> &grad) {
+  using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 1> *, int64_t, MemRef<T, 2> *,
+                      MemRef<T, 2> *, MemRef<T, 1> *);
+  std::vector<T> x = convert<T>(in.x), theta = convert<T>(in.theta), dy = convert<T>(dyT);
+  std::vector<T> dxo(in.x.size()), g(std::max<size_t>(in.theta.size(), 1));
+  if (theta.empty())
+    theta.push_back(0);
+  auto xm = makeMemRef<T, 2>(x.data(), {in.n, in.d});
+  auto tm = makeMemRef<T, 1>(theta.data(), {(int64_t)in.theta.size()});
+  auto dym = makeMemRef<T, 2>(dy.data(), {in.n, in.d});
+  auto dxm = makeMemRef<T, 2>(dxo.data(), {in.n, in.d});
+  auto gm = makeMemRef<T, 1>(g.data(), {(int64_t)g.size()});
+  reinterpret_cast<Fn>(fn)(&xm, &tm, iters, &dym, &dxm, &gm);
+  dx.assign(dxo.begin(), dxo.end());
+  grad.assign(g.begin(), g.begin() + in.theta.size());
+}
+
 /// Checks sizes against the model info before any call into compiled code.
 bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
                  std::string &error) {
@@ -120,6 +139,30 @@ bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e,
     return false;
   return isF32(m) ? trace<float>(fn, in, iterations, out)
                   : trace<double>(fn, in, iterations, out);
+}
+
+bool unroll::energyVJP(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
+                       int64_t iterations, const std::vector<double> &dyT,
+                       std::vector<double> &dx, std::vector<double> &grad, std::string &error) {
+  if (!checkInputs(m, e, in, error))
+    return false;
+  if (!e.contains("vjp") || !e["vjp"].is_string()) {
+    error = m.path() + ": the energy was compiled without its gradient (run "
+                       "--unroll-differentiate, part of --lower-to-cpu)";
+    return false;
+  }
+  if (dyT.size() != in.x.size() || iterations < 1) {
+    error = "the cotangent must be n x d and iterations >= 1";
+    return false;
+  }
+  void *fn = lookupEntry(m, e, "vjp", error);
+  if (!fn)
+    return false;
+  if (isF32(m))
+    vjp<float>(fn, in, iterations, dyT, dx, grad);
+  else
+    vjp<double>(fn, in, iterations, dyT, dx, grad);
+  return true;
 }
 
 bool unroll::attentionWeights(const Model &m, const nlohmann::json &e,

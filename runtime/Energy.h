@@ -32,6 +32,12 @@ bool runEnergyTrace(const Model &m, const nlohmann::json &energy,
                     const EnergyInputs &in, int64_t iterations,
                     EnergyTrace &out, std::string &error);
 
+/// The vector-Jacobian product of X -> Y_iterations with the cotangent dyT
+/// (n × d): dx (n × d) and grad (theta's size). Needs a differentiated energy.
+bool energyVJP(const Model &m, const nlohmann::json &energy, const EnergyInputs &in,
+               int64_t iterations, const std::vector<double> &dyT,
+               std::vector<double> &dx, std::vector<double> &grad, std::string &error);
+
 /// The normalized attention matrix (n × n) of the energy's first MM step at Y.
 bool attentionWeights(const Model &m, const nlohmann::json &energy,
                       const EnergyInputs &atY, std::vector<double> &out,

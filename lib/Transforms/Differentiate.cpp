@@ -6,6 +6,7 @@
 // accumulate_grad for its parameters.
 //
 //===----------------------------------------------------------------------===//
+#include "unroll/Dialect/Unroll/IR/ScalarRegion.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 #include "unroll/Transforms/Passes.h"
 
@@ -111,12 +112,98 @@ struct DifferentiatePass
   using UnrollDifferentiateBase::UnrollDifferentiateBase;
 
   LogicalResult differentiate(ModelOp model);
+  LogicalResult differentiate(EnergyOp energy);
   void runOnOperation() override {
     for (auto model : getOperation().getOps<ModelOp>())
       if (!model.isDifferentiated() && failed(differentiate(model)))
         return signalPassFailure();
+    for (auto energy : getOperation().getOps<EnergyOp>())
+      if (!energy.getSteps().empty() && energy.getReverse().empty() &&
+          failed(differentiate(energy)))
+        return signalPassFailure();
   }
 };
+
+/// One descent iteration of an energy, in reverse: (Y, X, dY') -> dY, with
+/// accumulate_grad for the parameters and for X (through a residual center).
+LogicalResult DifferentiatePass::differentiate(EnergyOp energy) {
+  Block &fwd = energy.getSteps().front();
+  // The certified step's size is a maximum over rows (not differentiable
+  // everywhere, and not what one trains): such energies get no reverse.
+  for (Operation &op : fwd)
+    if (auto m = dyn_cast<MMStepOp>(op); m && m.getVariant() == AttentionVariant::certified) {
+      ++numSkipped;
+      return success();
+    }
+  Type tokTy = energy.getTokenType();
+  Block *rev = new Block();
+  energy.getReverse().push_back(rev);
+  Value y = rev->addArgument(tokTy, energy.getLoc());
+  Value x = rev->addArgument(tokTy, energy.getLoc());
+  Value dyOut = rev->addArgument(tokTy, energy.getLoc());
+  OpBuilder b = OpBuilder::atBlockEnd(rev);
+  IRMapping map;
+  map.map(fwd.getArgument(0), y);
+  map.map(fwd.getArgument(1), x);
+  SmallVector<Operation *> ops;
+  for (Operation &op : fwd.without_terminator())
+    ops.push_back(b.clone(op, map));
+  Value out = map.lookup(cast<YieldOp>(fwd.back()).getValues()[0]);
+
+  DenseMap<Value, Value> adj;
+  adj[out] = dyOut;
+  auto add = [&](Location loc, Value v, Value g) {
+    auto it = adj.find(v);
+    if (it == adj.end())
+      adj[v] = g;
+    else
+      it->second = b.create<arith::AddFOp>(loc, it->second, g);
+  };
+  auto grad = [&](Operation *user, Value p, Value g) -> LogicalResult {
+    if (!p.getDefiningOp<ParamOp>() && p != x)
+      return user->emitOpError("cannot differentiate with respect to a weight "
+                               "that is not an 'unroll.param'");
+    b.create<AccumulateGradOp>(user->getLoc(), p, g);
+    return success();
+  };
+  for (Operation *op : llvm::reverse(ops)) {
+    if (op->getNumResults() != 1 || isa<ParamOp>(op))
+      continue;
+    Value dy = adj.lookup(op->getResult(0));
+    if (!dy)
+      continue;
+    Location loc = op->getLoc();
+    if (auto p = dyn_cast<ProxNonNegOp>(op)) {
+      add(loc, p.getY(), b.create<ProxNonNegVJPOp>(loc, tokTy, p.getY(), dy));
+    } else if (auto g = dyn_cast<GradStepOp>(op)) {
+      auto v = b.create<GradStepVJPOp>(loc, tokTy, g.getWeight().getType(), tokTy, g.getY(),
+                                       g.getWeight(), dy, g.getAlphaAttr(), g.getCoeffAttr());
+      add(loc, g.getY(), v.getDx());
+      if (failed(grad(op, g.getWeight(), v.getDweight())))
+        return failure();
+      if (g.getCenter() && failed(grad(op, g.getCenter(), v.getDcenter())))
+        return failure();
+    } else if (auto m = dyn_cast<MMStepOp>(op)) {
+      Type dprojTy = m.getProj() ? m.getProj().getType() : Type();
+      auto v = b.create<MMStepVJPOp>(loc, tokTy, dprojTy, m.getY(), m.getProj(), dy,
+                                     m.getForm(), m.getMask(), m.getGraphAttr());
+      if (m.getForm() == WeightForm::general)
+        differentiateScalarRegion(m.getWeightBody(), v.getWeightBody(), loc,
+                                  /*yieldPrimal=*/true);
+      add(loc, m.getY(), v.getDx());
+      if (m.getProj() && failed(grad(op, m.getProj(), v.getDproj())))
+        return failure();
+    } else {
+      return op->emitOpError("has no VJP rule");
+    }
+    ++numVJPs;
+  }
+  Value dy = adj.lookup(y);
+  if (!dy)
+    return energy.emitOpError("the steps do not depend on Y");
+  b.create<YieldOp>(energy.getLoc(), ValueRange{dy});
+  return success();
+}
 
 /// Clones `ops` at the builder with `map`; parameters not yet mapped are
 /// re-declared once (model regions are isolated from the body).

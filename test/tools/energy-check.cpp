@@ -22,6 +22,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 
 using namespace unroll;
 using Mat = std::vector<double>; // row-major
@@ -393,6 +394,65 @@ int study(const Args &a, const Model &m, const nlohmann::json &e) {
   return ok ? 0 : 1;
 }
 
+/// Central differences of f(theta, X) = <C, Y_T> against the compiled VJP.
+int gradcheck(const Args &a, const Model &m, const nlohmann::json &e) {
+  if (m.info()["element_type"] != "f64")
+    return fail("--gradcheck needs an energy compiled in f64");
+  Ref ref(e);
+  std::mt19937_64 rng(a.seed);
+  std::normal_distribution<double> N(0, 1);
+  int64_t iters = e["iterations"];
+  double tol = a.tol > 0 ? a.tol : 1e-6, worstAll = 0;
+  for (int64_t c = 0; c < a.cases; ++c) {
+    EnergyInputs in;
+    drawCase(e, rng, ref.hasNonNeg, 1.0, in);
+    std::vector<double> cot(in.x.size());
+    for (double &v : cot) v = N(rng);
+    std::string err;
+    auto f = [&](const EnergyInputs &q) {
+      EnergyTrace tr;
+      if (!runEnergyTrace(m, e, q, iters, tr, err)) { fail(err); exit(2); }
+      double s = 0;
+      for (size_t i = 0; i < cot.size(); ++i) s += cot[i] * tr.y[i];
+      return s;
+    };
+    std::vector<double> dx, grad;
+    if (!energyVJP(m, e, in, iters, cot, dx, grad, err)) return fail(err);
+    // Every parameter tensor, then X; up to 8 entries each.
+    std::vector<std::tuple<std::string, std::vector<double> *, int64_t, int64_t, std::vector<double> *>> tensors;
+    for (auto &p : e["params"]) {
+      int64_t off = p["offset"], numel = p["shape"][0].get<int64_t>() * p["shape"][1].get<int64_t>();
+      tensors.push_back({p["name"], &in.theta, off, numel, &grad});
+    }
+    tensors.push_back({"X", &in.x, 0, (int64_t)in.x.size(), &dx});
+    for (auto &[name, vec, off, numel, g] : tensors) {
+      double worst = 0, scale = 0;
+      for (int64_t k = 0; k < std::min<int64_t>(numel, 8); ++k) {
+        int64_t i = off + (numel <= 8 ? k : (int64_t)(rng() % numel));
+        double keep = (*vec)[i], h = 1e-6 * std::max(1.0, std::abs(keep));
+        (*vec)[i] = keep + h;
+        double fp = f(in);
+        (*vec)[i] = keep - h;
+        double fm = f(in);
+        (*vec)[i] = keep;
+        double fd = (fp - fm) / (2 * h), got = (*g)[i];
+        scale = std::max({scale, std::abs(fd), std::abs(got)});
+        worst = std::max(worst, std::abs(fd - got));
+      }
+      double rel = worst / std::max(scale, 1e-8);
+      worstAll = std::max(worstAll, rel);
+      if (c == 0)
+        printf("  %-10s max |fd - vjp| / max |vjp| = %.3g\n", name.c_str(), rel);
+    }
+  }
+  bool ok = worstAll <= tol;
+  printf("gradient check @%s (rho %s, %lld iterations, %lld cases): max relative error %.3g "
+         "(tolerance %.0e)\n", e["name"].get<std::string>().c_str(), ref.rho.c_str(),
+         (long long)iters, (long long)a.cases, worstAll, tol);
+  printf("%s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -400,7 +460,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--compare" || s == "--study") { a.mode = s.substr(2); a.model = next(); }
+    if (s == "--compare" || s == "--study" || s == "--gradcheck") { a.mode = s.substr(2); a.model = next(); }
     else if (s == "--cases") a.cases = std::stoll(next());
     else if (s == "--seed") a.seed = std::stoull(next());
     else if (s == "--tol") a.tol = std::stod(next());
@@ -409,12 +469,13 @@ int main(int argc, char **argv) {
     else return fail("unknown argument '" + s + "'");
   }
   if (a.mode.empty() || a.model.empty())
-    return fail("usage: unroll-energy-check (--compare|--study) MODEL.so [--cases N] "
+    return fail("usage: unroll-energy-check (--compare|--study|--gradcheck) MODEL.so [--cases N] "
                 "[--seed S] [--tol T] [--energy NAME] [--expect-no-increase]");
   Model m;
   std::string err;
   if (!m.load(a.model, err)) return fail(err);
   const nlohmann::json *e = findEnergy(m, a.energy, err);
   if (!e) return fail(err);
+  if (a.mode == "gradcheck") return gradcheck(a, m, *e);
   return a.mode == "compare" ? compare(a, m, *e) : study(a, m, *e);
 }

@@ -43,13 +43,16 @@ def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
       read-out,
     * `embed_reverse` (Z, dP) for the read-in.
 
+    Energies get a `reverse` region (Y, X, dY') -> dY for one descent
+    iteration (energies with certified steps are left without one).
     Parameter gradients become `unroll.accumulate_grad`. The truncated loss
     over the last T iterations is assembled by the lowering from these
     regions (see docs/Rationale.md).
   }];
   let statistics = [
     Statistic<"numModels", "models", "Number of models differentiated">,
-    Statistic<"numVJPs", "vjps", "Number of VJP ops created">
+    Statistic<"numVJPs", "vjps", "Number of VJP ops created">,
+    Statistic<"numSkipped", "skipped", "Energies left without a reverse (certified steps)">
   ];
 }
 

@@ -72,16 +72,30 @@ Mask makeMask(Emitter &e, MaskKind kind, std::optional<ElementsAttr> graph) {
   return m;
 }
 
-/// Inlines a scalar region (one arg, yields one value) at the builder.
-Value inlineScalarRegion(OpBuilder &b, Region &r, Value z) {
+/// Inlines a scalar region (one arg) at the builder; its yielded value #idx.
+Value inlineScalarRegion(OpBuilder &b, Region &r, Value z, unsigned idx = 0) {
   IRMapping map;
   map.map(r.front().getArgument(0), z);
   for (Operation &op : r.front()) {
     if (auto y = dyn_cast<YieldOp>(op))
-      return map.lookup(y.getValues()[0]);
+      return map.lookup(y.getValues()[idx]);
     b.clone(op, map);
   }
   llvm_unreachable("scalar region without yield");
+}
+
+/// What the attention weights of an MM step (or of its VJP) are made of.
+struct AttnSpec {
+  WeightForm form;
+  MaskKind mask;
+  std::optional<ElementsAttr> graph;
+  Region *weight; // rho' (and, for a VJP, rho'') region for form(general)
+};
+AttnSpec specOf(MMStepOp op) {
+  return {op.getForm(), op.getMask(), op.getGraph(), &op.getWeightBody()};
+}
+AttnSpec specOf(MMStepVJPOp op) {
+  return {op.getForm(), op.getMask(), op.getGraph(), &op.getWeightBody()};
 }
 
 /// z_ij = max(0, ½|u_i|² + ½|u_j|² − u_i·u_j) = ½|u_i − u_j|² for U = Y W_a.
@@ -168,15 +182,17 @@ Value emitNonNegEnergy(Emitter &e, Value y) {
 // Steps → tensors
 //===----------------------------------------------------------------------===//
 
-/// Masked, unnormalized weights w_ij = m_ij rho'(z_ij) of a general MM step.
-Value generalWeights(Emitter &e, MMStepOp op, Value u, const Mask &m) {
+/// Masked, unnormalized weights w_ij = m_ij rho'(z_ij) of a general MM step
+/// (or m_ij rho''(z_ij) with idx = 1 on a VJP's region).
+Value generalWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m,
+                     unsigned idx = 0) {
   Value z = pairwiseZ(e, u);
   SmallVector<Value> ins{z};
   SmallVector<AffineMap> maps{e.id2()};
   m.addInputs(e, ins, maps);
   Value zero = e.cst(0.0);
   return e.map2(ins, maps, z, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value w = inlineScalarRegion(b, op.getWeightBody(), a[0]);
+    Value w = inlineScalarRegion(b, *op.weight, a[0], idx);
     Value keep = m.keep(b, l, m.graph ? a[1] : Value());
     return b.create<arith::SelectOp>(l, keep, w, zero);
   });
@@ -204,10 +220,10 @@ Value normalizeRows(Emitter &e, Value w) {
 
 /// Normalized weights softmax_j(logit_ij) with logit_ij = u_i·u_j (− ½|u_j|²
 /// for the reweighted form), masked pairs excluded, max-subtracted.
-Value softmaxWeights(Emitter &e, MMStepOp op, Value u, const Mask &m) {
+Value softmaxWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m) {
   Value g = e.matmulTransposeB(u, u);
   Value logits = g;
-  if (op.getForm() == WeightForm::reweighted_softmax) {
+  if (op.form == WeightForm::reweighted_softmax) {
     Value sq = e.rowReduce({u}, {e.id2()}, u, 0.0,
                            [](OpBuilder &b, Location l, ValueRange a) -> Value {
                              Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
@@ -244,12 +260,134 @@ Value softmaxWeights(Emitter &e, MMStepOp op, Value u, const Mask &m) {
 }
 
 /// The normalized attention matrix of an MM step at Y.
-Value attentionMatrix(Emitter &e, MMStepOp op, Value y, Value proj) {
+Value attentionMatrix(Emitter &e, const AttnSpec &op, Value y, Value proj) {
   Value u = proj ? e.matmul(y, proj) : y;
-  Mask m = makeMask(e, op.getMask(), op.getGraph());
-  if (op.getForm() == WeightForm::general)
+  Mask m = makeMask(e, op.mask, op.graph);
+  if (op.form == WeightForm::general)
     return normalizeRows(e, generalWeights(e, op, u, m));
   return softmaxWeights(e, op, u, m);
+}
+
+//===----------------------------------------------------------------------===//
+// VJPs of the steps
+//===----------------------------------------------------------------------===//
+
+Value matmulTransposeA(Emitter &e, Value a, Value bm) {
+  Value out = e.filled({e.dim(a, 1), e.dim(bm, 1)}, 0.0);
+  return e.b.create<linalg::MatmulTransposeAOp>(e.loc, ValueRange{e.dynamic(a), e.dynamic(bm)},
+                                                ValueRange{out})
+      .getResult(0);
+}
+
+/// (dY, dW_a) of Y' = A Y, A = row-normalize(m ∘ w(z)), z_ij = ½|u_i − u_j|²,
+/// u = y W_a. dY = Aᵀ dY' + dU W_aᵀ, dW_a = Yᵀ dU, where dU comes from
+/// dA = dY' Yᵀ through the normalization and w'(z) = rho''(z).
+std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value proj, Value dy) {
+  AttnSpec spec = specOf(op);
+  Value u = proj ? e.matmul(y, proj) : y;
+  Mask m = makeMask(e, op.getMask(), op.getGraph());
+  Value a = attentionMatrix(e, spec, y, proj);
+  Value dyd = matmulTransposeA(e, a, dy);
+  Value da = e.matmulTransposeB(dy, y);
+  // rd_i = Σ_k dA_ik A_ik: dA through the row normalization.
+  Value rd = e.rowReduce({da, a}, {e.id2(), e.id2()}, a, 0.0,
+                         [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                           return b.create<arith::AddFOp>(l, v[2], b.create<arith::MulFOp>(l, v[0], v[1]));
+                         });
+  Value zero = e.cst(0.0);
+  Value du;
+  if (op.getForm() == WeightForm::softmax) {
+    // logits u_i·u_j: dl = A (dA − rd); dU = (dl + dlᵀ) U.
+    Value dl = e.map2({a, da, rd}, {e.id2(), e.id2(), e.row2()}, a,
+                      [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                        return b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
+                      });
+    Value g = e.map2({dl, dl}, {e.id2(), e.tr2()}, dl,
+                     [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                       return b.create<arith::AddFOp>(l, v[0], v[1]);
+                     });
+    du = e.matmul(g, u);
+  } else {
+    Value dz;
+    if (op.getForm() == WeightForm::reweighted_softmax) {
+      // w = exp(−z) up to row factors: dz = −A (dA − rd).
+      dz = e.map2({a, da, rd}, {e.id2(), e.id2(), e.row2()}, a,
+                  [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                    Value t = b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
+                    return b.create<arith::NegFOp>(l, t);
+                  });
+    } else {
+      // dz = m rho''(z) (dA − rd) / s, s the row sums of the weights.
+      Value w = generalWeights(e, spec, u, m);
+      Value s = e.rowReduce({w}, {e.id2()}, w, 0.0,
+                            [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                              return b.create<arith::AddFOp>(l, v[1], v[0]);
+                            });
+      Value wp = generalWeights(e, spec, u, m, /*idx=*/1);
+      dz = e.map2({wp, da, rd, s}, {e.id2(), e.id2(), e.row2(), e.row2()}, a,
+                  [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                    Value t = b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
+                    Value q = b.create<arith::DivFOp>(l, t, v[3]);
+                    Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, v[3], zero);
+                    return b.create<arith::SelectOp>(l, pos, q, zero);
+                  });
+    }
+    // du_i = Σ_j G_ij (u_i − u_j), G = dz + dzᵀ.
+    Value g = e.map2({dz, dz}, {e.id2(), e.tr2()}, dz,
+                     [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                       return b.create<arith::AddFOp>(l, v[0], v[1]);
+                     });
+    Value gs = e.rowReduce({g}, {e.id2()}, g, 0.0,
+                           [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                             return b.create<arith::AddFOp>(l, v[1], v[0]);
+                           });
+    Value gu = e.matmul(g, u);
+    du = e.map2({u, gs, gu}, {e.id2(), e.row2(), e.id2()}, u,
+                [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                  return b.create<arith::SubFOp>(l, b.create<arith::MulFOp>(l, v[1], v[0]), v[2]);
+                });
+  }
+  Value dyu = proj ? e.matmulTransposeB(du, proj) : du;
+  Value dx = e.map2({dyd, dyu}, {e.id2(), e.id2()}, dyd,
+                    [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                      return b.create<arith::AddFOp>(l, v[0], v[1]);
+                    });
+  return {dx, proj ? matmulTransposeA(e, y, du) : Value()};
+}
+
+/// Y' = Y W_s + αc C with W_s = (1 − αc) I − α (W + Wᵀ)/2 (symmetric):
+/// dY = dY' W_s, dW = −α/2 (dW_s + dW_sᵀ) with dW_s = Yᵀ dY', dC = αc dY'.
+std::array<Value, 3> gradStepVJP(Emitter &e, GradStepVJPOp op, Value y, Value w, Value dy) {
+  double alpha = op.getAlpha().convertToDouble(), c = op.getCoeff().convertToDouble();
+  Value one = e.cst(1.0 - alpha * c), zero = e.cst(0.0), ha = e.cst(0.5 * alpha);
+  Value ws = e.map2({w, w}, {e.id2(), e.tr2()}, w,
+                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      Value i = b.create<linalg::IndexOp>(l, 0);
+                      Value j = b.create<linalg::IndexOp>(l, 1);
+                      Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
+                      Value d = b.create<arith::SelectOp>(l, diag, one, zero);
+                      Value s = b.create<arith::AddFOp>(l, a[0], a[1]);
+                      return b.create<arith::SubFOp>(l, d, b.create<arith::MulFOp>(l, ha, s));
+                    });
+  Value dx = e.matmul(dy, ws);
+  Value dws = matmulTransposeA(e, y, dy);
+  Value nha = e.cst(-0.5 * alpha), ac = e.cst(alpha * c);
+  Value dw = e.map2({dws, dws}, {e.id2(), e.tr2()}, dws,
+                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      return b.create<arith::MulFOp>(l, nha, b.create<arith::AddFOp>(l, a[0], a[1]));
+                    });
+  Value dc = e.map2({dy}, {e.id2()}, dy, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+    return b.create<arith::MulFOp>(l, ac, a[0]);
+  });
+  return {dx, dw, dc};
+}
+
+Value proxVJP(Emitter &e, Value y, Value dy) {
+  Value zero = e.cst(0.0);
+  return e.map2({y, dy}, {e.id2(), e.id2()}, y, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+    Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[0], zero);
+    return b.create<arith::SelectOp>(l, pos, a[1], zero);
+  });
 }
 
 /// Certified variant: Y − (L_w̃ Y S + c (Y − C)) / L, w̃ = w + wᵀ,
@@ -258,7 +396,7 @@ Value attentionMatrix(Emitter &e, MMStepOp op, Value y, Value proj) {
 Value certifiedStep(Emitter &e, MMStepOp op, Value y, Value proj, Value center) {
   Value u = proj ? e.matmul(y, proj) : y;
   Mask m = makeMask(e, op.getMask(), op.getGraph());
-  Value w = generalWeights(e, op, u, m);
+  Value w = generalWeights(e, specOf(op), u, m);
   Value ws = e.map2({w, w}, {e.id2(), e.tr2()}, w,
                     [](OpBuilder &b, Location l, ValueRange a) -> Value {
                       return b.create<arith::AddFOp>(l, a[0], a[1]);
@@ -361,8 +499,16 @@ public:
 
 private:
   Type elem() { return energy.getTokenType().getElementType(); }
+  /// Gradients accumulated by a reverse region: the flat one of theta and
+  /// the input's.
+  struct Grads {
+    Value theta, x;
+  };
   Value energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
   Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
+  Value runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args, ArrayRef<Value> pt,
+                  Grads &grads);
+  void emitVJP(OpBuilder &b);
   /// An entry function `name(tokens, theta, extra...)` with the builder at
   /// its start; `y` gets the token tensor, `pt` the parameter tensors.
   func::FuncOp beginEntry(OpBuilder &b, StringRef name, ArrayRef<Type> extra,
@@ -413,34 +559,87 @@ Value EnergyLowering::energyValue(OpBuilder &b, Value y, Value x,
 
 Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x,
                                 ArrayRef<Value> pt) {
-  Block &steps = energy.getSteps().front();
+  Grads none;
+  return runRegion(b, energy.getSteps(), {y, x}, pt, none);
+}
+
+Value EnergyLowering::runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args,
+                                ArrayRef<Value> pt, Grads &grads) {
+  Block &blk = region.front();
   IRMapping map;
-  map.map(steps.getArgument(0), y);
-  map.map(steps.getArgument(1), x);
+  for (auto [arg, v] : llvm::zip(blk.getArguments(), args))
+    map.map(arg, v);
   auto get = [&](Value v) { return v ? map.lookup(v) : Value(); };
-  for (Operation &op : steps) {
+  auto set = [&](Emitter &e, Value res, Value v) { map.map(res, e.castTo(v, res.getType())); };
+  for (Operation &op : blk) {
     Emitter e(b, op.getLoc(), elem());
     if (auto yield = dyn_cast<YieldOp>(op))
       return get(yield.getValues()[0]);
-    Value r;
     if (auto p = dyn_cast<ParamOp>(op)) {
       map.map(p.getResult(), pt[table.indexOf(p.getName())]);
-      continue;
-    }
-    if (auto mm = dyn_cast<MMStepOp>(op)) {
+    } else if (auto mm = dyn_cast<MMStepOp>(op)) {
       Value yin = get(mm.getY()), proj = get(mm.getProj());
-      if (mm.getVariant() == AttentionVariant::certified)
-        r = certifiedStep(e, mm, yin, proj, get(mm.getCenter()));
-      else
-        r = e.matmul(attentionMatrix(e, mm, yin, proj), yin);
+      set(e, mm, mm.getVariant() == AttentionVariant::certified
+                     ? certifiedStep(e, mm, yin, proj, get(mm.getCenter()))
+                     : e.matmul(attentionMatrix(e, specOf(mm), yin, proj), yin));
     } else if (auto g = dyn_cast<GradStepOp>(op)) {
-      r = emitGradStep(e, g, get(g.getY()), get(g.getWeight()), get(g.getCenter()));
+      set(e, g, emitGradStep(e, g, get(g.getY()), get(g.getWeight()), get(g.getCenter())));
     } else if (auto p = dyn_cast<ProxNonNegOp>(op)) {
-      r = emitRelu(e, get(p.getY()));
+      set(e, p, emitRelu(e, get(p.getY())));
+    } else if (auto v = dyn_cast<MMStepVJPOp>(op)) {
+      auto [dx, dp] = mmStepVJP(e, v, get(v.getY()), get(v.getProj()), get(v.getDy()));
+      set(e, v.getDx(), dx);
+      if (v.getDproj())
+        set(e, v.getDproj(), dp);
+    } else if (auto v = dyn_cast<GradStepVJPOp>(op)) {
+      auto r = gradStepVJP(e, v, get(v.getY()), get(v.getWeight()), get(v.getDy()));
+      set(e, v.getDx(), r[0]);
+      set(e, v.getDweight(), r[1]);
+      set(e, v.getDcenter(), r[2]);
+    } else if (auto v = dyn_cast<ProxNonNegVJPOp>(op)) {
+      set(e, v, proxVJP(e, get(v.getY()), get(v.getDy())));
+    } else if (auto add = dyn_cast<arith::AddFOp>(op); add && isa<RankedTensorType>(add.getType())) {
+      set(e, add, e.map2({get(add.getLhs()), get(add.getRhs())}, {e.id2(), e.id2()}, get(add.getLhs()),
+                         [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                           return nb.create<arith::AddFOp>(l, a[0], a[1]);
+                         }));
+    } else if (auto acc = dyn_cast<AccumulateGradOp>(op)) {
+      Value g = get(acc.getGrad());
+      auto add2 = [&](Value cur, Value v) {
+        return e.map2({cur, v}, {e.id2(), e.id2()}, cur,
+                      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                        return nb.create<arith::AddFOp>(l, a[0], a[1]);
+                      });
+      };
+      if (auto p = acc.getParam().getDefiningOp<ParamOp>()) {
+        const ParamInfo &info = table[p.getName()];
+        int64_t numel = info.type.getNumElements();
+        g = e.castTo(g, info.type);
+        ReassociationIndices all{0, 1};
+        Value flat = b.create<tensor::CollapseShapeOp>(op.getLoc(), g, ArrayRef<ReassociationIndices>{all});
+        SmallVector<OpFoldResult> off{b.getIndexAttr(info.offset)}, sz{b.getIndexAttr(numel)},
+            st{b.getIndexAttr(1)};
+        auto ty = RankedTensorType::get({numel}, elem());
+        Value cur = b.create<tensor::ExtractSliceOp>(op.getLoc(), ty, grads.theta, off, sz, st);
+        Value sum = b.create<linalg::GenericOp>(
+                         op.getLoc(), ty, ValueRange{cur, flat},
+                         ValueRange{b.create<tensor::EmptyOp>(op.getLoc(), ty, ValueRange{})},
+                         SmallVector<AffineMap>(3, b.getMultiDimIdentityMap(1)),
+                         SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
+                         [](OpBuilder &nb, Location l, ValueRange a) {
+                           nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::AddFOp>(l, a[0], a[1])});
+                         })
+                        .getResult(0);
+        grads.theta = b.create<tensor::InsertSliceOp>(op.getLoc(), sum, grads.theta, off, sz, st);
+      } else {
+        grads.x = e.castTo(add2(grads.x, g), grads.x.getType()); // the input X
+      }
+    } else {
+      op.emitOpError("cannot be lowered in an energy");
+      llvm_unreachable("verified energies only hold lowerable ops");
     }
-    map.map(op.getResult(0), e.castTo(r, op.getResult(0).getType()));
   }
-  llvm_unreachable("steps region without yield");
+  llvm_unreachable("region without yield");
 }
 
 void EnergyLowering::emit(OpBuilder &b) {
@@ -472,6 +671,9 @@ void EnergyLowering::emit(OpBuilder &b) {
   }
 
   // @E_weights(Y, params..., A)
+  if (!energy.getReverse().empty())
+    emitVJP(b);
+
   MMStepOp first = firstStep();
   OpBuilder::InsertionGuard g(b);
   Value y;
@@ -483,7 +685,77 @@ void EnergyLowering::emit(OpBuilder &b) {
     proj = pt[table.indexOf(p.getName())];
   }
   Emitter e(b, first.getLoc(), elem());
-  storeTensor(b, loc, attentionMatrix(e, first, y, proj), f.getArgument(2));
+  storeTensor(b, loc, attentionMatrix(e, specOf(first), y, proj), f.getArgument(2));
+  b.create<func::ReturnOp>(loc);
+}
+
+/// @E_vjp(X, theta, iterations, dY_T, dX, grad): the vector-Jacobian product
+/// of X -> Y_T (T = iterations steps) with the cotangent dY_T, for X and the
+/// parameters. The forward stores every state; the backward runs the reverse
+/// region from the last step to the first.
+void EnergyLowering::emitVJP(OpBuilder &b) {
+  Location loc = energy.getLoc();
+  Type t = elem();
+  OpBuilder::InsertionGuard g(b);
+  Value x;
+  SmallVector<Value> pt;
+  func::FuncOp f = beginEntry(b, (energy.getSymName() + "_vjp").str(),
+                              {b.getI64Type(), dynMemref(2, t), dynMemref(2, t), dynMemref(1, t)},
+                              x, pt);
+  Emitter e(b, loc, t);
+  Type tokTy = energy.getTokenType();
+  Value iters = b.create<arith::IndexCastOp>(loc, b.getIndexType(), f.getArgument(2));
+  Value dyT = memrefToTensor(b, loc, f.getArgument(3), tokTy);
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value n = e.dim(x, 0), d = e.dim(x, 1);
+  auto statesTy = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, t);
+  auto slice = [&](OpBuilder &lb, Value i) {
+    return std::make_tuple(SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0)},
+                           SmallVector<OpFoldResult>{lb.getIndexAttr(1), n, d},
+                           SmallVector<OpFoldResult>(3, lb.getIndexAttr(1)));
+  };
+  Value xd = e.dynamic(x);
+  Value states = b.create<tensor::EmptyOp>(loc, statesTy,
+                                           ValueRange{b.create<arith::AddIOp>(loc, iters, c1), n, d});
+  {
+    auto [o, sz, st] = slice(b, c0);
+    states = b.create<tensor::InsertSliceOp>(loc, xd, states, o, sz, st);
+  }
+  auto fwd = b.create<scf::ForOp>(
+      loc, c0, iters, c1, ValueRange{x, states},
+      [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
+        Emitter le(lb, ll, t);
+        Value y = le.castTo(stepValue(lb, it[0], x, pt), tokTy);
+        auto [o, sz, st] = slice(lb, lb.create<arith::AddIOp>(ll, i, c1));
+        Value s2 = lb.create<tensor::InsertSliceOp>(ll, le.dynamic(y), it[1], o, sz, st);
+        lb.create<scf::YieldOp>(ll, ValueRange{y, s2});
+      });
+  states = fwd.getResult(1);
+  int64_t numParams = std::max<int64_t>(table.numParams, 1);
+  auto gTy = RankedTensorType::get({numParams}, t);
+  Value g0 = b.create<linalg::FillOp>(loc, e.cst(0.0), b.create<tensor::EmptyOp>(loc, gTy, ValueRange{}).getResult())
+                 .getResult(0);
+  Value dx0 = e.castTo(e.filled({n, d}, 0.0), tokTy);
+  auto bwd = b.create<scf::ForOp>(
+      loc, c0, iters, c1, ValueRange{g0, dx0, dyT},
+      [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
+        Emitter le(lb, ll, t);
+        Value tIdx = lb.create<arith::SubIOp>(ll, lb.create<arith::SubIOp>(ll, iters, c1), i);
+        auto [o, sz, st] = slice(lb, tIdx);
+        auto sTy = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
+        Value yt = lb.create<tensor::ExtractSliceOp>(ll, sTy, states, o, sz, st);
+        Grads gr{it[0], it[1]};
+        Value dy = runRegion(lb, energy.getReverse(), {le.castTo(yt, tokTy), x, it[2]}, pt, gr);
+        lb.create<scf::YieldOp>(ll, ValueRange{gr.theta, le.castTo(gr.x, tokTy), le.castTo(dy, tokTy)});
+      });
+  // Y_0 = X: the gradient reaching Y_0 is X's too.
+  Value dx = e.map2({bwd.getResult(1), bwd.getResult(2)}, {e.id2(), e.id2()}, x,
+                    [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                      return nb.create<arith::AddFOp>(l, a[0], a[1]);
+                    });
+  storeTensor(b, loc, dx, f.getArgument(4));
+  if (table.numParams > 0)
+    storeTensor(b, loc, bwd.getResult(0), f.getArgument(5));
   b.create<func::ReturnOp>(loc);
 }
 
@@ -522,6 +794,8 @@ llvm::json::Object EnergyLowering::info() {
       {"name", energy.getSymName().str()},
       {"trace", (energy.getSymName() + "_trace").str()},
       {"weights", (energy.getSymName() + "_weights").str()},
+      {"vjp", energy.getReverse().empty() ? llvm::json::Value(nullptr)
+                                          : llvm::json::Value((energy.getSymName() + "_vjp").str())},
       {"weight_form", stringifyWeightForm(firstStep().getForm()).str()},
       {"tokens", tok.isDynamicDim(0) ? llvm::json::Value(nullptr)
                                      : llvm::json::Value(tok.getDimSize(0))},

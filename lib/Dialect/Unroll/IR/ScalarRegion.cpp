@@ -195,7 +195,7 @@ struct TangentBuilder {
 } // namespace
 
 void mlir::unroll::differentiateScalarRegion(Region &src, Region &dst,
-                                             Location loc) {
+                                             Location loc, bool yieldPrimal) {
   Block &sb = src.front();
   Type t = sb.getArgument(0).getType();
   Block *db = new Block();
@@ -215,7 +215,12 @@ void mlir::unroll::differentiateScalarRegion(Region &src, Region &dst,
   for (Operation &op : sb) {
     if (auto y = dyn_cast<YieldOp>(op)) {
       Value d = T(y.getValues()[0]);
-      b.create<YieldOp>(loc, ValueRange{d ? d : tb.cst(0.0)});
+      if (!d)
+        d = tb.cst(0.0);
+      if (yieldPrimal)
+        b.create<YieldOp>(loc, ValueRange{P(y.getValues()[0]), d});
+      else
+        b.create<YieldOp>(loc, ValueRange{d});
       // Drop primal values the derivative does not use (all ops are pure).
       SmallVector<Operation *> ops;
       for (Operation &o : db->without_terminator())

@@ -152,6 +152,13 @@ LogicalResult EnergyOp::verifyRegions() {
                               "of type "
                            << yt;
   }
+  if (!getReverse().empty()) {
+    Block &rev = getReverse().front();
+    auto yield = dyn_cast<YieldOp>(rev.back());
+    if (rev.getNumArguments() != 3 || !yield || yield.getValues().size() != 1)
+      return emitOpError("expected the reverse region to take (Y, X, dY') and "
+                         "yield dY");
+  }
   return verifyParams(getOperation());
 }
 
@@ -416,8 +423,12 @@ LogicalResult PositionEmbedOp::verify() {
 }
 
 LogicalResult AccumulateGradOp::verify() {
-  if (!getParam().getDefiningOp<ParamOp>())
-    return emitOpError("expected the gradient of an 'unroll.param'");
+  auto arg = dyn_cast<BlockArgument>(getParam());
+  bool energyInput = arg && arg.getArgNumber() == 1 &&
+                     isa_and_nonnull<EnergyOp>(arg.getOwner()->getParentOp());
+  if (!getParam().getDefiningOp<ParamOp>() && !energyInput)
+    return emitOpError("expected the gradient of an 'unroll.param' or of an "
+                       "energy's input X");
   if (getParam().getType() != getGrad().getType())
     return emitOpError() << "expected a gradient of type " << getParam().getType()
                          << ", got " << getGrad().getType();

@@ -35,8 +35,10 @@ bool isSupportedScalarOp(Operation *op);
 Dual2 evaluateScalarRegion(Region &region, double z);
 
 /// Builds into the empty region `dst` a region computing d/dz of `src`
-/// (forward mode, one tangent per value, zero tangents folded away).
-void differentiateScalarRegion(Region &src, Region &dst, Location loc);
+/// (forward mode, one tangent per value, zero tangents folded away). With
+/// `yieldPrimal`, the region yields (value, derivative).
+void differentiateScalarRegion(Region &src, Region &dst, Location loc,
+                               bool yieldPrimal = false);
 
 /// Builds into the empty region `dst` a scalar region computing the given
 /// built-in rho (`neg_exp`, `log_plus_two`, `log_plus_one`) of element

@@ -122,6 +122,9 @@ def Unroll_EnergyOp : Unroll_Op<"energy", [
     and ends with `unroll.minimize`, which sums them and states the schedule.
     The `steps` region is empty as written by a user; `--unroll-derive-steps`
     fills it with one iteration of the descent, ending in `unroll.yield`.
+    `--unroll-differentiate` fills `reverse` (Y, X, dY') -> (dY, dX): the
+    vector-Jacobian product of one iteration, with `unroll.accumulate_grad`
+    for the parameters.
 
     ```mlir
     unroll.energy @attn {
@@ -133,8 +136,10 @@ def Unroll_EnergyOp : Unroll_Op<"energy", [
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name);
-  let regions = (region SizedRegion<1>:$body, AnyRegion:$steps);
-  let assemblyFormat = "$sym_name attr-dict-with-keyword $body (`steps` $steps^)?";
+  let regions = (region SizedRegion<1>:$body, AnyRegion:$steps, AnyRegion:$reverse);
+  let assemblyFormat = [{
+    $sym_name attr-dict-with-keyword $body (`steps` $steps^)? (`reverse` $reverse^)?
+  }];
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     ::mlir::Value getVariable() { return getBody().front().getArgument(0); }
@@ -563,11 +568,54 @@ def Unroll_PositionEmbedVJPOp : Unroll_Op<"position_embed_vjp", [Pure]> {
   let assemblyFormat = "$dy `,` $table attr-dict `:` functional-type(operands, results)";
 }
 
-def Unroll_AccumulateGradOp : Unroll_Op<"accumulate_grad", [AllTypesMatch<["param", "grad"]>]> {
-  let summary = "add a gradient into the gradient of a parameter";
+
+def Unroll_MMStepVJPOp : Unroll_Op<"mm_step_vjp", [Pure,
+    AllTypesMatch<["y", "dy", "dx"]>]> {
+  let summary = "(dY, dW_a) of a majorize-minimize attention step (paper variant)";
   let description = [{
-    `param` must be an `unroll.param`; the lowering adds `grad` to that
-    parameter's slice of the flat gradient vector.
+    Y' = A Y with A the row-normalized weights of the step. For
+    `form(general)` the region yields (rho'(z), rho''(z)): rho'' is the
+    derivative of the step's rho' region, through which the gradient reaches
+    z_ij and so the tokens and the projection.
+  }];
+  let arguments = (ins TokenMatrix:$y, Optional<RankedTensorOf<[F32, F64]>>:$proj,
+                       TokenMatrix:$dy, Unroll_WeightForm:$form,
+                       DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
+                       OptionalAttr<ElementsAttr>:$graph);
+  let results = (outs TokenMatrix:$dx, Optional<RankedTensorOf<[F32, F64]>>:$dproj);
+  let regions = (region AnyRegion:$weight_body);
+  let assemblyFormat = [{
+    $y (`proj` $proj^ `:` type($proj))? `,` $dy `form` `(` $form `)`
+    ($weight_body^)? (`mask` `(` $mask^ `)`)?
+    attr-dict `:` type($y) (`->` type($dproj)^)?
+  }];
+}
+
+def Unroll_GradStepVJPOp : Unroll_Op<"grad_step_vjp", [Pure,
+    AllTypesMatch<["y", "dy", "dx", "dcenter"]>]> {
+  let summary = "(dY, dW, dC) of a gradient step on the quadratic energy";
+  let arguments = (ins TokenMatrix:$y, RankedTensorOf<[F32, F64]>:$weight, TokenMatrix:$dy,
+                       F64Attr:$alpha, DefaultValuedAttr<F64Attr, "0.0">:$coeff);
+  let results = (outs TokenMatrix:$dx, RankedTensorOf<[F32, F64]>:$dweight, TokenMatrix:$dcenter);
+  let assemblyFormat = [{
+    $y `,` $weight `,` $dy `alpha` `(` $alpha `)` attr-dict `:` type($y) `,` type($weight)
+    `->` type($dweight)
+  }];
+}
+
+def Unroll_ProxNonNegVJPOp : Unroll_Op<"prox_nonneg_vjp", [Pure, AllTypesMatch<["y", "dy", "dx"]>]> {
+  let summary = "dY of ReLU: dY' where y > 0";
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$dy);
+  let results = (outs TokenMatrix:$dx);
+  let assemblyFormat = "$y `,` $dy attr-dict `:` type($y)";
+}
+
+def Unroll_AccumulateGradOp : Unroll_Op<"accumulate_grad", [AllTypesMatch<["param", "grad"]>]> {
+  let summary = "add a gradient into the gradient of a parameter or input";
+  let description = [{
+    `param` is an `unroll.param` (the lowering adds `grad` to its slice of
+    the flat gradient vector) or, in an energy's `reverse` region, the input
+    X (its gradient is returned by the VJP entry point).
   }];
   let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad);
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
