@@ -44,6 +44,6 @@ for r in rows:
         print(f"| {r['config']} (b={r['unroll']['loops']}, T={r['unroll']['window']}, k={r['unroll']['points']}) "
               f"| {b} | {what} | {u:.4f} | {t:.4f} | {b/u:.1f} | {b/t:.1f} | {t/u:.2f}x |")
 print(f"(median of each; unroll {rows[0]['unroll']['threads']} threads, PyTorch {rows[0]['torch']['torch']} "
-      f"{rows[0]['torch']['threads']} threads, {rows[0]['torch']['blas']})")
+      f"{rows[0]['torch']['threads']} threads, BLAS: {rows[0]['torch']['blas']})")
 PY
 echo "wrote $OUT/bench.json" >&2
