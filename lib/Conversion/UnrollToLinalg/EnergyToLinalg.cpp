@@ -268,6 +268,20 @@ Value attentionMatrix(Emitter &e, const AttnSpec &op, Value y, Value proj) {
   return softmaxWeights(e, op, u, m);
 }
 
+/// W_s = (1 − αc) I − α (W + Wᵀ)/2: the FFN gradient step's matrix (P1 eq. 16).
+Value stepMatrix(Emitter &e, Value w, double alpha, double c) {
+  Value one = e.cst(1.0 - alpha * c), zero = e.cst(0.0), ha = e.cst(0.5 * alpha);
+  return e.map2({w, w}, {e.id2(), e.tr2()}, w,
+                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      Value i = b.create<linalg::IndexOp>(l, 0);
+                      Value j = b.create<linalg::IndexOp>(l, 1);
+                      Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
+                      Value d = b.create<arith::SelectOp>(l, diag, one, zero);
+                      Value s = b.create<arith::AddFOp>(l, a[0], a[1]);
+                      return b.create<arith::SubFOp>(l, d, b.create<arith::MulFOp>(l, ha, s));
+                    });
+}
+
 //===----------------------------------------------------------------------===//
 // VJPs of the steps
 //===----------------------------------------------------------------------===//
@@ -359,16 +373,7 @@ std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
 /// dY = dY' W_s, dW = −α/2 (dW_s + dW_sᵀ) with dW_s = Yᵀ dY', dC = αc dY'.
 std::array<Value, 3> gradStepVJP(Emitter &e, GradStepVJPOp op, Value y, Value w, Value dy) {
   double alpha = op.getAlpha().convertToDouble(), c = op.getCoeff().convertToDouble();
-  Value one = e.cst(1.0 - alpha * c), zero = e.cst(0.0), ha = e.cst(0.5 * alpha);
-  Value ws = e.map2({w, w}, {e.id2(), e.tr2()}, w,
-                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      Value i = b.create<linalg::IndexOp>(l, 0);
-                      Value j = b.create<linalg::IndexOp>(l, 1);
-                      Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
-                      Value d = b.create<arith::SelectOp>(l, diag, one, zero);
-                      Value s = b.create<arith::AddFOp>(l, a[0], a[1]);
-                      return b.create<arith::SubFOp>(l, d, b.create<arith::MulFOp>(l, ha, s));
-                    });
+  Value ws = stepMatrix(e, w, alpha, c);
   Value dx = e.matmul(dy, ws);
   Value dws = matmulTransposeA(e, y, dy);
   Value nha = e.cst(-0.5 * alpha), ac = e.cst(alpha * c);
@@ -450,18 +455,7 @@ Value certifiedStep(Emitter &e, MMStepOp op, Value y, Value proj, Value center) 
 
 Value emitGradStep(Emitter &e, GradStepOp op, Value y, Value w, Value center) {
   double alpha = op.getAlpha().convertToDouble(), c = op.getCoeff().convertToDouble();
-  Value one = e.cst(1.0 - alpha * c), zero = e.cst(0.0), ha = e.cst(0.5 * alpha);
-  // W_s = (1 − αc) I − α (W + Wᵀ)/2
-  Value ws = e.map2({w, w}, {e.id2(), e.tr2()}, w,
-                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      Value i = b.create<linalg::IndexOp>(l, 0);
-                      Value j = b.create<linalg::IndexOp>(l, 1);
-                      Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
-                      Value d = b.create<arith::SelectOp>(l, diag, one, zero);
-                      Value s = b.create<arith::AddFOp>(l, a[0], a[1]);
-                      return b.create<arith::SubFOp>(l, d, b.create<arith::MulFOp>(l, ha, s));
-                    });
-  Value r = e.matmul(y, ws);
+  Value r = e.matmul(y, stepMatrix(e, w, alpha, c));
   if (center && c != 0.0) {
     Value ac = e.cst(alpha * c);
     r = e.map2({r, center}, {e.id2(), e.id2()}, r,
