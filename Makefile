@@ -7,7 +7,7 @@ BUILD ?= build
 OUT   ?= out
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup configure build run run-energy test check clean docs bench
+.PHONY: all setup configure build run run-energy test check clean docs bench fuzz test-asan
 
 all: build
 
@@ -33,6 +33,22 @@ test: build
 	@bash scripts/test.sh $(BUILD)
 
 check: test
+
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The whole test suite with AddressSanitizer + UndefinedBehaviorSanitizer on
+# the project's code (build-asan/).
+test-asan: setup
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-19/build/utils/lit/lit.py
+	cmake --build build-asan
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  bash scripts/test.sh build-asan
 
 bench: build
 	@bash bench/run.sh $(BUILD) $(OUT)/bench

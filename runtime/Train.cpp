@@ -218,7 +218,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   double lossAvg = 0;
   int64_t lossN = 0;
   std::vector<double> losses, grad;
-  for (; st.step < cfg.steps; ++st.step) {
+  while (st.step < cfg.steps) {
     int64_t s = st.step;
     int64_t dims = cfg.curriculum ? cfg.dims.at(s) : cfg.dims.end;
     int64_t pts = cfg.curriculum ? cfg.points.at(s) : cfg.points.end;
@@ -239,6 +239,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
       return 3;
     }
     st.adam.update(st.theta, grad);
+    st.step = s + 1; // completed steps: what every checkpoint below records
     lossAvg += loss;
     ++lossN;
     double el = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -257,7 +258,6 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     if (((s + 1) % cfg.saveEvery == 0 && !last) && !save())
       return 2;
     if (gStop) {
-      ++st.step;
       fprintf(stderr, "caught %s at step %lld: writing a checkpoint and stopping\n",
               gStop == SIGINT ? "SIGINT" : "SIGTERM", (long long)st.step);
       return save() ? 130 : 2;
