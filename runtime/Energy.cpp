@@ -170,6 +170,10 @@ bool unroll::attentionWeights(const Model &m, const nlohmann::json &e,
                               std::string &error) {
   if (!checkInputs(m, e, in, error))
     return false;
+  if (!e.contains("weights") || !e["weights"].is_string()) {
+    error = m.path() + ": the energy's steps have no attention step, so no weights";
+    return false;
+  }
   void *fn = lookupEntry(m, e, "weights", error);
   if (!fn)
     return false;

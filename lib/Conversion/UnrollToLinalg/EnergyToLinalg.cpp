@@ -668,7 +668,11 @@ void EnergyLowering::emit(OpBuilder &b) {
   if (!energy.getReverse().empty())
     emitVJP(b);
 
+  // @E_weights(Y, theta, A), for energies whose steps attend (hand-written
+  // steps may not).
   MMStepOp first = firstStep();
+  if (!first)
+    return;
   OpBuilder::InsertionGuard g(b);
   Value y;
   SmallVector<Value> pt;
@@ -787,10 +791,12 @@ llvm::json::Object EnergyLowering::info() {
   llvm::json::Object o{
       {"name", energy.getSymName().str()},
       {"trace", (energy.getSymName() + "_trace").str()},
-      {"weights", (energy.getSymName() + "_weights").str()},
+      {"weights", firstStep() ? llvm::json::Value((energy.getSymName() + "_weights").str())
+                              : llvm::json::Value(nullptr)},
       {"vjp", energy.getReverse().empty() ? llvm::json::Value(nullptr)
                                           : llvm::json::Value((energy.getSymName() + "_vjp").str())},
-      {"weight_form", stringifyWeightForm(firstStep().getForm()).str()},
+      {"weight_form", firstStep() ? llvm::json::Value(stringifyWeightForm(firstStep().getForm()).str())
+                                  : llvm::json::Value(nullptr)},
       {"tokens", tok.isDynamicDim(0) ? llvm::json::Value(nullptr)
                                      : llvm::json::Value(tok.getDimSize(0))},
       {"dim", tok.isDynamicDim(1) ? llvm::json::Value(nullptr)

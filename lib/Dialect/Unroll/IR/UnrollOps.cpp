@@ -349,11 +349,6 @@ LogicalResult GradStepOp::verify() {
 // Looped transformers
 //===----------------------------------------------------------------------===//
 
-static int64_t lastDim(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  return t.getDimSize(t.getRank() - 1);
-}
-
 LogicalResult LinearOp::verify() {
   auto x = getX().getType(), y = getResult().getType();
   auto w = getWeight().getType(), b = getBias().getType();
