@@ -32,7 +32,7 @@ LogicalResult mlir::unroll::verifyScalarRegion(Operation *owner,
     return owner->emitOpError()
            << "expected the " << what << " region to take one " << elemType
            << " argument z";
-  auto yield = dyn_cast<YieldOp>(b.back());
+  auto yield = b.empty() ? YieldOp() : dyn_cast<YieldOp>(b.back());
   if (!yield || yield.getValues().size() != 1 ||
       yield.getValues()[0].getType() != elemType)
     return owner->emitOpError() << "expected the " << what

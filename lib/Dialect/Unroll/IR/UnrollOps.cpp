@@ -93,7 +93,8 @@ static LogicalResult verifyMask(Operation *op, MaskKind mask,
 //===----------------------------------------------------------------------===//
 
 MinimizeOp EnergyOp::getMinimize() {
-  return dyn_cast<MinimizeOp>(getBody().front().back());
+  Block &b = getBody().front();
+  return b.empty() ? MinimizeOp() : dyn_cast<MinimizeOp>(b.back());
 }
 
 /// Parameters are identified by name: each name must have one type.
@@ -145,7 +146,7 @@ LogicalResult EnergyOp::verifyRegions() {
         steps.getArgument(1).getType() != yt)
       return emitOpError("expected the steps region to take (Y, X) like the "
                          "body");
-    auto yield = dyn_cast<YieldOp>(steps.back());
+    auto yield = steps.empty() ? YieldOp() : dyn_cast<YieldOp>(steps.back());
     if (!yield || yield.getValues().size() != 1 ||
         yield.getValues()[0].getType() != yt)
       return emitOpError() << "expected the steps region to yield the next Y "
@@ -154,7 +155,7 @@ LogicalResult EnergyOp::verifyRegions() {
   }
   if (!getReverse().empty()) {
     Block &rev = getReverse().front();
-    auto yield = dyn_cast<YieldOp>(rev.back());
+    auto yield = rev.empty() ? YieldOp() : dyn_cast<YieldOp>(rev.back());
     if (rev.getNumArguments() != 3 || !yield || yield.getValues().size() != 1)
       return emitOpError("expected the reverse region to take (Y, X, dY') and "
                          "yield dY");
@@ -438,7 +439,8 @@ LoopOp ModelOp::getLoop() {
 }
 
 OutputOp ModelOp::getOutput() {
-  return dyn_cast<OutputOp>(getBody().front().back());
+  Block &b = getBody().front();
+  return b.empty() ? OutputOp() : dyn_cast<OutputOp>(b.back());
 }
 
 /// Ops allowed in the read-in, loop body and head: those that have a VJP.
@@ -500,7 +502,7 @@ LogicalResult LoopOp::verifyRegions() {
   Block &b = getBody().front();
   if (b.getNumArguments() != 1 || b.getArgument(0).getType() != getInput().getType())
     return emitOpError() << "expected the body to take one " << getInput().getType();
-  auto y = dyn_cast<YieldOp>(b.back());
+  auto y = b.empty() ? YieldOp() : dyn_cast<YieldOp>(b.back());
   if (!y || y.getValues().size() != 1 || y.getValues()[0].getType() != getInput().getType())
     return emitOpError() << "expected the body to yield the next state of type "
                          << getInput().getType();
