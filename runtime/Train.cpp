@@ -24,7 +24,8 @@ static nlohmann::json curriculumJson(const Curriculum &c) {
 }
 
 nlohmann::json TrainConfig::toJson() const {
-  return {{"task", task}, {"steps", steps}, {"batch", batch}, {"lr", lr}, {"seed", seed},
+  return {{"task", task}, {"steps", steps}, {"batch", batch}, {"lr", lr},
+          {"adam_beta1", beta1}, {"adam_beta2", beta2}, {"adam_eps", eps}, {"seed", seed},
           {"out", out}, {"curriculum", curriculum}, {"loops", loops}, {"window", window},
           {"loop_inc", loopInc}, {"loop_interval", loopInterval},
           {"dims", curriculumJson(dims)}, {"points", curriculumJson(points)},
@@ -79,6 +80,12 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
     else if (k == "steps") ok = num(steps, 0);
     else if (k == "batch") ok = num(batch, 1);
     else if (k == "lr") ok = real(lr, true);
+    else if (k == "adam_beta1" || k == "adam_beta2") {
+      double &dst = k == "adam_beta1" ? beta1 : beta2;
+      ok = real(dst, false) && dst < 1;
+      if (!ok && error.empty())
+        error = "config key '" + k + "' expects a number in [0, 1), got " + v.dump();
+    } else if (k == "adam_eps") ok = real(eps, true);
     else if (k == "seed") ok = num(tmp, 0) && (seed = tmp, true);
     else if (k == "out") ok = v.is_string() && (out = v.get<std::string>(), true);
     else if (k == "curriculum") ok = v.is_boolean() && (curriculum = v.get<bool>(), true);
@@ -187,6 +194,9 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     }
   }
   st.adam.lr = cfg.lr;
+  st.adam.beta1 = cfg.beta1;
+  st.adam.beta2 = cfg.beta2;
+  st.adam.eps = cfg.eps;
   if (!makeDirs(cfg.out, err))
     return die(err);
   if (!writeFileAtomic(cfg.out + "/config.json", cfg.toJson().dump(2) + "\n", err))

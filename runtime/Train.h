@@ -16,7 +16,7 @@ namespace unroll {
 struct TrainConfig {
   std::string task = "icl_linear";
   int64_t steps = 1000, batch = 64;
-  double lr = 1e-4;
+  double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8; // Adam
   uint64_t seed = 0;
   std::string out = "out/train";
   bool curriculum = true;

@@ -39,6 +39,8 @@ Training and evaluation (models):
   --steps N              training steps (default 1000)
   --batch B              prompts per step (default 64)
   --lr X                 Adam learning rate (default 1e-4)
+  --adam-beta1 B, --adam-beta2 B, --adam-eps E
+                         Adam's other settings (defaults 0.9, 0.999, 1e-8)
   --seed S               seed of initialization and data (default 0)
   --out DIR              checkpoints, metrics.jsonl, config.json, eval.* (default out/train)
   --no-curriculum        train at the final b, d and points from the start
@@ -143,10 +145,12 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     else if (a == "--predict") o.predict = true;
     else if (a == "--no-curriculum") o.train["curriculum"] = false;
     else if (a == "--out") { if (!(v = value())) return false; o.train["out"] = v; }
-    else if (a == "--lr") {
-      double lr;
-      if (!(v = value()) || !parseDouble(a, v, lr, err)) return false;
-      o.train["lr"] = lr;
+    else if (a == "--lr" || a == "--adam-beta1" || a == "--adam-beta2" || a == "--adam-eps") {
+      double x;
+      if (!(v = value()) || !parseDouble(a, v, x, err)) return false;
+      std::string key = a.substr(2);
+      for (char &c : key) if (c == '-') c = '_';
+      o.train[key] = x;
     } else if (a == "--steps" || a == "--batch" || a == "--window" || a == "--eval-prompts" ||
                a == "--log-every" || a == "--save-every") {
       int64_t lo = a == "--steps" || a == "--eval-prompts" ? 0 : 1;
