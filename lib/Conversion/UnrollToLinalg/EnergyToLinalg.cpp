@@ -198,6 +198,14 @@ Value generalWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m,
   });
 }
 
+/// Inside a 2-d linalg.generic body: `onDiag` where i == j, else `offDiag`.
+Value identityEntry(OpBuilder &b, Location l, Value onDiag, Value offDiag) {
+  Value i = b.create<linalg::IndexOp>(l, 0);
+  Value j = b.create<linalg::IndexOp>(l, 1);
+  Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
+  return b.create<arith::SelectOp>(l, diag, onDiag, offDiag);
+}
+
 /// Row-normalizes non-negative weights; a row summing to 0 (every pair masked
 /// or underflowed) becomes the identity row, i.e. that token stays put.
 Value normalizeRows(Emitter &e, Value w) {
@@ -208,10 +216,7 @@ Value normalizeRows(Emitter &e, Value w) {
   Value zero = e.cst(0.0), one = e.cst(1.0);
   return e.map2({w, s}, {e.id2(), e.row2()}, w,
                 [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                  Value i = b.create<linalg::IndexOp>(l, 0);
-                  Value j = b.create<linalg::IndexOp>(l, 1);
-                  Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
-                  Value idv = b.create<arith::SelectOp>(l, diag, one, zero);
+                  Value idv = identityEntry(b, l, one, zero);
                   Value q = b.create<arith::DivFOp>(l, a[0], a[1]);
                   Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[1], zero);
                   return b.create<arith::SelectOp>(l, pos, q, idv);
@@ -273,10 +278,7 @@ Value stepMatrix(Emitter &e, Value w, double alpha, double c) {
   Value one = e.cst(1.0 - alpha * c), zero = e.cst(0.0), ha = e.cst(0.5 * alpha);
   return e.map2({w, w}, {e.id2(), e.tr2()}, w,
                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      Value i = b.create<linalg::IndexOp>(l, 0);
-                      Value j = b.create<linalg::IndexOp>(l, 1);
-                      Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
-                      Value d = b.create<arith::SelectOp>(l, diag, one, zero);
+                      Value d = identityEntry(b, l, one, zero);
                       Value s = b.create<arith::AddFOp>(l, a[0], a[1]);
                       return b.create<arith::SubFOp>(l, d, b.create<arith::MulFOp>(l, ha, s));
                     });
