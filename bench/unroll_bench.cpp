@@ -78,6 +78,8 @@ int main(int argc, char **argv) {
   };
   nlohmann::json j{{"model", (*mi)["name"]}, {"batch", batch}, {"points", points},
                    {"loops", b}, {"window", T}, {"threads", run.threads()},
+                   {"target", m.info().value("target", "cpu")},
+                   {"device", m.gpu() ? m.device() : std::string("cpu")},
                    {"train_step_s", ts}, {"forward_s", fs},
                    {"train_step_median_s", median(ts)}, {"forward_median_s", median(fs)}};
   printf("%s\n", j.dump().c_str());

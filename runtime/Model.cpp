@@ -58,7 +58,7 @@ static bool checkElf(const std::string &path, uint64_t size, std::string &error)
   return true;
 }
 
-bool Model::load(const std::string &path, std::string &error) {
+bool Model::load(const std::string &path, std::string &error, bool useDevice) {
   path_ = path;
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
@@ -97,6 +97,25 @@ bool Model::load(const std::string &path, std::string &error) {
   if (info_.is_discarded() || !info_.is_object()) {
     error = path + ": model info is not valid JSON";
     return false;
+  }
+  if (gpu() && useDevice) {
+    // Refuse before any entry point runs: without a driver or a device the
+    // library's first kernel launch could only abort.
+    std::string chip = info_.value("chip", "");
+    auto init = reinterpret_cast<const char *(*)()>(symbol("unroll_gpu_init"));
+    if (!init) {
+      error = path + ": built for the GPU but lacks its runtime (unroll_gpu_init); "
+                     "rebuild it with unroll-translate";
+      return false;
+    }
+    if (const char *why = init()) {
+      error = path + ": built for an NVIDIA GPU (" + (chip.empty() ? "?" : chip) +
+              ") but no GPU can be used here: " + why +
+              ". Build a CPU library with 'unroll-opt --lower-to-cpu' to run on this machine.";
+      return false;
+    }
+    auto dev = reinterpret_cast<const char *(*)()>(symbol("unroll_gpu_device"));
+    device_ = dev ? dev() : "GPU";
   }
   return true;
 }

@@ -16,7 +16,9 @@ class Model {
 public:
   /// Loads `path`; on failure returns false and sets `error` to a message
   /// that names the file and what is wrong with it.
-  bool load(const std::string &path, std::string &error);
+  /// A GPU library (model info "target": "gpu") is refused when no GPU can
+  /// be used, unless `useDevice` is false (only the model info is read).
+  bool load(const std::string &path, std::string &error, bool useDevice = true);
   ~Model();
 
   const nlohmann::json &info() const { return info_; }
@@ -28,11 +30,16 @@ public:
     return symbol("_mlir_ciface_" + name);
   }
   const std::string &path() const { return path_; }
+  /// Built by --lower-to-gpu (model info "target": "gpu").
+  bool gpu() const { return info_.value("target", "cpu") == "gpu"; }
+  /// The device a GPU library runs on, e.g. "NVIDIA H200 (sm_90)".
+  const std::string &device() const { return device_; }
 
 private:
   void *handle_ = nullptr;
   std::string path_;
   std::string infoText_;
+  std::string device_;
   nlohmann::json info_;
 };
 

@@ -47,6 +47,9 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   positions_ = info.value("positions", (int64_t)-1);
   const char *env = getenv("UNROLL_THREADS");
   threads_ = env && atoi(env) > 0 ? atoi(env) : std::max(1u, std::thread::hardware_concurrency());
+  gpu_ = m.gpu();
+  if (gpu_)
+    threads_ = 1; // one call with the whole batch: the GPU parallelizes it
   return true;
 }
 

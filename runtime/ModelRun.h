@@ -30,7 +30,8 @@ public:
   int64_t numParams() const { return numParams_; }
   /// Threads over the batch (default: $UNROLL_THREADS, else all cores).
   /// Results depend on the count only through summation order.
-  void setThreads(int n) { threads_ = n < 1 ? 1 : n; }
+  /// GPU libraries take the whole batch in one call (threads stay 1).
+  void setThreads(int n) { threads_ = gpu_ || n < 1 ? 1 : n; }
   int threads() const { return threads_; }
 
   /// preds [loops, B, k]: the prediction for y_i read at x_i after each
@@ -48,7 +49,7 @@ private:
              int64_t loops, std::string &error) const;
   const nlohmann::json *info_ = nullptr;
   void *forward_ = nullptr, *lossGrad_ = nullptr;
-  bool f32_ = false;
+  bool f32_ = false, gpu_ = false;
   int64_t numParams_ = 0, dim_ = 0, positions_ = -1;
   int threads_ = 1;
 };

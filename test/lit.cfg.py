@@ -9,7 +9,7 @@ from lit.llvm import llvm_config
 config.name = "unroll"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "README.md", "Inputs", "tools"]
+config.excludes = ["CMakeLists.txt", "README.md", "Inputs", "tools", "cubin.test.deps.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.unroll_obj_root, "test")
 
@@ -36,8 +36,20 @@ except Exception:
     pass
 config.substitutions.append(("%torch_python", torch_python))
 
-# GPU execution tests need a device; none of this tests do.
-if shutil.which("nvidia-smi"):
-    config.available_features.add("cuda-device")
-if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+# The CUDA toolkit (libdevice, ptxas) for --lower-to-gpu, and a usable GPU
+# (asked through unroll's own runtime: driver, device, context) for running.
+cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+if os.path.exists(os.path.join(cuda_home, "nvvm", "libdevice", "libdevice.10.bc")):
+    config.available_features.add("cuda-toolkit")
+if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")):
     config.available_features.add("ptxas")
+try:
+    probe = subprocess.run([os.path.join(config.unroll_tools_dir, "unroll-run"), "--gpu-info"],
+                           capture_output=True, timeout=60)
+    if probe.returncode == 0:
+        config.available_features.add("cuda-device")
+except Exception:
+    pass
+config.substitutions.append(("%cuda_home", cuda_home))
+config.substitutions.append(("%cc", os.environ.get("CC") or "cc"))
+config.substitutions.append(("%scripts", os.path.join(config.unroll_src_root, "scripts")))

@@ -1,9 +1,11 @@
-//===- Pipelines.cpp - --lower-to-cpu ----------------------------------===//
+//===- Pipelines.cpp - --lower-to-cpu and --lower-to-gpu ----------------===//
 #include "unroll/Pipelines/Pipelines.h"
 #include "unroll/Conversion/Passes.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
@@ -13,27 +15,45 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-using namespace mlir;
+#include "llvm/Support/CommandLine.h"
 
-void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm) {
-  // Energy level → step level → linalg on tensors.
+using namespace mlir;
+using namespace mlir::unroll;
+
+//===----------------------------------------------------------------------===//
+// Shared stages
+//===----------------------------------------------------------------------===//
+
+/// Energy level -> step level -> linalg on tensors -> buffers.
+static void buildFrontEnd(OpPassManager &pm, const std::string &target,
+                          const std::string &chip, bool fuseElementwise = false) {
   pm.addPass(createUnrollDeriveSteps());
   pm.addPass(createUnrollDifferentiate());
-  pm.addPass(createConvertUnrollToLinalg());
+  ConvertUnrollToLinalgOptions co;
+  co.target = target;
+  co.chip = chip;
+  pm.addPass(createConvertUnrollToLinalg(co));
   // No CSE before bufferization: it would merge the identical zero-filled
   // inits of different linalg ops, which bufferization must then copy.
   pm.addPass(createCanonicalizerPass());
-  // Tensors → buffers, with deallocation of every temporary.
+  // Elementwise producers fold into their consumers: fewer kernels.
+  if (fuseElementwise)
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+  // Tensors -> buffers, with deallocation of every temporary.
   bufferization::OneShotBufferizationOptions bo;
   bo.allowReturnAllocsFromLoops = true; // Y_{t+1} is a new buffer each step
   // Copies become loops (memref.copy would need MLIR's runtime library).
@@ -45,18 +65,139 @@ void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm) {
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createCSEPass());
-  // Loops, then the LLVM dialect.
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+}
+
+/// Host code (loops, memrefs, arith, math) -> the LLVM dialect.
+/// `genericAlloc` routes memref.alloc/dealloc through
+/// _mlir_memref_to_llvm_alloc/free, which the GPU runtime implements with a
+/// pool of CUDA managed memory.
+static void buildHostToLLVM(OpPassManager &pm, bool genericAlloc) {
+  pm.addPass(arith::createArithExpandOpsPass()); // ceildivsi of the launch grid
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions mo;
+  mo.useGenericFunctions = genericAlloc;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(mo));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+}
+
+//===----------------------------------------------------------------------===//
+// --lower-to-cpu
+//===----------------------------------------------------------------------===//
+
+void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm) {
+  buildFrontEnd(pm, "cpu", "");
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  buildHostToLLVM(pm, /*genericAlloc=*/false);
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+//===----------------------------------------------------------------------===//
+// --lower-to-gpu
+//===----------------------------------------------------------------------===//
+
+// Tool-level flags (`unroll-opt x.mlir --lower-to-gpu --gpu-chip=sm_90`);
+// the pipeline's own options (`--lower-to-gpu="chip=sm_80"`) override them.
+static llvm::cl::opt<std::string> clGpuChip(
+    "gpu-chip", llvm::cl::desc("GPU to compile --lower-to-gpu kernels for"),
+    llvm::cl::init("sm_90"));
+static llvm::cl::opt<std::string> clGpuFormat(
+    "gpu-format",
+    llvm::cl::desc("Kernel format embedded by --lower-to-gpu: bin (cubin, "
+                   "needs ptxas), isa (PTX text, JIT-compiled by the driver) "
+                   "or fatbin"),
+    llvm::cl::init("bin"));
+static llvm::cl::opt<std::string> clCudaPath(
+    "cuda-path",
+    llvm::cl::desc("CUDA toolkit for ptxas and libdevice (default: $CUDA_HOME, "
+                   "else /usr/local/cuda)"),
+    llvm::cl::init(""));
+
+namespace {
+struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU (default: --gpu-chip)")};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("bin|isa|fatbin (default: --gpu-format)")};
+  Option<std::string> cudaPath{*this, "cuda-path",
+                               llvm::cl::desc("CUDA toolkit (default: --cuda-path)")};
+  Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("Threads per block"),
+                            llvm::cl::init(256)};
+};
+} // namespace
+
+static std::string defaultCudaPath() {
+  if (!clCudaPath.empty())
+    return clCudaPath;
+  if (const char *env = getenv("CUDA_HOME"); env && *env)
+    return env;
+  return "/usr/local/cuda";
+}
+
+/// Bufferized linalg -> one gpu.launch per fused parallel loop nest.
+static void buildKernelMapping(OpPassManager &pm, int64_t blockSize, bool emulate) {
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUStageArguments());
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUPrepareLinalg());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Adjacent nests over the same space (a fill and the reduction into it,
+  // chains of elementwise ops) become one kernel.
+  pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());
+  UnrollGPUMapLoopsOptions mo;
+  mo.blockSize = blockSize;
+  mo.emulateOnHost = emulate;
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUMapLoops(mo));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const std::string &chip,
+                                           const std::string &format,
+                                           const std::string &cudaPath,
+                                           int64_t blockSize) {
+  UnrollGPUCheckToolkitOptions tk;
+  tk.cudaPath = cudaPath;
+  tk.format = format;
+  pm.addPass(createUnrollGPUCheckToolkit(tk));
+  buildFrontEnd(pm, "gpu", chip, /*fuseElementwise=*/true);
+  buildKernelMapping(pm, blockSize, /*emulate=*/false);
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertSCFToCFPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = chip;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  // Kernels: GPU ops, math (libdevice), memrefs -> NVVM.
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  // Host: loops and launches -> LLVM; allocations from the managed pool.
+  buildHostToLLVM(pm, /*genericAlloc=*/true);
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  GpuModuleToBinaryPassOptions bin;
+  bin.toolkitPath = cudaPath;
+  bin.compilationTarget = format;
+  pm.addPass(createGpuModuleToBinaryPass(bin));
+}
+
+void mlir::unroll::buildLowerToGPUEmulatedPipeline(OpPassManager &pm) {
+  buildFrontEnd(pm, "cpu", "", /*fuseElementwise=*/true);
+  buildKernelMapping(pm, /*blockSize=*/256, /*emulate=*/true);
+  buildHostToLLVM(pm, /*genericAlloc=*/false);
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -67,4 +208,21 @@ void mlir::unroll::registerUnrollPipelines() {
       "Derive the descent steps and lower energies to the LLVM dialect for "
       "the host CPU (then: unroll-translate -o compiled.so)",
       buildLowerToCPUPipeline);
+  PassPipelineRegistration<GPUPipelineOptions>(
+      "lower-to-gpu",
+      "Derive the descent steps and lower energies and models to NVIDIA GPU "
+      "kernels (NVVM -> cubin for --gpu-chip, default sm_90) with host code "
+      "that launches them (then: unroll-translate -o compiled.so)",
+      [](OpPassManager &pm, const GPUPipelineOptions &o) {
+        std::string chip = o.chip.hasValue() ? o.chip.getValue() : clGpuChip.getValue();
+        std::string format =
+            o.format.hasValue() ? o.format.getValue() : clGpuFormat.getValue();
+        std::string cuda = o.cudaPath.hasValue() ? o.cudaPath.getValue() : defaultCudaPath();
+        buildLowerToGPUPipeline(pm, chip, format, cuda, o.blockSize);
+      });
+  PassPipelineRegistration<>(
+      "lower-to-gpu-emulated",
+      "The GPU lowering with every kernel run as serial host loops over the "
+      "same block/thread indices: a CPU oracle for --lower-to-gpu (tests)",
+      buildLowerToGPUEmulatedPipeline);
 }

@@ -8,9 +8,15 @@
 //   unroll-model-check --gradcheck M.so central differences of the loss for
 //                                       entries of every parameter tensor vs
 //                                       the compiled gradient (f64 models)
+//   unroll-model-check --against A.so B.so  the same model built twice (e.g.
+//                                       --lower-to-cpu vs --lower-to-gpu):
+//                                       predictions, losses, gradients
+//   unroll-model-check --compare-checkpoints DIR_A DIR_B
+//                                       every tensor of two model.safetensors
 //
 //===----------------------------------------------------------------------===//
 #include "ModelRun.h"
+#include "Safetensors.h"
 
 #include <cmath>
 #include <cstdio>
@@ -24,7 +30,7 @@ using Vec = std::vector<double>;
 namespace {
 
 struct Args {
-  std::string mode, model;
+  std::string mode, model, other;
   int64_t batch = 3, points = 4, loops = -1, window = -1, samples = 6;
   uint64_t seed = 0;
   double perturb = 0.1, tol = -1;
@@ -230,6 +236,83 @@ Prompts drawPrompts(int64_t B, int64_t k, int64_t d, std::mt19937_64 &rng) {
   return p;
 }
 
+
+/// max |a - b| / max |b| over a vector.
+double relErr(const Vec &got, const Vec &want) {
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    worst = std::max(worst, std::abs(got[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return got.size() != want.size() ? INFINITY : worst / std::max(scale, 1e-30);
+}
+
+/// The same model compiled twice: B.so is the oracle (e.g. the CPU build).
+int against(const Args &a, const Model &ma, const ModelRunner &ra, const nlohmann::json &mi,
+            const Vec &theta, const Prompts &p, int64_t loops, int64_t window) {
+  Model mb;
+  std::string err;
+  if (!mb.load(a.other, err)) return fail(err);
+  const nlohmann::json *mbi = findModel(mb, mi["name"], err);
+  if (!mbi) return fail(err);
+  ModelRunner rb;
+  if (!rb.init(mb, *mbi, err)) return fail(err);
+  if (rb.numParams() != ra.numParams())
+    return fail("the two libraries have different parameter counts");
+  Vec pa, pb, la, lb, ga, gb;
+  if (!ra.forward(p, theta, loops, pa, err) || !rb.forward(p, theta, loops, pb, err) ||
+      !ra.lossGrad(p, theta, loops, window, la, ga, err) ||
+      !rb.lossGrad(p, theta, loops, window, lb, gb, err))
+    return fail(err);
+  double ep = relErr(pa, pb), el = relErr(la, lb), eg = relErr(ga, gb);
+  double tol = a.tol > 0 ? a.tol : 1e-4;
+  bool ok = ep <= tol && el <= tol && eg <= tol;
+  printf("%s (%s) vs %s (%s), model @%s: B %lld, %lld points, %lld loops, window %lld\n",
+         a.model.c_str(), ma.info().value("target", "cpu").c_str(), a.other.c_str(),
+         mb.info().value("target", "cpu").c_str(), mi["name"].get<std::string>().c_str(),
+         (long long)p.batch, (long long)p.points, (long long)loops,
+         (long long)std::min(loops, window));
+  printf("max rel. error: predictions %.3g, windowed losses %.3g, gradient %.3g "
+         "(tolerance %.0e)\n", ep, el, eg, tol);
+  printf("%s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+/// Two training runs' final weights, tensor by tensor.
+int compareCheckpoints(const Args &a) {
+  auto file = [](const std::string &dir) {
+    // A run folder (its latest checkpoint) or a checkpoint folder.
+    std::string latest = dir + "/latest";
+    if (FILE *f = fopen(latest.c_str(), "r")) {
+      char buf[256] = {0};
+      size_t n = fread(buf, 1, sizeof buf - 1, f);
+      fclose(f);
+      std::string name(buf, n);
+      while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+      return dir + "/" + name + "/model.safetensors";
+    }
+    return dir + "/model.safetensors";
+  };
+  TensorMap ta, tb;
+  std::string err;
+  if (!readSafetensors(file(a.model), ta, err) || !readSafetensors(file(a.other), tb, err))
+    return fail(err);
+  double tol = a.tol > 0 ? a.tol : 1e-4, worstAll = 0;
+  for (auto &[name, t] : tb) {
+    auto it = ta.find(name);
+    if (it == ta.end()) return fail(file(a.model) + " has no tensor '" + name + "'");
+    double e = relErr(it->second.data, t.data);
+    worstAll = std::max(worstAll, e);
+    printf("  %-48s %8lld entries: max |a - b| / max |b| = %.3g\n", name.c_str(),
+           (long long)t.numel(), e);
+  }
+  if (ta.size() != tb.size()) return fail("the checkpoints hold different tensors");
+  bool ok = worstAll <= tol;
+  printf("checkpoints %s vs %s: max relative error %.3g (tolerance %.0e)\n%s\n",
+         file(a.model).c_str(), file(a.other).c_str(), worstAll, tol, ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -238,6 +321,11 @@ int main(int argc, char **argv) {
     std::string s = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (s == "--forward" || s == "--gradcheck") { a.mode = s.substr(2); a.model = next(); }
+    else if (s == "--against" || s == "--compare-checkpoints") {
+      a.mode = s.substr(2);
+      a.model = next();
+      a.other = next();
+    }
     else if (s == "--batch") a.batch = std::stoll(next());
     else if (s == "--points") a.points = std::stoll(next());
     else if (s == "--loops") a.loops = std::stoll(next());
@@ -250,7 +338,11 @@ int main(int argc, char **argv) {
   }
   if (a.mode.empty())
     return fail("usage: unroll-model-check (--forward|--gradcheck) M.so [--batch B] [--points k] "
-                "[--loops b] [--window T] [--samples S] [--seed S] [--perturb s] [--tol t]");
+                "[--loops b] [--window T] [--samples S] [--seed S] [--perturb s] [--tol t]\n"
+                "       unroll-model-check --against A.so B.so [same options]\n"
+                "       unroll-model-check --compare-checkpoints DIR_A DIR_B [--tol t]");
+  if (a.mode == "compare-checkpoints")
+    return compareCheckpoints(a);
   Model m;
   std::string err;
   if (!m.load(a.model, err)) return fail(err);
@@ -269,6 +361,9 @@ int main(int argc, char **argv) {
   Reference ref(*mi, theta, H);
   auto tokens = promptTokens(p);
   int64_t n = 2 * p.points;
+
+  if (a.mode == "against")
+    return against(a, m, run, *mi, theta, p, loops, window);
 
   if (a.mode == "forward") {
     double tol = a.tol > 0 ? a.tol : f32 ? 2e-4 : 1e-10;

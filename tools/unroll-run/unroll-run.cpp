@@ -1,6 +1,7 @@
 //===- unroll-run.cpp - run a compiled.so ---------------------------------===//
 //
 //   unroll-run compiled.so --info
+//   unroll-run --gpu-info
 //   unroll-run compiled.so --task energy --iterations 12 --seed 0 [--json]
 //
 //===----------------------------------------------------------------------===//
@@ -22,11 +23,18 @@
 
 using namespace unroll;
 
+// From the GPU runtime (runtime/gpu/CudaRuntime.cpp, linked in statically).
+extern "C" const char *unroll_gpu_init(void);
+extern "C" const char *unroll_gpu_device(void);
+
 static const char *kUsage = R"(usage: unroll-run MODEL.so [options]
 
-Runs a library compiled by unroll (unroll-opt --lower-to-cpu | unroll-translate).
+Runs a library compiled by unroll (unroll-opt --lower-to-cpu | unroll-translate,
+or --lower-to-gpu for an NVIDIA GPU: such a library needs a GPU and its driver).
 
-  --info                 print the model info JSON and exit
+  --info                 print the model info JSON and exit (no GPU needed)
+  --gpu-info             (without MODEL.so) print the GPU a GPU library would
+                         use, or why there is none; exit status 0 if usable
   --task NAME            what to run:
                            energy      (energies) iterate the derived descent
                                        steps from Y_0 = X, print E(Y_t) per t
@@ -413,12 +421,20 @@ int main(int argc, char **argv) {
       fputs(kUsage, stdout);
       return 0;
     }
+  if (argc == 2 && !strcmp(argv[1], "--gpu-info")) {
+    if (const char *why = unroll_gpu_init()) {
+      printf("no usable GPU: %s\n", why);
+      return 1;
+    }
+    printf("%s\n", unroll_gpu_device());
+    return 0;
+  }
   Options o;
   std::string err;
   if (!parseArgs(argc, argv, o, err))
     return die(err);
   Model m;
-  if (!m.load(o.model, err))
+  if (!m.load(o.model, err, /*useDevice=*/!o.info))
     return die(err);
   if (o.info) {
     printf("%s\n", m.info().dump(2).c_str());

@@ -2,15 +2,18 @@
 //
 //   unroll-translate lowered.mlir -o compiled.so
 //
-// Translates LLVM-dialect MLIR (the output of `unroll-opt --lower-to-cpu`) to
+// Translates LLVM-dialect MLIR (the output of `unroll-opt --lower-to-cpu` or
+// `--lower-to-gpu`, whose kernels are already embedded as gpu.binary) to
 // LLVM IR, optimizes it (-O3 by default), emits a position-independent object
 // for the host CPU and links it with the system C compiler into a shared
-// library. The library is written to a temporary name and renamed into place,
+// library. GPU libraries also get the mgpu* runtime (libunroll_cuda_runtime.a,
+// which only needs libcuda.so.1 at run time). The library is written to a temporary name and renamed into place,
 // so a failure never leaves a half-written compiled.so behind.
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/InitAll.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -57,6 +60,12 @@ static cl::opt<bool> fpReassoc(
              "operations, so reductions vectorize (default on; NaN/Inf "
              "semantics are kept)"),
     cl::init(true), cl::cat(cat));
+static cl::opt<std::string> gpuRuntime(
+    "gpu-runtime",
+    cl::desc("The mgpu* runtime archive linked into GPU libraries (default: "
+             "libunroll_cuda_runtime.a in ../lib next to this tool, else the "
+             "build tree's)"),
+    cl::init(""), cl::cat(cat));
 static cl::opt<std::string> linker(
     "linker", cl::desc("C compiler used to link (default: $CC, else cc)"),
     cl::init(""), cl::cat(cat));
@@ -66,20 +75,52 @@ static int fail(const Twine &msg) {
   return 1;
 }
 
-/// The input must be fully lowered: only the LLVM dialect inside the module.
-static mlir::LogicalResult checkLowered(mlir::ModuleOp module) {
+/// The input must be fully lowered: only the LLVM dialect inside the module,
+/// plus serialized kernels (gpu.binary) and their launches.
+static mlir::LogicalResult checkLowered(mlir::ModuleOp module, bool &hasGpu) {
   mlir::Operation *bad = nullptr;
+  hasGpu = false;
   module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
-    if (!bad && op != module.getOperation() &&
-        !isa<mlir::LLVM::LLVMDialect>(op->getDialect()))
+    if (bad || op == module.getOperation())
+      return;
+    if (isa<mlir::gpu::BinaryOp, mlir::gpu::LaunchFuncOp>(op)) {
+      hasGpu = true;
+      return;
+    }
+    if (isa<mlir::gpu::GPUModuleOp>(op)) {
+      op->emitError() << "GPU kernels are not serialized yet (gpu.module "
+                         "without gpu-module-to-binary); run 'unroll-opt "
+                         "--lower-to-gpu' to the end";
+      bad = op;
+      return;
+    }
+    if (!isa<mlir::LLVM::LLVMDialect>(op->getDialect()))
       bad = op;
   });
   if (!bad)
     return mlir::success();
-  bad->emitError() << "'" << bad->getName()
-                   << "' is not lowered to the LLVM dialect; run "
-                      "'unroll-opt --lower-to-cpu' first";
+  if (!isa<mlir::gpu::GPUModuleOp>(bad))
+    bad->emitError() << "'" << bad->getName()
+                     << "' is not lowered to the LLVM dialect; run "
+                        "'unroll-opt --lower-to-cpu' (or --lower-to-gpu) first";
   return mlir::failure();
+}
+
+/// libunroll_cuda_runtime.a: --gpu-runtime, else ../lib next to this
+/// executable (a copied tree), else the build tree's.
+static std::string findGpuRuntime(const char *argv0) {
+  if (!gpuRuntime.empty())
+    return gpuRuntime;
+  std::string exe = sys::fs::getMainExecutable(argv0, (void *)&findGpuRuntime);
+  SmallString<256> p(sys::path::parent_path(sys::path::parent_path(exe)));
+  sys::path::append(p, "lib", "libunroll_cuda_runtime.a");
+  if (sys::fs::exists(p))
+    return std::string(p);
+#ifdef UNROLL_CUDA_RUNTIME_LIB
+  return UNROLL_CUDA_RUNTIME_LIB;
+#else
+  return "";
+#endif
 }
 
 int main(int argc, char **argv) {
@@ -109,8 +150,18 @@ int main(int argc, char **argv) {
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sm, &ctx);
   if (!module)
     return 1; // the parser reported a located error
-  if (mlir::failed(checkLowered(*module)))
+  bool hasGpu = false;
+  if (mlir::failed(checkLowered(*module, hasGpu)))
     return 1;
+  std::string gpuLib;
+  if (hasGpu && !emitLLVM) {
+    gpuLib = findGpuRuntime(argv[0]);
+    if (gpuLib.empty() || !sys::fs::exists(gpuLib))
+      return fail("the module launches GPU kernels but the GPU runtime '" +
+                  (gpuLib.empty() ? std::string("libunroll_cuda_runtime.a") : gpuLib) +
+                  "' is missing (build the unroll_cuda_runtime target or pass "
+                  "--gpu-runtime)");
+  }
 
   LLVMContext llctx;
   std::unique_ptr<Module> llm = mlir::translateModuleToLLVMIR(*module, llctx);
@@ -177,7 +228,14 @@ int main(int argc, char **argv) {
     return fail("cannot find the linker '" + cc + "' (set --linker or $CC)");
   std::string tmp = outputFile + ".tmp";
   FileRemover tmpRemover(tmp);
-  SmallVector<StringRef> args{*ccPath, "-shared", "-o", tmp, obj, "-lm"};
+  SmallVector<StringRef> args{*ccPath, "-shared", "-o", tmp, obj};
+  if (hasGpu) {
+    // The runtime is C++ without exceptions: link its support statically so
+    // the library needs only libc, libm and (at run time) libcuda.so.1.
+    args.append({gpuLib, "-l:libstdc++.a", "-static-libgcc",
+                 "-Wl,--exclude-libs,libstdc++.a", "-ldl", "-lpthread"});
+  }
+  args.push_back("-lm");
   std::string linkErr;
   int rc = sys::ExecuteAndWait(*ccPath, args, std::nullopt, {}, 0, 0, &linkErr);
   if (rc != 0)

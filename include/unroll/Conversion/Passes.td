@@ -27,6 +27,14 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
     "::mlir::memref::MemRefDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::LLVM::LLVMDialect"
   ];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Where the entry points will run (cpu|gpu); recorded in the model "
+           "info so the runtime can check it before calling them">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "The GPU the library is built for (e.g. sm_90); recorded with "
+           "target=gpu">
+  ];
   let statistics = [
     Statistic<"numEnergies", "energies", "Number of energies lowered">,
     Statistic<"numModels", "models", "Number of models lowered">

@@ -56,4 +56,83 @@ def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// GPU lowering (docs/gpu.md)
+//===----------------------------------------------------------------------===//
+
+def UnrollGPUCheckToolkit : Pass<"unroll-gpu-check-toolkit", "ModuleOp"> {
+  let summary = "Fail early, with one clear message, when the CUDA toolkit is missing";
+  let description = [{
+    Kernels call libdevice for exp, tanh, sqrt, ...; cubins need ptxas. Both
+    come from the CUDA toolkit. Without this check the failure surfaces once
+    per kernel deep in serialization.
+  }];
+  let options = [
+    Option<"cudaPath", "cuda-path", "std::string", /*default=*/"\"/usr/local/cuda\"",
+           "CUDA toolkit root">,
+    Option<"format", "format", "std::string", /*default=*/"\"bin\"",
+           "bin|isa|fatbin (isa does not need ptxas)">
+  ];
+}
+
+def UnrollGPUStageArguments : Pass<"unroll-gpu-stage-arguments", "func::FuncOp"> {
+  let summary = "Copy the memref arguments of entry points into GPU-visible buffers";
+  let description = [{
+    Entry points (functions with `llvm.emit_c_interface`) receive ordinary
+    host memory from their caller. This pass gives every memref argument a
+    buffer of the same shape from `memref.alloc` (on the GPU path that is the
+    runtime's pool of CUDA managed memory, reachable from kernels and from
+    host code), copies the argument in on entry and, for arguments the
+    function may write, back out before every return. Runs on bufferized IR.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numStaged", "staged", "Arguments copied into GPU-visible buffers">,
+    Statistic<"numWrittenBack", "written-back", "Arguments copied back on return">
+  ];
+}
+
+def UnrollGPUPrepareLinalg : Pass<"unroll-gpu-prepare-linalg", "func::FuncOp"> {
+  let summary = "Put parallel iterators first and give pure reductions a unit parallel loop";
+  let description = [{
+    The CPU lowering orders linalg iterators for contiguous inner loops, which
+    can put a reduction between parallel dimensions. On the GPU every output
+    element is one thread, so this pass interchanges each linalg.generic to
+    have all parallel dimensions outermost and reductions innermost (then
+    `convert-linalg-to-parallel-loops` yields one scf.parallel with a serial
+    reduction inside). Linalg ops with no parallel dimension (a full
+    reduction) are wrapped in a one-iteration scf.parallel so they also run
+    on the device instead of on the host.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numInterchanged", "interchanged", "Generics interchanged">,
+    Statistic<"numWrapped", "wrapped", "Reductions wrapped in a unit parallel loop">
+  ];
+}
+
+def UnrollGPUMapLoops : Pass<"unroll-gpu-map-loops", "func::FuncOp"> {
+  let summary = "Turn every outermost scf.parallel into a gpu.launch";
+  let description = [{
+    Each outermost `scf.parallel` (after loop fusion) becomes one kernel: its
+    iteration space is linearized with the last dimension fastest (so
+    neighbouring threads touch neighbouring elements), split into blocks of
+    `block-size` threads, and guarded against the ragged last block. Nested
+    parallel loops run serially inside the thread. Empty iteration spaces
+    skip the launch. Kernels are outlined by `gpu-kernel-outlining`.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block">,
+    Option<"emulateOnHost", "emulate-on-host", "bool", /*default=*/"false",
+           "Emit the same block/thread index arithmetic as serial host loops "
+           "instead of gpu.launch (the CPU oracle for the GPU lowering)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "gpu.launch ops created">
+  ];
+}
+
 #endif

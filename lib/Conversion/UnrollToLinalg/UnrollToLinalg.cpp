@@ -57,7 +57,13 @@ std::string typeName(Type t) {
 
 struct ConvertUnrollToLinalgPass
     : public unroll::impl::ConvertUnrollToLinalgBase<ConvertUnrollToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
+    if (target != "cpu" && target != "gpu") {
+      getOperation().emitError() << "convert-unroll-to-linalg: unknown target '"
+                                 << target << "' (expected cpu or gpu)";
+      return signalPassFailure();
+    }
     ModuleOp module = getOperation();
     SmallVector<EnergyOp> energies(module.getOps<EnergyOp>());
     SmallVector<ModelOp> models(module.getOps<ModelOp>());
@@ -107,8 +113,10 @@ struct ConvertUnrollToLinalgPass
     }
     llvm::json::Object root{{"abi_version", kAbiVersion},
                             {"kind", models.empty() ? "energy" : "model"},
-                            {"target", "cpu"},
+                            {"target", target},
                             {"element_type", elem}};
+    if (target == "gpu")
+      root["chip"] = chip;
     if (!energies.empty())
       root["energies"] = std::move(energyInfo);
     if (!models.empty())

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs the GPU tests and the GPU benchmark from a bundle made by
+# scripts/gpu-bundle.sh, on a machine with an NVIDIA driver; needs nothing
+# else (python3 with torch is used for the PyTorch peer if present).
+#
+#   gpu-check.sh BUNDLE RESULTS [REPEATS]
+#
+# Writes RESULTS/tests.txt (each check, PASS/FAIL), RESULTS/gpu-bench.json
+# and RESULTS/gpu-bench.md (the table), RESULTS/summary.txt. Exit status 0 iff
+# every test passed. Budget: well under 8 minutes on an H200.
+set -uo pipefail
+B=$(cd "${1:?usage: gpu-check.sh BUNDLE RESULTS [REPEATS]}" && pwd)
+R=${2:?usage: gpu-check.sh BUNDLE RESULTS [REPEATS]}; REPEATS=${3:-5}
+mkdir -p "$R"; R=$(cd "$R" && pwd)
+BIN="$B/bin"; LIB="$B/lib"
+log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$R/summary.txt" >&2; }
+: > "$R/tests.txt"; : > "$R/summary.txt"
+if ! "$BIN/unroll-run" --gpu-info > "$R/device.txt" 2>&1; then
+  log "$(cat "$R/device.txt")"
+  exit 1
+fi
+log "device: $(cat "$R/device.txt")"
+export UNROLL_THREADS=$(nproc)
+fails=0
+check() { # check NAME COMMAND... : runs it, records the last lines and PASS/FAIL
+  local name=$1; shift
+  local t0=$(date +%s.%N)
+  "$@" > "$R/$name.log" 2>&1; local rc=$?
+  local dt=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
+  if [ $rc -eq 0 ]; then st=PASS; else st=FAIL; fails=$((fails + 1)); fi
+  printf '%-32s %s  (%ss)  %s\n' "$name" "$st" "$dt" "$(grep -E 'max rel|relative error' "$R/$name.log" | tail -1)" | tee -a "$R/tests.txt" >&2
+}
+log "tests"
+check paper-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41
+check small-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_small.gpu.so" "$LIB/looped_gpt2_small.cpu.so" --batch 16 --points 11
+check paper-vs-reference "$BIN/unroll-model-check" --forward "$LIB/looped_gpt2.gpu.so" --batch 4 --points 41 --perturb 0
+check gradcheck-f64-truncated "$BIN/unroll-model-check" --gradcheck "$LIB/tiny_f64.gpu.so"
+check gradcheck-f64-full "$BIN/unroll-model-check" --gradcheck "$LIB/tiny_f64.gpu.so" --loops 3 --window 3
+for e in transformer_energy custom_rho_energy residual_energy; do
+  check "energy-$e" "$BIN/unroll-energy-check" --compare "$LIB/$e.gpu.so" --cases 20
+done
+check energy-gradcheck-custom "$BIN/unroll-energy-check" --gradcheck "$LIB/energy_gradients.gpu.so" --energy custom_causal --cases 3
+check energy-gradcheck-residual "$BIN/unroll-energy-check" --gradcheck "$LIB/energy_gradients.gpu.so" --energy log1_residual --cases 3
+rm -rf "$R/train-gpu" "$R/train-cpu"
+check train-100-gpu "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-gpu"
+check train-100-cpu "$BIN/unroll-run" "$LIB/looped_gpt2.cpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-cpu"
+check train-100-match "$BIN/unroll-model-check" --compare-checkpoints "$R/train-gpu/checkpoint" "$R/train-cpu/checkpoint"
+
+log "benchmark (paper config, batch 64, k = 41, median of $REPEATS)"
+rows=()
+u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU\", \"r\": $u}")
+u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.cpu.so" --points 41 --repeats 3 --threads "$(nproc)" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll CPU ($(nproc) threads)\", \"r\": $u}")
+PY=$(command -v python3 || true)
+if [ -n "$PY" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  for compiled in 0 1; do
+    t=$(cd "$B/bench" && timeout 300 "$PY" torch_bench.py 20 256 8 1 203 20 15 41 64 "$REPEATS" 1 cuda $compiled 2>>"$R/summary.txt") \
+      && rows+=("{\"name\": \"PyTorch $( [ $compiled = 1 ] && echo torch.compile || echo eager )\", \"r\": $t}") \
+      || log "PyTorch (compile=$compiled) failed; see summary"
+  done
+else
+  log "no python3 with CUDA-enabled torch here: PyTorch peer skipped"
+fi
+printf '[%s]\n' "$(IFS=,; echo "${rows[*]}")" > "$R/gpu-bench.json"
+{
+  echo "| implementation | device | training step (s) | forward (s) |"
+  echo "|---|---|---|---|"
+  sed 's/},{"name"/}\n{"name"/g' "$R/gpu-bench.json" | while read -r line; do
+    name=$(echo "$line" | sed -n 's/.*"name": "\([^"]*\)".*/\1/p')
+    dev=$(echo "$line" | sed -n 's/.*"device": *"\([^"]*\)".*/\1/p')
+    ts=$(echo "$line" | sed -n 's/.*"train_step_median_s": *\([0-9.e+-]*\).*/\1/p')
+    fs=$(echo "$line" | sed -n 's/.*"forward_median_s": *\([0-9.e+-]*\).*/\1/p')
+    [ -n "$name" ] && echo "| $name | ${dev:-?} | $ts | $fs |"
+  done
+} > "$R/gpu-bench.md"
+cat "$R/gpu-bench.md" >&2
+log "$fails failing checks; results in $R"
+[ $fails -eq 0 ]

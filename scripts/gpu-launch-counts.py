@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Kernel launches per loop of each entry point of a --lower-to-gpu module.
+
+Reads the IR after unroll-gpu-map-loops (or any IR with gpu.launch /
+gpu.launch_func ops and scf.for loops) and prints, for every function, the
+launches outside loops and the launches directly inside each scf.for (one
+execution of that loop's body). Usage:
+
+  unroll-opt m.mlir --lower-to-gpu --mlir-print-ir-after=unroll-gpu-map-loops \
+      -o /dev/null 2>&1 | scripts/gpu-launch-counts.py [--json]
+"""
+import json
+import re
+import sys
+
+
+def main():
+    as_json = "--json" in sys.argv[1:]
+    func, stack, rows = None, [], []
+    depth = 0
+    kernel_end = None  # brace depth at which the current gpu.launch body closes
+    for line in sys.stdin:
+        m = re.match(r"\s*func\.func (?:public |private )?@(\w+)", line)
+        if m:
+            func, stack = m.group(1), []
+            rows.append({"function": func, "loop": "(outside loops)", "launches": 0})
+            depth = 0
+        if func is None:
+            continue
+        opens, closes = line.count("{"), line.count("}")
+        if kernel_end is not None:  # loops inside a kernel run in its threads
+            depth += opens - closes
+            if depth < kernel_end:
+                kernel_end = None
+            continue
+        if re.search(r"\bscf\.for\b", line):
+            rows.append({"function": func, "loop": "scf.for", "launches": 0})
+            stack.append((depth + 1, len(rows) - 1))
+        if re.search(r"\bgpu\.launch(_func)?\b", line):
+            target = stack[-1][1] if stack else next(
+                i for i in range(len(rows) - 1, -1, -1)
+                if rows[i]["function"] == func and rows[i]["loop"] == "(outside loops)")
+            rows[target]["launches"] += 1
+            if opens > closes:
+                kernel_end = depth + 1
+        depth += opens - closes
+        while stack and depth < stack[-1][0]:
+            stack.pop()
+    rows = [r for r in rows if r["launches"] or r["loop"] == "(outside loops)"]
+    # Host loops that launch kernels, numbered per function in program order.
+    counter = {}
+    for r in rows:
+        if r["loop"] != "(outside loops)":
+            counter[r["function"]] = counter.get(r["function"], 0) + 1
+            r["loop"] = "loop %d" % counter[r["function"]]
+    if as_json:
+        json.dump(rows, sys.stdout, indent=1)
+        print()
+        return
+    print("%-36s %-16s %s" % ("function", "loop", "launches per execution"))
+    for r in rows:
+        if r["function"] != "dealloc_helper":
+            print("%-36s %-16s %d" % (r["function"], r["loop"], r["launches"]))
+
+
+if __name__ == "__main__":
+    main()

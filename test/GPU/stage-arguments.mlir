@@ -1,0 +1,40 @@
+// RUN: unroll-opt %s --unroll-gpu-stage-arguments | FileCheck %s
+//
+// Entry points copy every memref argument into a GPU-visible buffer on
+// entry; only arguments the function may write are copied back.
+
+// CHECK-LABEL: func @entry
+// CHECK-SAME:  (%[[IN:.*]]: memref<?x4xf32>, %[[OUT:.*]]: memref<?x4xf32>)
+// CHECK:       %[[D0:.*]] = memref.dim %[[IN]], %c0
+// CHECK:       %[[BIN:.*]] = memref.alloc(%[[D0]]) {alignment = 64 : i64} : memref<?x4xf32>
+// CHECK:       memref.copy %[[IN]], %[[BIN]]
+// CHECK:       %[[BOUT:.*]] = memref.alloc
+// CHECK:       memref.copy %[[OUT]], %[[BOUT]]
+// CHECK:       linalg.copy ins(%[[BIN]] : memref<?x4xf32>) outs(%[[BOUT]] : memref<?x4xf32>)
+// CHECK-NOT:   memref.copy %[[BIN]], %[[IN]]
+// CHECK:       memref.dealloc %[[BIN]]
+// CHECK:       memref.copy %[[BOUT]], %[[OUT]]
+// CHECK:       memref.dealloc %[[BOUT]]
+// CHECK-NEXT:  return
+func.func @entry(%in: memref<?x4xf32>, %out: memref<?x4xf32>) attributes {llvm.emit_c_interface} {
+  linalg.copy ins(%in : memref<?x4xf32>) outs(%out : memref<?x4xf32>)
+  return
+}
+
+// Writes through a view count as writes.
+// CHECK-LABEL: func @view
+// CHECK:       memref.subview
+// CHECK:       memref.copy %{{.*}}, %arg0
+func.func @view(%a: memref<8xf32>) attributes {llvm.emit_c_interface} {
+  %s = memref.subview %a[2] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 2>>
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%s : memref<4xf32, strided<[1], offset: 2>>)
+  return
+}
+
+// Helpers without the C interface are left alone.
+// CHECK-LABEL: func @helper
+// CHECK-NOT:   memref.alloc
+func.func @helper(%a: memref<8xf32>) {
+  return
+}
