@@ -1,5 +1,6 @@
 // Pins the --lower-to-cpu pipeline: derive, lower to linalg, bufferize with
-// deallocation, loops, LLVM.
+// deallocation, contractions to the GEMM kernel, loops, f32 math as
+// polynomials, LLVM with allocations from unroll's pool.
 // RUN: unroll-opt %s --lower-to-cpu --dump-pass-pipeline 2>&1 >/dev/null | FileCheck %s --check-prefix=PIPE
 // RUN: unroll-opt %s --lower-to-cpu | FileCheck %s
 
@@ -9,9 +10,11 @@
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: ownership-based-buffer-deallocation
 // PIPE-SAME: cse
+// PIPE-SAME: unroll-cpu-gemm
 // PIPE-SAME: convert-linalg-to-loops
+// PIPE-SAME: unroll-cpu-math
 // PIPE-SAME: convert-math-to-llvm
-// PIPE-SAME: finalize-memref-to-llvm
+// PIPE-SAME: finalize-memref-to-llvm{{.*}}use-generic-functions=true
 // PIPE-SAME: convert-func-to-llvm
 // PIPE-SAME: reconcile-unrealized-casts
 
@@ -20,7 +23,7 @@
 // CHECK-DAG: llvm.func @_mlir_ciface_e_weights(
 // CHECK-DAG: llvm.func @unroll_model_info()
 // CHECK-DAG: llvm.func @unroll_abi_version()
-// CHECK-DAG: llvm.call @free
+// CHECK-DAG: llvm.call @_mlir_memref_to_llvm_free
 // CHECK-NOT: linalg.
 // CHECK-NOT: unroll.
 unroll.energy @e {

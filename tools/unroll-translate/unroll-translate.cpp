@@ -7,7 +7,8 @@
 // LLVM IR, optimizes it (-O3 by default), emits a position-independent object
 // for the host CPU and links it with the system C compiler into a shared
 // library. GPU libraries also get the mgpu* runtime (libunroll_cuda_runtime.a,
-// which only needs libcuda.so.1 at run time). The library is written to a temporary name and renamed into place,
+// which only needs libcuda.so.1 at run time); CPU libraries whose
+// contractions call the packed GEMM kernel get libunroll_cpu_kernels.a. The library is written to a temporary name and renamed into place,
 // so a failure never leaves a half-written compiled.so behind.
 //
 //===----------------------------------------------------------------------===//
@@ -66,6 +67,12 @@ static cl::opt<std::string> gpuRuntime(
              "libunroll_cuda_runtime.a in ../lib next to this tool, else the "
              "build tree's)"),
     cl::init(""), cl::cat(cat));
+static cl::opt<std::string> cpuKernels(
+    "cpu-kernels",
+    cl::desc("The GEMM kernel archive linked into libraries that call it "
+             "(default: libunroll_cpu_kernels.a in ../lib next to this tool, "
+             "else the build tree's)"),
+    cl::init(""), cl::cat(cat));
 static cl::opt<std::string> linker(
     "linker", cl::desc("C compiler used to link (default: $CC, else cc)"),
     cl::init(""), cl::cat(cat));
@@ -106,21 +113,26 @@ static mlir::LogicalResult checkLowered(mlir::ModuleOp module, bool &hasGpu) {
   return mlir::failure();
 }
 
-/// libunroll_cuda_runtime.a: --gpu-runtime, else ../lib next to this
-/// executable (a copied tree), else the build tree's.
-static std::string findGpuRuntime(const char *argv0) {
-  if (!gpuRuntime.empty())
-    return gpuRuntime;
-  std::string exe = sys::fs::getMainExecutable(argv0, (void *)&findGpuRuntime);
+/// A runtime archive: `override` if given, else `file` in ../lib next to this
+/// executable (a copied tree), else the build tree's `builtin`.
+static std::string findArchive(const char *argv0, StringRef override, StringRef file,
+                               StringRef builtin) {
+  if (!override.empty())
+    return override.str();
+  std::string exe = sys::fs::getMainExecutable(argv0, (void *)&findArchive);
   SmallString<256> p(sys::path::parent_path(sys::path::parent_path(exe)));
-  sys::path::append(p, "lib", "libunroll_cuda_runtime.a");
+  sys::path::append(p, "lib", file);
   if (sys::fs::exists(p))
     return std::string(p);
-#ifdef UNROLL_CUDA_RUNTIME_LIB
-  return UNROLL_CUDA_RUNTIME_LIB;
-#else
-  return "";
-#endif
+  return builtin.str();
+}
+
+/// Whether the module declares (calls) an external function named prefix*.
+static bool callsExternal(mlir::ModuleOp module, StringRef prefix) {
+  for (auto fn : module.getOps<mlir::LLVM::LLVMFuncOp>())
+    if (fn.isExternal() && fn.getName().starts_with(prefix))
+      return true;
+  return false;
 }
 
 int main(int argc, char **argv) {
@@ -153,14 +165,22 @@ int main(int argc, char **argv) {
   bool hasGpu = false;
   if (mlir::failed(checkLowered(*module, hasGpu)))
     return 1;
-  std::string gpuLib;
+  std::string gpuLib, cpuLib;
   if (hasGpu && !emitLLVM) {
-    gpuLib = findGpuRuntime(argv[0]);
-    if (gpuLib.empty() || !sys::fs::exists(gpuLib))
-      return fail("the module launches GPU kernels but the GPU runtime '" +
-                  (gpuLib.empty() ? std::string("libunroll_cuda_runtime.a") : gpuLib) +
+    gpuLib = findArchive(argv[0], gpuRuntime, "libunroll_cuda_runtime.a", UNROLL_CUDA_RUNTIME_LIB);
+    if (!sys::fs::exists(gpuLib))
+      return fail("the module launches GPU kernels but the GPU runtime '" + gpuLib +
                   "' is missing (build the unroll_cuda_runtime target or pass "
                   "--gpu-runtime)");
+  }
+  bool usesGemm = !hasGpu && (callsExternal(*module, "unroll_gemm_") ||
+                              callsExternal(*module, "_mlir_memref_to_llvm_"));
+  if (usesGemm && !emitLLVM) {
+    cpuLib = findArchive(argv[0], cpuKernels, "libunroll_cpu_kernels.a", UNROLL_CPU_KERNELS_LIB);
+    if (!sys::fs::exists(cpuLib))
+      return fail("the module calls unroll's CPU kernels but '" + cpuLib +
+                  "' is missing (build the unroll_cpu_kernels target or pass "
+                  "--cpu-kernels)");
   }
 
   LLVMContext llctx;
@@ -229,6 +249,8 @@ int main(int argc, char **argv) {
   std::string tmp = outputFile + ".tmp";
   FileRemover tmpRemover(tmp);
   SmallVector<StringRef> args{*ccPath, "-shared", "-o", tmp, obj};
+  if (usesGemm)
+    args.append({cpuLib, "-l:libstdc++.a", "-Wl,--exclude-libs,libstdc++.a"});
   if (hasGpu) {
     // The runtime is C++ without exceptions: link its support statically so
     // the library needs only libc, libm and (at run time) libcuda.so.1.

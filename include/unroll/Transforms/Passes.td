@@ -56,6 +56,37 @@ def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
   ];
 }
 
+def UnrollCPUGemm : Pass<"unroll-cpu-gemm", "ModuleOp"> {
+  let summary = "Turn dense contractions into calls of the packed GEMM micro-kernel";
+  let description = [{
+    On bufferized IR, every linalg contraction whose body is acc + a*b (or a
+    named matmul) and whose m, n and k index groups are each contiguous in
+    its dense (identity-layout) operands becomes a call of
+    `unroll_gemm_f32` / `unroll_gemm_f64` (runtime/cpu/Gemm.cpp; linked into
+    the library by unroll-translate) with the groups collapsed to M, N, K
+    and the transposes expressed as strides. Contractions with batch or
+    broadcast dimensions keep their loop nests. See docs/performance.md.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+  let statistics = [
+    Statistic<"numCalls", "calls", "Contractions turned into GEMM calls">,
+    Statistic<"numDeadFills", "dead-fills", "Fills removed because the next op overwrites them">
+  ];
+}
+
+def UnrollCPUMath : Pass<"unroll-cpu-math", "ModuleOp"> {
+  let summary = "f32 transcendental functions as vectorizable polynomials";
+  let description = [{
+    Rewrites f32 `math.exp`, `math.tanh`, `math.log`, `math.erf`, ... into
+    MLIR's polynomial approximations (arith only, so LLVM's loop vectorizer
+    turns them into SIMD code) instead of scalar libm calls. f64 is left to
+    libm. Used by --lower-to-cpu after the loops exist.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // GPU lowering (docs/gpu.md)
 //===----------------------------------------------------------------------===//

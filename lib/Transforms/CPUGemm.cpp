@@ -1,0 +1,332 @@
+//===- CPUGemm.cpp - contractions to the packed GEMM micro-kernel ---------===//
+//
+// unroll-cpu-gemm: on bufferized IR, every linalg contraction
+//
+//   C[m..., n...] += Σ_k... A[.. m.., .. k..] · B[.. k.., .. n..]
+//
+// (a generic whose body is acc + a·b, or a named matmul) whose m, n and k
+// index groups are each contiguous in every dense operand becomes one call
+//
+//   unroll_gemm_<f32|f64>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc)
+//
+// (acc = 0 when the contraction's output was zero-filled just before: the
+// fill is dropped and the kernel overwrites),
+// of the packed, register-tiled kernel in runtime/cpu/Gemm.cpp, which
+// unroll-translate links into the library. This covers the linear layers
+// of the looped transformer and their three gradients (x Wᵀ, dy W, dyᵀ x with
+// the batch and token dimensions collapsed into one), and the matmuls of the
+// energies. Contractions with batch dimensions (attention's per-(b, h)
+// products and their gradients) become a loop of calls. Everything else keeps
+// its loop nest.
+//
+// The pass also drops zero fills whose buffer the next op overwrites without
+// reading (elementwise ops' outputs).
+//
+//===----------------------------------------------------------------------===//
+#include "unroll/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Math/Transforms/Approximation.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+
+#include "llvm/ADT/SmallBitVector.h"
+
+namespace mlir::unroll {
+#define GEN_PASS_DEF_UNROLLCPUGEMM
+#define GEN_PASS_DEF_UNROLLCPUMATH
+#include "unroll/Transforms/Passes.h.inc"
+} // namespace mlir::unroll
+
+using namespace mlir;
+
+namespace {
+
+/// The body computes acc + a · b (in either operand order).
+bool isMulAdd(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  if (body.getNumArguments() != 3 || body.getOperations().size() != 3)
+    return false;
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value acc = body.getArgument(2);
+  Value other = add.getLhs() == acc ? add.getRhs() : add.getRhs() == acc ? add.getLhs() : Value();
+  auto mul = other ? other.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  return (mul.getLhs() == a && mul.getRhs() == b) || (mul.getLhs() == b && mul.getRhs() == a);
+}
+
+/// Positions (in an operand's indexing map) of the loop dims of `group`, in
+/// the operand's order; empty if they are not consecutive there.
+SmallVector<unsigned> groupPositions(AffineMap map, ArrayRef<unsigned> group) {
+  SmallVector<unsigned> pos;
+  for (unsigned r = 0; r < map.getNumResults(); ++r) {
+    auto d = dyn_cast<AffineDimExpr>(map.getResult(r));
+    if (d && llvm::is_contained(group, d.getPosition()))
+      pos.push_back(r);
+  }
+  for (unsigned i = 1; i < pos.size(); ++i)
+    if (pos[i] != pos[i - 1] + 1)
+      return {};
+  return pos;
+}
+
+/// The loop dims at `pos` of an operand's map, in that order.
+SmallVector<unsigned> dimsAt(AffineMap map, ArrayRef<unsigned> pos) {
+  SmallVector<unsigned> dims;
+  for (unsigned p : pos)
+    dims.push_back(cast<AffineDimExpr>(map.getResult(p)).getPosition());
+  return dims;
+}
+
+struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    SmallVector<linalg::LinalgOp> named;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp, linalg::MatmulTransposeBOp>(op))
+        named.push_back(op);
+    });
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      (void)linalg::generalizeNamedOp(rewriter, op);
+    }
+    SmallVector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    for (linalg::GenericOp op : generics)
+      if (succeeded(rewrite(op)))
+        ++numCalls;
+    // Fills that the next op overwrites without reading are dead.
+    SmallVector<linalg::FillOp> fills;
+    getOperation().walk([&](linalg::FillOp f) { fills.push_back(f); });
+    for (linalg::FillOp f : fills)
+      if (overwrittenNext(f)) {
+        f.erase();
+        ++numDeadFills;
+      }
+  }
+
+  /// The op right after `fill` writes every element of the filled buffer and
+  /// reads none: an all-parallel generic whose payload ignores its output
+  /// argument and whose output map is a permutation (so it covers the
+  /// buffer). Bufferization leaves such fills behind for the zero-initialized
+  /// outputs of elementwise ops.
+  static bool overwrittenNext(linalg::FillOp fill) {
+    if (!fill.hasPureBufferSemantics())
+      return false;
+    // Skip ops without memory effects (index arithmetic, dims, views).
+    Operation *op = fill->getNextNode();
+    while (op && isMemoryEffectFree(op) && op->getNumRegions() == 0)
+      op = op->getNextNode();
+    auto next = dyn_cast_or_null<linalg::GenericOp>(op);
+    Value buf = fill.getDpsInits()[0];
+    if (!next || !next.hasPureBufferSemantics() || next.getNumDpsInits() != 1 ||
+        next.getDpsInits()[0] != buf || next.getNumReductionLoops() != 0 ||
+        llvm::is_contained(next.getDpsInputs(), buf))
+      return false;
+    OpOperand *init = next.getDpsInitOperand(0);
+    if (next.payloadUsesValueFromOperand(init))
+      return false;
+    AffineMap outMap = next.getMatchingIndexingMap(init);
+    return outMap.isPermutation();
+  }
+
+  LogicalResult rewrite(linalg::GenericOp op) {
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+        !isMulAdd(op))
+      return failure();
+    Value ops[3] = {op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]};
+    Type elem;
+    for (Value v : ops) {
+      auto t = dyn_cast<MemRefType>(v.getType());
+      if (!t || !isStrided(t))
+        return failure();
+      if (elem && t.getElementType() != elem)
+        return failure();
+      elem = t.getElementType();
+    }
+    if (!elem.isF32() && !elem.isF64())
+      return failure();
+    // Each map result is a loop dim or a constant index (e.g. the q/k/v slot
+    // of a fused QKV tensor); constants become offsets.
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    for (AffineMap m : maps) {
+      if (m.getNumSymbols() != 0)
+        return failure();
+      llvm::SmallBitVector seen(op.getNumLoops());
+      for (AffineExpr e : m.getResults()) {
+        if (auto d = dyn_cast<AffineDimExpr>(e)) {
+          if (seen.test(d.getPosition()))
+            return failure();
+          seen.set(d.getPosition());
+        } else if (!isa<AffineConstantExpr>(e)) {
+          return failure();
+        }
+      }
+    }
+    // Classify the loops: batch (A, B, C), m (A, C), n (B, C), k (A, B).
+    auto iters = op.getIteratorTypesArray();
+    SmallVector<unsigned> bDims, mDims, nDims, kDims;
+    for (unsigned d = 0; d < op.getNumLoops(); ++d) {
+      bool inA = maps[0].isFunctionOfDim(d), inB = maps[1].isFunctionOfDim(d),
+           inC = maps[2].isFunctionOfDim(d);
+      bool red = iters[d] == utils::IteratorType::reduction;
+      if (inA && inB && inC && !red)
+        bDims.push_back(d);
+      else if (inA && inC && !inB && !red)
+        mDims.push_back(d);
+      else if (inB && inC && !inA && !red)
+        nDims.push_back(d);
+      else if (inA && inB && !inC && red)
+        kDims.push_back(d);
+      else
+        return failure(); // broadcast dims: keep the loop nest
+    }
+    if (mDims.empty() || nDims.empty() || kDims.empty())
+      return failure();
+    // Each m/n/k group must be consecutive in every operand holding it, in
+    // the same order, so it collapses to one dimension with one stride.
+    auto group = [&](unsigned operand, ArrayRef<unsigned> dims) {
+      return groupPositions(maps[operand], dims);
+    };
+    SmallVector<unsigned> aM = group(0, mDims), aK = group(0, kDims), bK = group(1, kDims),
+                          bN = group(1, nDims), cM = group(2, mDims), cN = group(2, nDims);
+    for (auto *p : {&aM, &aK, &bK, &bN, &cM, &cN})
+      if (p->empty())
+        return failure();
+    if (dimsAt(maps[0], aM) != dimsAt(maps[2], cM) || dimsAt(maps[0], aK) != dimsAt(maps[1], bK) ||
+        dimsAt(maps[1], bN) != dimsAt(maps[2], cN))
+      return failure();
+    // A group of several dims collapses with one stride only if the operand
+    // is dense row-major there: require the identity layout for those.
+    auto dense = [&](unsigned i) {
+      return cast<MemRefType>(ops[i].getType()).getLayout().isIdentity();
+    };
+    if ((aM.size() > 1 || aK.size() > 1) && !dense(0))
+      return failure();
+    if ((bK.size() > 1 || bN.size() > 1) && !dense(1))
+      return failure();
+    if ((cM.size() > 1 || cN.size() > 1) && !dense(2))
+      return failure();
+
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto cst = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
+    auto size = [&](Value v, unsigned p) -> Value { return b.create<memref::DimOp>(loc, v, p); };
+    auto product = [&](Value v, ArrayRef<unsigned> pos) {
+      Value r;
+      for (unsigned p : pos)
+        r = r ? b.create<arith::MulIOp>(loc, r, size(v, p)).getResult() : size(v, p);
+      return r;
+    };
+    // Strides and offsets from the operands' layouts (static or not); a
+    // group's stride is its innermost dim's (denseness checked above).
+    SmallVector<memref::ExtractStridedMetadataOp> meta;
+    for (Value v : ops)
+      meta.push_back(b.create<memref::ExtractStridedMetadataOp>(loc, v));
+    auto stride = [&](unsigned i, ArrayRef<unsigned> pos) -> Value {
+      return meta[i].getStrides()[pos.back()];
+    };
+    // Element offset of each operand without the batch dims: the layout's
+    // offset plus the constant indices.
+    SmallVector<Value> base(3);
+    for (unsigned i = 0; i < 3; ++i) {
+      Value off = meta[i].getOffset();
+      for (auto [r, e] : llvm::enumerate(maps[i].getResults()))
+        if (auto c = dyn_cast<AffineConstantExpr>(e); c && c.getValue() != 0)
+          off = b.create<arith::AddIOp>(
+              loc, off, b.create<arith::MulIOp>(loc, cst(c.getValue()), meta[i].getStrides()[r]));
+      base[i] = off;
+    }
+    Value M = product(ops[2], cM), N = product(ops[2], cN), K = product(ops[0], aK);
+    SmallVector<Value> strides{stride(0, aM), stride(0, aK), stride(1, bK),
+                               stride(1, bN), stride(2, cM), stride(2, cN)};
+    SmallVector<Value> ptrs;
+    for (Value v : ops)
+      ptrs.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, v));
+    int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+    std::string name = elem.isF32() ? "unroll_gemm_f32" : "unroll_gemm_f64";
+    declare(name, 13);
+    // A zero fill of C right before, covering exactly what the calls write
+    // (C indexed by loop dims only), is replaced by overwriting.
+    Value accumulate = cst(1);
+    if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+        fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == ops[2] &&
+        llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); })) {
+      auto zero = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+      auto fv = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
+      if (fv && fv.getValue().isZero()) {
+        fill.erase();
+        accumulate = cst(0);
+      }
+    }
+
+    // One call, or one per batch index (loops over the batch dims, sizes
+    // from C).
+    auto emitCall = [&](OpBuilder &nb, ValueRange ivs) {
+      SmallVector<Value> addr(3);
+      for (unsigned i = 0; i < 3; ++i) {
+        Value off = base[i];
+        for (auto [j, d] : llvm::enumerate(bDims)) {
+          unsigned pos = *maps[i].getResultPosition(nb.getAffineDimExpr(d));
+          off = nb.create<arith::AddIOp>(
+              loc, off, nb.create<arith::MulIOp>(loc, ivs[j], meta[i].getStrides()[pos]));
+        }
+        addr[i] = nb.create<arith::AddIOp>(
+            loc, ptrs[i], nb.create<arith::MulIOp>(loc, off, nb.create<arith::ConstantIndexOp>(loc, bytes)));
+      }
+      SmallVector<Value> args{M,       N,          K,       addr[0],    strides[0],
+                              strides[1], addr[1], strides[2], strides[3], addr[2],
+                              strides[4], strides[5], accumulate};
+      nb.create<func::CallOp>(loc, name, TypeRange{}, args);
+    };
+    if (bDims.empty()) {
+      emitCall(b, {});
+    } else {
+      SmallVector<Value> lbs, ubs, steps;
+      for (unsigned d : bDims) {
+        lbs.push_back(cst(0));
+        ubs.push_back(size(ops[2], *maps[2].getResultPosition(b.getAffineDimExpr(d))));
+        steps.push_back(cst(1));
+      }
+      scf::buildLoopNest(b, loc, lbs, ubs, steps,
+                         [&](OpBuilder &nb, Location, ValueRange ivs) { emitCall(nb, ivs); });
+    }
+    op.erase();
+    return success();
+  }
+
+  void declare(StringRef name, unsigned numArgs) {
+    ModuleOp module = getOperation();
+    if (module.lookupSymbol(name))
+      return;
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    SmallVector<Type> types(numArgs, b.getIndexType());
+    auto fn = b.create<func::FuncOp>(module.getLoc(), name, b.getFunctionType(types, {}));
+    fn.setPrivate();
+  }
+};
+
+struct CPUMath : public unroll::impl::UnrollCPUMathBase<CPUMath> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

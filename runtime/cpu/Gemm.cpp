@@ -1,0 +1,247 @@
+//===- Gemm.cpp - the CPU GEMM micro-kernel of compiled.so ----------------===//
+//
+// C += A · B (or C = A · B) for strided A [M, K], B [K, N], C [M, N], f32 and
+// f64:
+//
+//   void unroll_gemm_f32(int64 M, int64 N, int64 K,
+//                        const float *A, int64 sAm, int64 sAk,
+//                        const float *B, int64 sBk, int64 sBn,
+//                        float *C, int64 sCm, int64 sCn, int64 accumulate);
+//
+// accumulate = 0 overwrites C (the zero fill before a contraction is then
+// dropped by the compiler).
+//
+// `unroll-cpu-gemm` (lib/Transforms/CPUGemm.cpp) turns the contractions of
+// the linear layers and their gradients into calls of these, and
+// unroll-translate links this file (libunroll_cpu_kernels.a) into every CPU
+// library that uses them. Strides are in elements and may be anything
+// (transposes are strides), because operands are packed first.
+//
+// The structure is the classic one (Goto and van de Geijn): B is packed in
+// KC x NC panels of NR-wide column slivers, A in MC x KC panels of MR-tall
+// row slivers, and an MR x NR register tile accumulates a KC-long rank-1
+// update sequence with broadcast-FMA. The register tile is 8 x 32 f32
+// (8 x 16 f64) with AVX-512 and 6 x 16 (6 x 8) with AVX2; the instruction
+// set is picked once at run time (cpuid), with a scalar tile as fallback.
+// Partial tiles at the edges go through a small buffer.
+//
+// Summation order differs from the plain loop nest (k is blocked by KC), so
+// results differ from it by rounding only; the tests compare with f32/f64
+// tolerances against independent references.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+constexpr int64_t kKC = 256; // k-block: the packed B sliver stays in L1
+constexpr int64_t kMC = 96;  // rows of A per panel (L2)
+constexpr int64_t kNC = 3072;
+
+template <typename T> struct Scratch {
+  T *a = nullptr, *b = nullptr;
+  size_t na = 0, nb = 0;
+  ~Scratch() {
+    free(a);
+    free(b);
+  }
+  T *bufA(size_t n) { return grow(a, na, n); }
+  T *bufB(size_t n) { return grow(b, nb, n); }
+  static T *grow(T *&p, size_t &have, size_t n) {
+    if (n > have) {
+      free(p);
+      p = static_cast<T *>(aligned_alloc(64, ((n * sizeof(T) + 63) / 64) * 64));
+      have = n;
+    }
+    return p;
+  }
+};
+
+/// Packs A[ic:ic+mc, pc:pc+kc] as MR-row slivers: for each k, MR values.
+template <typename T, int MR>
+void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out) {
+  for (int64_t i = 0; i < mc; i += MR) {
+    int64_t rows = std::min<int64_t>(MR, mc - i);
+    for (int64_t k = 0; k < kc; ++k) {
+      const T *src = A + i * sAm + k * sAk;
+      int64_t r = 0;
+      for (; r < rows; ++r)
+        out[r] = src[r * sAm];
+      for (; r < MR; ++r)
+        out[r] = 0;
+      out += MR;
+    }
+  }
+}
+
+/// Packs B[pc:pc+kc, jc:jc+nc] as NR-column slivers: for each k, NR values.
+template <typename T, int NR>
+void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out) {
+  for (int64_t j = 0; j < nc; j += NR) {
+    int64_t cols = std::min<int64_t>(NR, nc - j);
+    for (int64_t k = 0; k < kc; ++k) {
+      const T *src = B + k * sBk + j * sBn;
+      int64_t c = 0;
+      if (sBn == 1)
+        for (; c < cols; ++c)
+          out[c] = src[c];
+      else
+        for (; c < cols; ++c)
+          out[c] = src[c * sBn];
+      for (; c < NR; ++c)
+        out[c] = 0;
+      out += NR;
+    }
+  }
+}
+
+/// The register tile: acc[MR][NR] = Σ_k a[k][r] b[k][c], then C += acc.
+/// V is a GCC vector type of W elements; NR = 2 W.
+#define UNROLL_TILE(NAME, T, V, W, MR, ATTR)                                            \
+  ATTR void NAME(int64_t kc, const T *a, const T *b, T *C, int64_t sCm, int64_t sCn,   \
+                 int64_t rows, int64_t cols, bool add) {                                \
+    V acc[MR][2];                                                                       \
+    for (int r = 0; r < MR; ++r)                                                        \
+      acc[r][0] = acc[r][1] = V{};                                                      \
+    for (int64_t k = 0; k < kc; ++k) {                                                  \
+      V b0, b1;                                                                         \
+      memcpy(&b0, b + k * 2 * W, sizeof(V));                                            \
+      memcpy(&b1, b + k * 2 * W + W, sizeof(V));                                        \
+      const T *ak = a + k * MR;                                                         \
+      for (int r = 0; r < MR; ++r) {                                                    \
+        V av = V{} + ak[r];                                                             \
+        acc[r][0] += av * b0;                                                           \
+        acc[r][1] += av * b1;                                                           \
+      }                                                                                 \
+    }                                                                                   \
+    if (rows == MR && cols == 2 * W && sCn == 1) {                                      \
+      for (int r = 0; r < MR; ++r) {                                                    \
+        V c0 = acc[r][0], c1 = acc[r][1];                                               \
+        if (add) {                                                                      \
+          V o0, o1;                                                                     \
+          memcpy(&o0, C + r * sCm, sizeof(V));                                          \
+          memcpy(&o1, C + r * sCm + W, sizeof(V));                                      \
+          c0 += o0;                                                                     \
+          c1 += o1;                                                                     \
+        }                                                                               \
+        memcpy(C + r * sCm, &c0, sizeof(V));                                            \
+        memcpy(C + r * sCm + W, &c1, sizeof(V));                                        \
+      }                                                                                 \
+      return;                                                                           \
+    }                                                                                   \
+    T tile[MR][2 * W];                                                                  \
+    memcpy(tile, acc, sizeof tile);                                                     \
+    for (int64_t r = 0; r < rows; ++r)                                                  \
+      for (int64_t c = 0; c < cols; ++c)                                                \
+        C[r * sCm + c * sCn] = add ? C[r * sCm + c * sCn] + tile[r][c] : tile[r][c];    \
+  }
+
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef float f32x4 __attribute__((vector_size(16)));
+typedef double f64x8 __attribute__((vector_size(64)));
+typedef double f64x4 __attribute__((vector_size(32)));
+typedef double f64x2 __attribute__((vector_size(16)));
+
+#define AVX512 __attribute__((target("avx512f,fma")))
+#define AVX2 __attribute__((target("avx2,fma")))
+#define PLAIN
+
+UNROLL_TILE(tileF32Avx512, float, f32x16, 16, 8, AVX512)
+UNROLL_TILE(tileF32Avx2, float, f32x8, 8, 6, AVX2)
+UNROLL_TILE(tileF32Plain, float, f32x4, 4, 4, PLAIN)
+UNROLL_TILE(tileF64Avx512, double, f64x8, 8, 8, AVX512)
+UNROLL_TILE(tileF64Avx2, double, f64x4, 4, 6, AVX2)
+UNROLL_TILE(tileF64Plain, double, f64x2, 2, 4, PLAIN)
+
+template <typename T>
+using TileFn = void (*)(int64_t, const T *, const T *, T *, int64_t, int64_t, int64_t, int64_t,
+                        bool);
+
+template <typename T, int MR, int NR>
+void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm,
+          int64_t sAk, const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn,
+          bool accumulate) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          C[i * sCm + j * sCn] = 0;
+    return;
+  }
+  thread_local Scratch<T> scratch;
+  int64_t ncMax = std::min<int64_t>(kNC, N);
+  T *pb = scratch.bufB(size_t(kKC) * ((ncMax + NR - 1) / NR) * NR);
+  T *pa = scratch.bufA(size_t(kKC) * ((std::min<int64_t>(kMC, M) + MR - 1) / MR) * MR);
+  for (int64_t jc = 0; jc < N; jc += kNC) {
+    int64_t nc = std::min<int64_t>(kNC, N - jc);
+    for (int64_t pc = 0; pc < K; pc += kKC) {
+      int64_t kc = std::min<int64_t>(kKC, K - pc);
+      packB<T, NR>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
+      for (int64_t ic = 0; ic < M; ic += kMC) {
+        int64_t mc = std::min<int64_t>(kMC, M - ic);
+        packA<T, MR>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa);
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            tile(kc, pa + ir * kc, pb + jr * kc, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm,
+                 sCn, std::min<int64_t>(MR, mc - ir), std::min<int64_t>(NR, nc - jr),
+                 accumulate || pc > 0);
+      }
+    }
+  }
+}
+
+enum class Isa { Plain, Avx2, Avx512 };
+
+Isa detect() {
+  static const Isa isa = [] {
+    if (const char *e = getenv("UNROLL_GEMM_ISA")) { // for tests and benchmarks
+      if (!strcmp(e, "plain")) return Isa::Plain;
+      if (!strcmp(e, "avx2")) return Isa::Avx2;
+    }
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+      return Isa::Avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      return Isa::Avx2;
+    return Isa::Plain;
+  }();
+  return isa;
+}
+
+} // namespace
+
+extern "C" {
+
+void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
+                     const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
+                     int64_t sCn, int64_t accumulate) {
+  switch (detect()) {
+  case Isa::Avx512:
+    return gemm<float, 8, 32>(tileF32Avx512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+  case Isa::Avx2:
+    return gemm<float, 6, 16>(tileF32Avx2, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+  case Isa::Plain:
+    return gemm<float, 4, 8>(tileF32Plain, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+  }
+}
+
+void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm,
+                     int64_t sAk, const double *B, int64_t sBk, int64_t sBn, double *C,
+                     int64_t sCm, int64_t sCn, int64_t accumulate) {
+  switch (detect()) {
+  case Isa::Avx512:
+    return gemm<double, 8, 16>(tileF64Avx512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+  case Isa::Avx2:
+    return gemm<double, 6, 8>(tileF64Avx2, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+  case Isa::Plain:
+    return gemm<double, 4, 4>(tileF64Plain, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+  }
+}
+
+} // extern "C"
