@@ -3,7 +3,7 @@
 //   unroll-gemm-bench --check            random shapes and strides (all
 //                                        transposes, edge tiles) against a
 //                                        plain triple loop in double
-//   unroll-gemm-bench M N K [--repeats R] [--threads T]
+//   unroll-gemm-bench M N K [--ta] [--tb] [--repeats R] [--threads T]
 //                                        GFLOP/s of C += A·B (f32), the
 //                                        machine's measured peak for the
 //                                        benchmark's share-of-peak column
@@ -96,13 +96,16 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "--check"))
     return check();
   if (argc < 4) {
-    fprintf(stderr, "usage: unroll-gemm-bench --check | M N K [--repeats R] [--threads T]\n");
+    fprintf(stderr, "usage: unroll-gemm-bench --check | M N K [--ta] [--tb] [--repeats R] [--threads T]\n");
     return 2;
   }
   int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]), repeats = 5, threads = 1;
-  for (int i = 4; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--repeats")) repeats = atoll(argv[i + 1]);
-    else if (!strcmp(argv[i], "--threads")) threads = atoll(argv[i + 1]);
+  bool ta = false, tb = false; // A stored [K, M] / B stored [N, K]
+  for (int i = 4; i < argc; ++i) {
+    if (!strcmp(argv[i], "--ta")) ta = true;
+    else if (!strcmp(argv[i], "--tb")) tb = true;
+    else if (i + 1 < argc && !strcmp(argv[i], "--repeats")) repeats = atoll(argv[++i]);
+    else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoll(argv[++i]);
   }
   // Each thread multiplies its own matrices (as unroll's threads over the
   // batch do); GFLOP/s counts all threads.
@@ -113,7 +116,8 @@ int main(int argc, char **argv) {
     Cs[t].assign(M * N, 0.0f);
   }
   auto run = [&](int64_t t) {
-    unroll_gemm_f32(M, N, K, As[t].data(), K, 1, Bs[t].data(), N, 1, Cs[t].data(), N, 1, 1);
+    unroll_gemm_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(), tb ? 1 : N,
+                    tb ? K : 1, Cs[t].data(), N, 1, 1);
   };
   std::vector<double> secs;
   for (int64_t r = 0; r <= repeats; ++r) {
@@ -129,8 +133,9 @@ int main(int argc, char **argv) {
   std::sort(secs.begin(), secs.end());
   double med = secs[secs.size() / 2];
   double gflops = 2.0 * M * N * K * threads / med / 1e9;
-  printf("{\"M\": %lld, \"N\": %lld, \"K\": %lld, \"threads\": %lld, \"median_s\": %.6g, "
-         "\"gflops\": %.2f}\n", (long long)M, (long long)N, (long long)K, (long long)threads, med,
-         gflops);
+  printf("{\"M\": %lld, \"N\": %lld, \"K\": %lld, \"A\": \"%s\", \"B\": \"%s\", "
+         "\"threads\": %lld, \"median_s\": %.6g, \"gflops\": %.2f}\n", (long long)M,
+         (long long)N, (long long)K, ta ? "transposed" : "row-major",
+         tb ? "transposed" : "row-major", (long long)threads, med, gflops);
   return 0;
 }

@@ -1,49 +1,77 @@
 #!/usr/bin/env bash
 # The CPU benchmark: the same training step and forward, for the small and the
-# paper config, with unroll and with PyTorch (OpenBLAS, 2 threads) in one run.
-# Prints a table and writes OUT/bench.json.
+# paper config, with unroll and with PyTorch (OpenBLAS) in one run, on one
+# thread and on all cores (BENCH_THREADS, default 2), plus the machine's GEMM
+# peak measured in the same run. Prints a table and writes OUT/bench.json.
 #   bench/run.sh [BUILD] [OUT] [REPEATS] [CONFIGS...]   (configs: small paper)
+# Each number is the median of REPEATS timed runs after one warm-up.
 set -euo pipefail
-BUILD=${1:-build}; OUT=${2:-out/bench}; REPEATS=${3:-5}; shift $(( $# > 3 ? 3 : $# ))
+BUILD=${1:-build}; OUT=${2:-out/bench}; REPEATS=${3:-7}; shift $(( $# > 3 ? 3 : $# ))
 CONFIGS=("$@"); [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(small paper)
 THREADS=${BENCH_THREADS:-2}
 mkdir -p "$OUT"
 BIN="$BUILD/bin"
 PY=/usr/bin/python3
-# PyTorch uses OpenBLAS's pthread flavour with the same thread count.
-export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 declare -A ARGS=(
   [small]="looped_gpt2_small 5 64 4 1 23 10 5 11"
   [paper]="looped_gpt2 20 256 8 1 203 20 15 41"
 )
+THREAD_COUNTS=(1); [ "$THREADS" -gt 1 ] && THREAD_COUNTS+=("$THREADS")
 results=()
 for c in "${CONFIGS[@]}"; do
   read -r name d D H L pos loops window points <<< "${ARGS[$c]}"
   so="$OUT/$name.so"
-  if [ ! -f "$so" ] || [ "examples/$name.mlir" -nt "$so" ] || [ "$BIN/unroll-translate" -nt "$so" ]; then
+  if [ ! -f "$so" ] || [ "examples/$name.mlir" -nt "$so" ] || [ "$BIN/unroll-translate" -nt "$so" ] \
+     || [ "$BIN/unroll-opt" -nt "$so" ]; then
     echo "compiling examples/$name.mlir" >&2
     "$BIN/unroll-opt" "examples/$name.mlir" --lower-to-cpu -o "$OUT/$name.ll.mlir"
     "$BIN/unroll-translate" "$OUT/$name.ll.mlir" -o "$so"
   fi
-  echo "timing $c: unroll ($THREADS threads) ..." >&2
-  u=$(UNROLL_THREADS=$THREADS "$BIN/unroll-bench" "$so" --points "$points" --repeats "$REPEATS")
-  echo "timing $c: PyTorch ($THREADS threads) ..." >&2
-  t=$($PY bench/torch_bench.py "$d" "$D" "$H" "$L" "$pos" "$loops" "$window" "$points" 64 "$REPEATS" "$THREADS")
-  results+=("{\"config\": \"$c\", \"unroll\": $u, \"torch\": $t}")
+  for t in "${THREAD_COUNTS[@]}"; do
+    echo "timing $c: unroll ($t threads) ..." >&2
+    u=$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$REPEATS")
+    echo "timing $c: PyTorch ($t threads) ..." >&2
+    tr=$(OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t $PY bench/torch_bench.py "$d" "$D" "$H" "$L" "$pos" \
+         "$loops" "$window" "$points" 64 "$REPEATS" "$t")
+    results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"unroll\": $u, \"torch\": $tr}")
+  done
 done
-printf '[%s]\n' "$(IFS=,; echo "${results[*]}")" > "$OUT/bench.json"
+echo "measuring the GEMM peak ..." >&2
+peaks=()
+for t in "${THREAD_COUNTS[@]}"; do
+  peaks+=("\"$t\": $("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9)")
+done
+printf '{"runs": [%s], "gemm_peak": {%s}}\n' "$(IFS=,; echo "${results[*]}")" \
+  "$(IFS=,; echo "${peaks[*]}")" > "$OUT/bench.json"
 $PY - "$OUT/bench.json" <<'PY'
 import json, sys
-rows = json.load(open(sys.argv[1]))
-print("| config | batch | what | unroll (s) | PyTorch (s) | unroll prompts/s | PyTorch prompts/s | speed-up |")
-print("|---|---|---|---|---|---|---|---|")
-for r in rows:
+j = json.load(open(sys.argv[1]))
+
+def flops(d, D, H, L, loops, window, points, batch):
+    """Model FLOPs (multiply-adds x 2) of one forward over `loops` iterations
+    and of one training step (forward over b, backward over the last T at
+    twice the forward cost); layer norms, softmax and GELU are O(nD) and left
+    out. Per block and token: QKV 6D^2, projection 2D^2, MLP 16D^2; attention
+    scores and weighted sum 4nD per token."""
+    n = 2 * points
+    it = L * (24 * n * D * D + 4 * n * n * D)
+    io = 2 * n * d * D + 2 * n * D
+    return batch * (loops * it + io), batch * ((loops + 2 * window) * it + io)
+
+print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | share of GEMM peak | PyTorch GFLOP/s |")
+print("|---|---|---|---|---|---|---|---|---|")
+for r in j["runs"]:
+    d, D, H, L, loops, window, points = r["dims"]
     b = r["unroll"]["batch"]
-    for what, key in (("training step", "train_step_median_s"), ("forward", "forward_median_s")):
+    ff, ft = flops(d, D, H, L, loops, window, points, b)
+    peak = j["gemm_peak"][str(r["threads"])]["gflops"]
+    for what, key, f in (("training step", "train_step_median_s", ft), ("forward", "forward_median_s", ff)):
         u, t = r["unroll"][key], r["torch"][key]
-        print(f"| {r['config']} (b={r['unroll']['loops']}, T={r['unroll']['window']}, k={r['unroll']['points']}) "
-              f"| {b} | {what} | {u:.4f} | {t:.4f} | {b/u:.1f} | {b/t:.1f} | {t/u:.2f}x |")
-print(f"(median of each; unroll {rows[0]['unroll']['threads']} threads, PyTorch {rows[0]['torch']['torch']} "
-      f"{rows[0]['torch']['threads']} threads, BLAS: {rows[0]['torch']['blas']})")
+        print(f"| {r['config']} (b={loops}, T={window}, k={points}, batch {b}) | {r['threads']} | {what} "
+              f"| {u:.4f} | {t:.4f} | {t/u:.2f}x | {f/u/1e9:.1f} | {100*f/u/1e9/peak:.0f}% | {f/t/1e9:.1f} |")
+pk = ", ".join(f"{k} thread{'s' if k != '1' else ''}: {v['gflops']:.0f} GFLOP/s" for k, v in j["gemm_peak"].items())
+t0 = j["runs"][0]["torch"]
+print(f"(median of each; GEMM peak = unroll's f32 GEMM kernel on 2048x2048x256 in the same run: {pk}; "
+      f"PyTorch {t0['torch']}, BLAS: {t0['blas']})")
 PY
 echo "wrote $OUT/bench.json" >&2

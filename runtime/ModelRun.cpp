@@ -53,7 +53,7 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   // (measured: a quarter of a small-config step with 2 threads). Keep them
   // on the heap.
   static bool tuned = [] {
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's maximum on 64-bit
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     return true;
   }();

@@ -18,9 +18,12 @@
 // (transposes are strides), because operands are packed first.
 //
 // The structure is the classic one (Goto and van de Geijn): B is packed in
-// KC x NC panels of NR-wide column slivers, A in MC x KC panels of MR-tall
-// row slivers, and an MR x NR register tile accumulates a KC-long rank-1
-// update sequence with broadcast-FMA. The register tile is 8 x 32 f32
+// KC x NC panels of NR-wide column slivers, and an MR x NR register tile
+// accumulates a KC-long rank-1 update sequence with broadcast-FMA, reading
+// MR rows of A. Row-major A is read in place (broadcasts do not need a
+// packed layout, and the many small attention products would otherwise
+// spend as long packing as multiplying); strided A is packed in MC x KC
+// panels of MR-row slivers. The register tile is 8 x 32 f32
 // (8 x 16 f64) with AVX-512 and 6 x 16 (6 x 8) with AVX2; the instruction
 // set is picked once at run time (cpuid), with a scalar tile as fallback.
 // Partial tiles at the edges go through a small buffer.
@@ -60,21 +63,39 @@ template <typename T> struct Scratch {
   }
 };
 
-/// Packs A[ic:ic+mc, pc:pc+kc] as MR-row slivers: for each k, MR values.
+/// Packs A[ic:ic+mc, pc:pc+kc] as MR-row slivers, each row contiguous in k
+/// (row r of sliver s at out[s·MR·kc + r·kc]); rows past mc are zero.
 template <typename T, int MR>
 void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out) {
-  for (int64_t i = 0; i < mc; i += MR) {
-    int64_t rows = std::min<int64_t>(MR, mc - i);
-    for (int64_t k = 0; k < kc; ++k) {
-      const T *src = A + i * sAm + k * sAk;
-      int64_t r = 0;
-      for (; r < rows; ++r)
-        out[r] = src[r * sAm];
-      for (; r < MR; ++r)
-        out[r] = 0;
-      out += MR;
+  if (sAm == 1 && sAk != 1) {
+    // Column-major A (the transposed operand of a weight gradient): read
+    // each column's MR contiguous values, write them to the MR rows.
+    for (int64_t i = 0; i < mc; i += MR, out += MR * kc) {
+      int64_t rows = std::min<int64_t>(MR, mc - i);
+      for (int64_t k = 0; k < kc; ++k) {
+        const T *src = A + i + k * sAk;
+        int64_t r = 0;
+        for (; r < rows; ++r)
+          out[r * kc + k] = src[r];
+        for (; r < MR; ++r)
+          out[r * kc + k] = 0;
+      }
     }
+    return;
   }
+  for (int64_t i = 0; i < mc; i += MR)
+    for (int64_t r = 0; r < MR; ++r, out += kc) {
+      if (i + r >= mc) {
+        memset(out, 0, kc * sizeof(T));
+        continue;
+      }
+      const T *src = A + (i + r) * sAm;
+      if (sAk == 1)
+        memcpy(out, src, kc * sizeof(T));
+      else
+        for (int64_t k = 0; k < kc; ++k)
+          out[k] = src[k * sAk];
+    }
 }
 
 /// Packs B[pc:pc+kc, jc:jc+nc] as NR-column slivers: for each k, NR values.
@@ -98,21 +119,25 @@ void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out)
   }
 }
 
-/// The register tile: acc[MR][NR] = Σ_k a[k][r] b[k][c], then C += acc.
-/// V is a GCC vector type of W elements; NR = 2 W.
+/// The register tile: acc[MR][NR] = Σ_k a[r][k] b[k][c], then C += acc.
+/// Row r of A is at a + r·lda, contiguous in k: a packed sliver (lda = kc)
+/// or, for row-major A, the matrix itself (no packing). V is a GCC vector
+/// type of W elements; NR = 2 W.
 #define UNROLL_TILE(NAME, T, V, W, MR, ATTR)                                            \
-  ATTR void NAME(int64_t kc, const T *a, const T *b, T *C, int64_t sCm, int64_t sCn,   \
-                 int64_t rows, int64_t cols, bool add) {                                \
+  ATTR void NAME(int64_t kc, const T *a, int64_t lda, const T *b, T *C, int64_t sCm,   \
+                 int64_t sCn, int64_t rows, int64_t cols, bool add) {                   \
     V acc[MR][2];                                                                       \
-    for (int r = 0; r < MR; ++r)                                                        \
+    const T *rp[MR];                                                                    \
+    for (int r = 0; r < MR; ++r) {                                                      \
       acc[r][0] = acc[r][1] = V{};                                                      \
+      rp[r] = a + r * lda;                                                              \
+    }                                                                                   \
     for (int64_t k = 0; k < kc; ++k) {                                                  \
       V b0, b1;                                                                         \
       memcpy(&b0, b + k * 2 * W, sizeof(V));                                            \
       memcpy(&b1, b + k * 2 * W + W, sizeof(V));                                        \
-      const T *ak = a + k * MR;                                                         \
       for (int r = 0; r < MR; ++r) {                                                    \
-        V av = V{} + ak[r];                                                             \
+        V av = V{} + rp[r][k];                                                          \
         acc[r][0] += av * b0;                                                           \
         acc[r][1] += av * b1;                                                           \
       }                                                                                 \
@@ -158,8 +183,8 @@ UNROLL_TILE(tileF64Avx2, double, f64x4, 4, 6, AVX2)
 UNROLL_TILE(tileF64Plain, double, f64x2, 2, 4, PLAIN)
 
 template <typename T>
-using TileFn = void (*)(int64_t, const T *, const T *, T *, int64_t, int64_t, int64_t, int64_t,
-                        bool);
+using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, int64_t, int64_t,
+                        int64_t, bool);
 
 template <typename T, int MR, int NR>
 void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm,
@@ -185,12 +210,26 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
       packB<T, NR>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
-        packA<T, MR>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa);
-        for (int64_t jr = 0; jr < nc; jr += NR)
-          for (int64_t ir = 0; ir < mc; ir += MR)
-            tile(kc, pa + ir * kc, pb + jr * kc, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm,
-                 sCn, std::min<int64_t>(MR, mc - ir), std::min<int64_t>(NR, nc - jr),
-                 accumulate || pc > 0);
+        // Row-major A is read in place; only a ragged last sliver (rows past
+        // M must read zeros) and strided A are packed.
+        bool direct = sAk == 1;
+        if (!direct)
+          packA<T, MR>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa);
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+          int64_t rows = std::min<int64_t>(MR, mc - ir);
+          const T *a = pa + ir * kc;
+          int64_t lda = kc;
+          if (direct && rows == MR) {
+            a = A + (ic + ir) * sAm + pc;
+            lda = sAm;
+          } else if (direct) {
+            packA<T, MR>(A + (ic + ir) * sAm + pc, sAm, 1, rows, kc, pa);
+            a = pa;
+          }
+          for (int64_t jr = 0; jr < nc; jr += NR)
+            tile(kc, a, lda, pb + jr * kc, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm, sCn,
+                 rows, std::min<int64_t>(NR, nc - jr), accumulate || pc > 0);
+        }
       }
     }
   }
