@@ -46,6 +46,38 @@ struct Curriculum {
 Prompts sampleLinear(int64_t batch, int64_t points, int64_t dim, int64_t active,
                      double noise, Rng &rng);
 
+/// Sparse linear regression (P2): like sampleLinear, but w has `nonzero`
+/// nonzero coordinates, chosen uniformly among the active ones.
+Prompts sampleSparseLinear(int64_t batch, int64_t points, int64_t dim, int64_t active,
+                           int64_t nonzero, Rng &rng);
+
+/// Depth-`depth` decision trees (P2, Garg et al.): every internal node splits
+/// on a coordinate drawn uniformly from the active ones at threshold 0 (left
+/// if x_c <= 0), leaves ~ N(0, 1); x ~ N(0, I_active).
+Prompts sampleDecisionTree(int64_t batch, int64_t points, int64_t dim, int64_t active,
+                           int64_t depth, Rng &rng);
+
+/// Two-layer ReLU networks (P2): y = sqrt(2/hidden) · relu(x W1) W2 with W1
+/// [active, hidden] and W2 [hidden] ~ N(0, 1); x ~ N(0, I_active).
+Prompts sampleReluNet(int64_t batch, int64_t points, int64_t dim, int64_t active,
+                      int64_t hidden, Rng &rng);
+
+/// The in-context tasks of unroll-run and their P2 defaults.
+struct TaskSpec {
+  std::string name;
+  int64_t pointsStart, pointsEnd, pointsInc; // points curriculum at d = 20
+  double noise;                              // label noise std
+  /// Squared error of the zero predictor, E[y^2], at `active` dimensions:
+  /// what P2 divides by (zero predictor = 1).
+  double zeroError(int64_t active, double noise) const;
+  /// `noise` overrides the task's label noise (linear tasks only).
+  Prompts sample(int64_t batch, int64_t points, int64_t dim, int64_t active, double noise,
+                 Rng &rng) const;
+};
+
+/// nullptr for an unknown task; `known` lists the names.
+const TaskSpec *findTask(const std::string &name, std::string &known);
+
 } // namespace unroll
 
 #endif

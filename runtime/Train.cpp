@@ -115,13 +115,14 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
 }
 
 bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
-  if (task != "icl_linear" && task != "icl_noisy_linear") {
-    error = "unknown task '" + task + "' (tasks: energy for energies; icl_linear, "
-            "icl_noisy_linear for models)";
+  std::string known;
+  spec = findTask(task, known);
+  if (!spec) {
+    error = "unknown task '" + task + "' (tasks: energy for energies; " + known + " for models)";
     return false;
   }
-  if (task == "icl_noisy_linear" && noise == 0)
-    noise = 0.1;
+  if (noise == 0)
+    noise = spec->noise;
   int64_t d = mi.value("prompt_dim", (int64_t)0);
   int64_t b = mi.value("iterations", (int64_t)1), T = mi.value("window", (int64_t)1);
   if (loops == 0) loops = b;
@@ -134,8 +135,11 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
   int64_t maxPoints = mi.contains("positions") ? mi["positions"].get<int64_t>() / 2 : 1 << 20;
   if (dims.end == 0) dims = {std::min<int64_t>(5, d), d, 1, 5000};
   if (points.end == 0) {
-    int64_t pe = std::min<int64_t>(2 * dims.end + 1, maxPoints);
-    points = {std::min<int64_t>(11, pe), pe, 2, 5000};
+    // P2's curricula at d = 20 (11 -> 41 by 2 for the linear tasks, 26 -> 101
+    // by 5 for trees and ReLU nets) end at 2d + 1 and 5d + 1 points.
+    int64_t per = spec->pointsEnd >= 101 ? 5 : 2;
+    int64_t pe = std::min<int64_t>(per * dims.end + 1, maxPoints);
+    points = {std::min<int64_t>(spec->pointsStart, pe), pe, spec->pointsInc, 5000};
   }
   if (dims.end > d || dims.start < 1 || dims.start > dims.end) {
     error = "the dims curriculum must satisfy 1 <= start <= end <= d = " + std::to_string(d);
@@ -234,7 +238,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     int64_t pts = cfg.curriculum ? cfg.points.at(s) : cfg.points.end;
     int64_t b = cfg.curriculum ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
                                : cfg.loops;
-    Prompts p = sampleLinear(cfg.batch, pts, d, dims, cfg.noise, rng);
+    Prompts p = cfg.spec->sample(cfg.batch, pts, d, dims, cfg.noise, rng);
     if (!run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err))
       return die(err);
     double loss = 0;
@@ -284,6 +288,31 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
 // Evaluation
 //===----------------------------------------------------------------------===//
 
+void unroll::bootstrapBands(const std::vector<double> &errs, int64_t prompts, int64_t k,
+                            double norm, int64_t resamples, uint64_t seed,
+                            std::vector<double> &lo, std::vector<double> &hi) {
+  lo.assign(k, 0.0);
+  hi.assign(k, 0.0);
+  if (prompts <= 0)
+    return;
+  Rng rng(seed ^ 0xb0075ULL);
+  std::vector<std::vector<double>> means(k, std::vector<double>(resamples));
+  std::vector<int64_t> pick(prompts);
+  for (int64_t r = 0; r < resamples; ++r) {
+    for (int64_t &p : pick) p = rng.below(prompts);
+    for (int64_t i = 0; i < k; ++i) {
+      double s = 0;
+      for (int64_t p : pick) s += errs[p * k + i];
+      means[i][r] = s / (prompts * norm);
+    }
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    std::sort(means[i].begin(), means[i].end());
+    lo[i] = means[i][int64_t(0.05 * (resamples - 1) + 0.5)];
+    hi[i] = means[i][int64_t(0.95 * (resamples - 1) + 0.5)];
+  }
+}
+
 int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
                      const TrainConfig &cfg) {
   std::string err;
@@ -291,11 +320,13 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
   Rng rng(cfg.seed ^ 0x5eed5eedULL); // evaluation prompts independent of training's
   std::vector<double> sModel(k, 0), sLs(k, 0), sAvg(k, 0), sNn(k, 0);
+  std::vector<double> perPrompt; // the model's squared errors [prompt, k], for the bands
+  perPrompt.reserve(cfg.evalPrompts * k);
   int64_t done = 0;
   auto t0 = Clock::now();
   while (done < cfg.evalPrompts) {
     int64_t bsz = std::min(cfg.evalBatch, cfg.evalPrompts - done);
-    Prompts p = sampleLinear(bsz, k, d, dims, cfg.noise, rng);
+    Prompts p = cfg.spec->sample(bsz, k, d, dims, cfg.noise, rng);
     std::vector<double> preds;
     if (!run.forward(p, theta, cfg.evalLoops, preds, err)) {
       fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
@@ -309,6 +340,7 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
       for (int64_t i = 0; i < k; ++i) {
         auto sq = [&](double v) { return (v - ys[i]) * (v - ys[i]); };
         sModel[i] += sq(last[b * k + i]);
+        perPrompt.push_back(sq(last[b * k + i]));
         sLs[i] += sq(ls[i]);
         sAvg[i] += sq(av[i]);
         sNn[i] += sq(nn[i]);
@@ -316,23 +348,29 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
     }
     done += bsz;
   }
-  // P2 normalizes by the zero predictor's error, E[y^2] = active dims (+ noise²).
-  double norm = cfg.evalPrompts * (dims + cfg.noise * cfg.noise);
+  // P2 normalizes by the zero predictor's error E[y^2] (the task's).
+  double zero = cfg.spec->zeroError(dims, cfg.noise), norm = cfg.evalPrompts * zero;
   for (auto *v : {&sModel, &sLs, &sAvg, &sNn})
     for (double &x : *v) x /= norm;
+  std::vector<double> lo, hi;
+  bootstrapBands(perPrompt, cfg.evalPrompts, k, zero, 1000, cfg.seed, lo, hi);
 
-  std::string csv = "k,model,least_squares,averaging,nearest_neighbors_3\n";
+  std::string csv = "k,model,model_p05,model_p95,least_squares,averaging,nearest_neighbors_3\n";
   nlohmann::json j{{"task", cfg.task}, {"prompts", cfg.evalPrompts}, {"loops", cfg.evalLoops},
                    {"dims", dims}, {"normalization", "squared error / E[y^2] (zero predictor = 1)"}};
   for (int64_t i = 0; i < k; ++i) {
     char line[256];
-    snprintf(line, sizeof line, "%lld,%.6g,%.6g,%.6g,%.6g\n", (long long)i, sModel[i], sLs[i],
-             sAvg[i], sNn[i]);
+    snprintf(line, sizeof line, "%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", (long long)i, sModel[i],
+             lo[i], hi[i], sLs[i], sAvg[i], sNn[i]);
     csv += line;
   }
+  j["normalization"] = "squared error / E[y^2] = " + std::to_string(zero) + " (zero predictor = 1)";
   j["k"] = nlohmann::json::array();
   for (int64_t i = 0; i < k; ++i) j["k"].push_back(i);
   j["model"] = sModel;
+  j["model_p05"] = lo;
+  j["model_p95"] = hi;
+  j["bands"] = "5-95% bootstrap over prompts, 1000 resamples";
   j["least_squares"] = sLs;
   j["averaging"] = sAvg;
   j["nearest_neighbors_3"] = sNn;
@@ -345,8 +383,9 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   spec.yFloor = 1e-3; // least squares reaches ~1e-19 on noiseless data
   std::vector<double> ks(k);
   for (int64_t i = 0; i < k; ++i) ks[i] = i;
-  spec.series = {{"model", ks, sModel}, {"least squares", ks, sLs}, {"averaging", ks, sAvg},
-                 {"3-nearest neighbours", ks, sNn}};
+  spec.series = {{"model", ks, sModel},           {"model 5%", ks, lo},
+                 {"model 95%", ks, hi},           {"least squares", ks, sLs},
+                 {"averaging", ks, sAvg},         {"3-nearest neighbours", ks, sNn}};
   if (!makeDirs(cfg.out, err) || !writeFileAtomic(cfg.out + "/eval.csv", csv, err) ||
       !writeFileAtomic(cfg.out + "/eval.json", j.dump(2) + "\n", err) ||
       !writeSvg(cfg.out + "/eval.svg", spec, err)) {
@@ -364,6 +403,96 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
            sNn[i], i == 2 * dims ? "   <- k = 2d" : "");
   }
   printf("wrote %s/eval.csv, eval.json and eval.svg\n", cfg.out.c_str());
+  return 0;
+}
+
+int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
+                      const TrainConfig &cfg, const std::vector<int64_t> &loops) {
+  std::string err;
+  const nlohmann::json &mi = run.info();
+  int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
+  int64_t maxL = loops.back(), nL = loops.size();
+  Rng rng(cfg.seed ^ 0x5eed5eedULL); // the same prompts as evaluate()'s
+  std::vector<double> last(nL, 0), mean(nL, 0), perPrompt; // perPrompt [prompt, loop]
+  int64_t done = 0;
+  auto t0 = Clock::now();
+  while (done < cfg.evalPrompts) {
+    int64_t bsz = std::min(cfg.evalBatch, cfg.evalPrompts - done);
+    Prompts p = cfg.spec->sample(bsz, k, d, dims, cfg.noise, rng);
+    std::vector<double> preds; // [maxL, B, k]: one forward gives every loop count
+    if (!run.forward(p, theta, maxL, preds, err)) {
+      fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+      return 2;
+    }
+    for (int64_t b = 0; b < bsz; ++b)
+      for (int64_t j = 0; j < nL; ++j) {
+        const double *pr = preds.data() + ((loops[j] - 1) * bsz + b) * k;
+        double s = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          double e = pr[i] - p.ys[b * k + i];
+          s += e * e;
+          if (i == k - 1) {
+            last[j] += e * e;
+            perPrompt.push_back(e * e);
+          }
+        }
+        mean[j] += s / k;
+      }
+    done += bsz;
+    fprintf(stderr, "loop study: %lld/%lld prompts\r", (long long)done, (long long)cfg.evalPrompts);
+  }
+  fprintf(stderr, "\n");
+  double zero = cfg.spec->zeroError(dims, cfg.noise);
+  for (int64_t j = 0; j < nL; ++j) {
+    last[j] /= cfg.evalPrompts * zero;
+    mean[j] /= cfg.evalPrompts * zero;
+  }
+  std::vector<double> lo, hi;
+  bootstrapBands(perPrompt, cfg.evalPrompts, nL, zero, 1000, cfg.seed, lo, hi);
+  std::string csv = "loops,error_last_position,p05,p95,error_mean_over_positions\n";
+  for (int64_t j = 0; j < nL; ++j) {
+    char line[160];
+    snprintf(line, sizeof line, "%lld,%.6g,%.6g,%.6g,%.6g\n", (long long)loops[j], last[j], lo[j],
+             hi[j], mean[j]);
+    csv += line;
+  }
+  nlohmann::json j{{"task", cfg.task},
+                   {"prompts", cfg.evalPrompts},
+                   {"points", k},
+                   {"dims", dims},
+                   {"trained_loops", cfg.loops},
+                   {"loops", loops},
+                   {"error_last_position", last},
+                   {"p05", lo},
+                   {"p95", hi},
+                   {"error_mean_over_positions", mean},
+                   {"normalization", "squared error / E[y^2] = " + std::to_string(zero)}};
+  PlotSpec spec;
+  spec.title = mi["name"].get<std::string>() + " on " + cfg.task + ": error vs loops (trained b = " +
+               std::to_string(cfg.loops) + ", k = " + std::to_string(k - 1) + ")";
+  spec.xLabel = "loop iterations";
+  spec.yLabel = "normalized squared error";
+  spec.logY = true;
+  spec.yFloor = 1e-4;
+  std::vector<double> xs(loops.begin(), loops.end());
+  spec.series = {{"last position", xs, last},
+                 {"5%", xs, lo},
+                 {"95%", xs, hi},
+                 {"mean over positions", xs, mean}};
+  if (!makeDirs(cfg.out, err) || !writeFileAtomic(cfg.out + "/loops.csv", csv, err) ||
+      !writeFileAtomic(cfg.out + "/loops.json", j.dump(2) + "\n", err) ||
+      !writeSvg(cfg.out + "/loops.svg", spec, err)) {
+    fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+    return 2;
+  }
+  printf("loop study: %lld prompts of %lld points, d = %lld, trained at b = %lld (%.1f s)\n",
+         (long long)cfg.evalPrompts, (long long)k, (long long)dims, (long long)cfg.loops,
+         std::chrono::duration<double>(Clock::now() - t0).count());
+  printf("%7s %12s %22s %14s\n", "loops", "error (k)", "5-95% band", "mean over k");
+  for (int64_t jj = 0; jj < nL; ++jj)
+    printf("%7lld %12.4g   [%9.4g, %9.4g] %14.4g%s\n", (long long)loops[jj], last[jj], lo[jj],
+           hi[jj], mean[jj], loops[jj] == cfg.loops ? "   <- trained b" : "");
+  printf("wrote %s/loops.csv, loops.json and loops.svg\n", cfg.out.c_str());
   return 0;
 }
 

@@ -24,6 +24,7 @@ struct TrainConfig {
   int64_t loopInc = 2, loopInterval = 500; // b(step) = min(T + 2 floor(step/500), b)
   Curriculum dims, points;                 // filled from the model when unset
   double noise = 0.0;
+  const TaskSpec *spec = nullptr;          // set by finish()
   int64_t logEvery = 50, saveEvery = 500;
   int64_t evalPrompts = 1280, evalLoops = 0, evalBatch = 64;
 
@@ -41,6 +42,19 @@ int train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool resume);
 /// Evaluates parameters on fresh prompts against the baselines; writes
 /// eval.csv / eval.json / eval.svg into cfg.out and prints a table.
 int evaluate(const ModelRunner &run, const std::vector<double> &theta, const TrainConfig &cfg);
+
+/// Loop study: error after each of `loops` (sorted, >= 1) iterations, on
+/// fresh prompts of the final curriculum size, at the last prompt position
+/// (with 5-95% bootstrap bands) and averaged over positions; writes
+/// loops.csv / loops.json / loops.svg into cfg.out and prints a table.
+int loopStudy(const ModelRunner &run, const std::vector<double> &theta, const TrainConfig &cfg,
+              const std::vector<int64_t> &loops);
+
+/// 5% and 95% quantiles, over `resamples` bootstrap resamples of the prompts,
+/// of the mean of errs[prompt, i] / norm, for each position i < k.
+void bootstrapBands(const std::vector<double> &errs, int64_t prompts, int64_t k, double norm,
+                    int64_t resamples, uint64_t seed, std::vector<double> &lo,
+                    std::vector<double> &hi);
 
 /// --predict: xs [B, n, d] and ys [B, n] in `input`, preds [B, n] to `output`.
 int predict(const ModelRunner &run, const std::vector<double> &theta, const std::string &input,

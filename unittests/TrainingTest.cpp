@@ -4,10 +4,13 @@
 #include "Checkpoint.h"
 #include "Safetensors.h"
 #include "Tasks.h"
+#include "Train.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -177,4 +180,90 @@ TEST(Checkpoint, ErrorsNameTheProblem) {
   EXPECT_FALSE(loadParameters(f, info, theta, err));
   EXPECT_NE(err.find("non-finite"), std::string::npos) << err;
   unlink(f.c_str());
+}
+
+// P2's other tasks, checked through properties of the functions they sample
+// (computed here, not by the samplers): the zero predictor's error E[y^2]
+// that evaluation divides by, sparsity, sign-split trees.
+TEST(Tasks, ZeroPredictorErrorMatchesMonteCarlo) {
+  std::string known;
+  for (const char *name : {"icl_linear", "icl_noisy_linear", "icl_sparse_linear",
+                           "icl_decision_tree", "icl_relu2nn"}) {
+    const TaskSpec *t = findTask(name, known);
+    ASSERT_NE(t, nullptr) << name;
+    Rng rng(3);
+    int64_t active = 8;
+    Prompts p = t->sample(4000, 8, 10, active, t->noise, rng);
+    double m = 0;
+    for (double y : p.ys) m += y * y;
+    m /= p.ys.size();
+    // 32,000 draws (4,000 functions): within 6% of the task's constant.
+    EXPECT_NEAR(m / t->zeroError(active, t->noise), 1.0, 0.06) << name;
+    for (int64_t i = 0; i < p.batch * p.points; ++i)
+      for (int64_t c = active; c < 10; ++c)
+        ASSERT_EQ(p.xs[i * 10 + c], 0.0) << name << ": inactive coordinate";
+  }
+  EXPECT_EQ(findTask("icl_sorting", known), nullptr);
+  EXPECT_NE(known.find("icl_relu2nn"), std::string::npos);
+}
+
+TEST(Tasks, SparseLinearHasThreeNonzeroWeights) {
+  Rng rng(5);
+  int64_t d = 12, n = 40;
+  Prompts p = sampleSparseLinear(20, n, d, d, 3, rng);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    // Least squares recovers w exactly from n > d noiseless points.
+    std::vector<double> A(d * d, 0.0), rhs(d, 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      const double *x = &p.xs[(b * n + i) * d];
+      for (int64_t r = 0; r < d; ++r) {
+        rhs[r] += x[r] * p.ys[b * n + i];
+        for (int64_t c = 0; c < d; ++c) A[r * d + c] += x[r] * x[c];
+      }
+    }
+    ASSERT_TRUE(solveSPD(A, rhs, d)); // rhs becomes w
+    int nonzero = 0;
+    for (double v : rhs) nonzero += std::abs(v) > 1e-8;
+    EXPECT_EQ(nonzero, 3) << "prompt " << b;
+  }
+}
+
+TEST(Tasks, DecisionTreeDependsOnlyOnSigns) {
+  Rng rng(7);
+  int64_t d = 3, n = 400; // 8 sign patterns, 400 points: every pattern repeats
+  Prompts p = sampleDecisionTree(10, n, d, d, 4, rng);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    std::map<int, double> byPattern;
+    std::set<double> values;
+    for (int64_t i = 0; i < n; ++i) {
+      const double *x = &p.xs[(b * n + i) * d];
+      int pat = (x[0] > 0) | (x[1] > 0) << 1 | (x[2] > 0) << 2;
+      double y = p.ys[b * n + i];
+      values.insert(y);
+      auto [it, fresh] = byPattern.emplace(pat, y);
+      EXPECT_TRUE(fresh || it->second == y) << "same signs, different leaves";
+    }
+    EXPECT_LE(values.size(), 16u); // depth 4: at most 16 leaves
+  }
+}
+
+TEST(Evaluation, BootstrapBandsMatchTheNormalApproximation) {
+  // Bernoulli(0.5) errors over 1000 prompts: the mean's 5–95% interval is
+  // 0.5 ± 1.645·sqrt(0.25/1000) = 0.5 ± 0.026.
+  int64_t prompts = 1000, k = 2;
+  std::vector<double> errs(prompts * k);
+  Rng rng(11);
+  for (int64_t p = 0; p < prompts; ++p) {
+    errs[p * k] = rng.uniform() < 0.5 ? 1.0 : 0.0;
+    errs[p * k + 1] = 2.0; // constant: the band collapses to the mean
+  }
+  double mean = 0;
+  for (int64_t p = 0; p < prompts; ++p) mean += errs[p * k];
+  mean /= prompts;
+  std::vector<double> lo, hi;
+  bootstrapBands(errs, prompts, k, 1.0, 1000, 0, lo, hi);
+  EXPECT_NEAR(mean - lo[0], 0.026, 0.005);
+  EXPECT_NEAR(hi[0] - mean, 0.026, 0.005);
+  EXPECT_DOUBLE_EQ(lo[1], 2.0);
+  EXPECT_DOUBLE_EQ(hi[1], 2.0);
 }

@@ -11,8 +11,10 @@
 #include "ModelRun.h"
 #include "Plot.h"
 #include "Safetensors.h"
+#include "Tasks.h"
 #include "Train.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +44,12 @@ or --lower-to-gpu for an NVIDIA GPU: such a library needs a GPU and its driver).
                                        linear regression, then evaluate against
                                        least squares, averaging and 3-NN
                            icl_noisy_linear  the same with noise std 0.1
+                           icl_sparse_linear  w with 3 nonzero coordinates
+                           icl_decision_tree  depth-4 trees on sign splits, N(0,1) leaves
+                           icl_relu2nn  sqrt(2/100) relu(x W1) W2, hidden 100
+                         (P2's sampling; points curriculum to 2d+1, or 5d+1 for
+                         trees and ReLU nets; errors normalized by the zero
+                         predictor's, with 5-95% bootstrap bands)
 
 Training and evaluation (models):
   --steps N              training steps (default 1000)
@@ -63,6 +71,10 @@ Training and evaluation (models):
   --eval-prompts N       evaluation prompts (default 1280; 0 skips evaluation)
   --log-every N          progress line every N steps (default 50)
   --save-every N         checkpoint every N steps (default 500)
+  --eval-loops LIST      with --checkpoint: the loop study, error after each loop
+                         count in LIST (1,2,5 or 1:500 or 1:500:10) on fresh prompts,
+                         to loops.csv/json/svg (input injection stays stable past the
+                         trained b; weight tying drifts)
   --predict              with --checkpoint, --input prompts.safetensors ('xs' [B,n,d],
                          'ys' [B,n]) and --output preds.safetensors ('preds' [B,n])
   --model NAME           which model of the library (default: the first)
@@ -95,6 +107,7 @@ struct Options {
   std::string model, task, energy, input, output, plot, modelName, checkpoint, config;
   bool info = false, json = false, resume = false, predict = false;
   int64_t iterations = -1, tokens = -1, dim = -1, loops = -1;
+  std::vector<int64_t> evalLoops; // --eval-loops: the loop study
   uint64_t seed = 0;
   double scale = 1.0;
   /// Training settings given as flags, as config keys (override --config).
@@ -113,6 +126,51 @@ bool parseInt(const std::string &flag, const char *v, int64_t lo, int64_t &out,
   }
   out = x;
   return true;
+}
+
+/// "1,2,5" or "1:500" or "1:500:10" (inclusive ranges), in any mix; sorted,
+/// duplicates removed, every entry in 1..100000.
+bool parseLoopList(const std::string &flag, const char *v, std::vector<int64_t> &out,
+                   std::string &err) {
+  std::string s = v;
+  auto bad = [&] {
+    err = flag + " expects loop counts like 1,2,5 or 1:500 or 1:500:10 (each in 1..100000), got '" +
+          s + "'";
+    return false;
+  };
+  out.clear();
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t end = s.find(',', pos);
+    std::string item = s.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    std::vector<int64_t> parts;
+    size_t p = 0;
+    while (true) {
+      size_t c = item.find(':', p);
+      std::string num = item.substr(p, c == std::string::npos ? std::string::npos : c - p);
+      char *e = nullptr;
+      long long x = strtoll(num.c_str(), &e, 10);
+      if (num.empty() || *e || x < 1 || x > 100000)
+        return bad();
+      parts.push_back(x);
+      if (c == std::string::npos)
+        break;
+      p = c + 1;
+    }
+    if (parts.size() == 1)
+      out.push_back(parts[0]);
+    else if (parts.size() <= 3 && parts[0] <= parts[1])
+      for (int64_t x = parts[0]; x <= parts[1]; x += parts.size() == 3 ? parts[2] : 1)
+        out.push_back(x);
+    else
+      return bad();
+    if (end == std::string::npos)
+      break;
+    pos = end + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return !out.empty() || bad();
 }
 
 bool parseDouble(const std::string &flag, const char *v, double &out,
@@ -168,6 +226,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
       o.train[key] = tmp;
     } else if (a == "--loops") {
       if (!(v = value()) || !parseInt(a, v, 1, o.loops, err)) return false;
+    } else if (a == "--eval-loops") {
+      if (!(v = value()) || !parseLoopList(a, v, o.evalLoops, err)) return false;
     }
     else if (a == "--iterations") {
       if (!(v = value()) || !parseInt(a, v, 0, o.iterations, err)) return false;
@@ -408,8 +468,12 @@ int runModel(const Options &o, const Model &m, const std::string &task) {
         return die("--predict needs --input prompts.safetensors and --output preds.safetensors");
       return predict(run, theta, o.input, o.output, o.loops > 0 ? o.loops : cfg.loops);
     }
+    if (!o.evalLoops.empty())
+      return loopStudy(run, theta, cfg, o.evalLoops);
     return evaluate(run, theta, cfg);
   }
+  if (!o.evalLoops.empty())
+    return die("--eval-loops needs --checkpoint (train first, then study the trained model)");
   return train(m, run, cfg, o.resume);
 }
 
@@ -444,7 +508,8 @@ int main(int argc, char **argv) {
   std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
   if (task == "energy")
     return runEnergy(o, m);
-  if (task != "icl_linear" && task != "icl_noisy_linear")
-    return die("unknown task '" + task + "' (tasks: energy, icl_linear, icl_noisy_linear)");
+  std::string known;
+  if (!findTask(task, known))
+    return die("unknown task '" + task + "' (tasks: energy, " + known + ")");
   return runModel(o, m, task);
 }
