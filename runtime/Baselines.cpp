@@ -85,3 +85,44 @@ std::vector<double> unroll::nearestNeighborPreds(const double *xs, const double 
   }
   return preds;
 }
+
+std::vector<double> unroll::lasso(const double *xs, const double *ys, int64_t n, int64_t d,
+                                  double alpha, double tol, int maxSweeps) {
+  std::vector<double> w(d, 0.0), r(ys, ys + n), sq(d, 0.0); // r = y − X w
+  for (int64_t j = 0; j < d; ++j)
+    for (int64_t i = 0; i < n; ++i) sq[j] += xs[i * d + j] * xs[i * d + j];
+  for (int sweep = 0; sweep < maxSweeps; ++sweep) {
+    double moved = 0;
+    for (int64_t j = 0; j < d; ++j) {
+      if (sq[j] == 0)
+        continue;
+      // Minimize over w_j alone: soft-threshold the partial correlation.
+      double rho = 0;
+      for (int64_t i = 0; i < n; ++i) rho += xs[i * d + j] * (r[i] + xs[i * d + j] * w[j]);
+      double thr = alpha * n, wj = 0;
+      if (rho > thr) wj = (rho - thr) / sq[j];
+      else if (rho < -thr) wj = (rho + thr) / sq[j];
+      double delta = wj - w[j];
+      if (delta != 0) {
+        for (int64_t i = 0; i < n; ++i) r[i] -= xs[i * d + j] * delta;
+        w[j] = wj;
+        moved = std::max(moved, std::abs(delta));
+      }
+    }
+    if (moved <= tol)
+      break;
+  }
+  return w;
+}
+
+std::vector<double> unroll::lassoPreds(const double *xs, const double *ys, int64_t k, int64_t d,
+                                       double alpha) {
+  std::vector<double> out(k, 0.0);
+  for (int64_t i = 1; i < k; ++i) {
+    std::vector<double> w = lasso(xs, ys, i, d, alpha);
+    double p = 0;
+    for (int64_t c = 0; c < d; ++c) p += w[c] * xs[i * d + c];
+    out[i] = p;
+  }
+  return out;
+}

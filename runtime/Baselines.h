@@ -21,6 +21,15 @@ std::vector<double> averagingPreds(const double *xs, const double *ys, int64_t k
 std::vector<double> nearestNeighborPreds(const double *xs, const double *ys, int64_t k,
                                          int64_t d, int nn = 3);
 
+/// Lasso without intercept (sklearn's objective): w minimizing
+/// (1/2n)·||y − X w||² + alpha·||w||₁ over n examples X [n, d], by cyclic
+/// coordinate descent until no coordinate moves by more than `tol`.
+std::vector<double> lasso(const double *xs, const double *ys, int64_t n, int64_t d, double alpha,
+                          double tol = 1e-10, int maxSweeps = 10000);
+/// Predictions of the Lasso fitted on the examples before each position.
+std::vector<double> lassoPreds(const double *xs, const double *ys, int64_t k, int64_t d,
+                               double alpha);
+
 /// Solves A w = b for a symmetric positive definite d x d A (Cholesky, in
 /// place); false if A is not positive definite.
 bool solveSPD(std::vector<double> &a, std::vector<double> &b, int64_t d);

@@ -319,7 +319,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   const nlohmann::json &mi = run.info();
   int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
   Rng rng(cfg.seed ^ 0x5eed5eedULL); // evaluation prompts independent of training's
-  std::vector<double> sModel(k, 0), sLs(k, 0), sAvg(k, 0), sNn(k, 0);
+  std::vector<double> sModel(k, 0), sLs(k, 0), sAvg(k, 0), sNn(k, 0), sLasso(k, 0);
+  bool withLasso = cfg.task == "icl_sparse_linear"; // P2's baseline for sparse w
   std::vector<double> perPrompt; // the model's squared errors [prompt, k], for the bands
   perPrompt.reserve(cfg.evalPrompts * k);
   int64_t done = 0;
@@ -337,6 +338,7 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
       const double *xs = &p.xs[b * k * d], *ys = &p.ys[b * k];
       auto ls = leastSquaresPreds(xs, ys, k, d), av = averagingPreds(xs, ys, k, d),
            nn = nearestNeighborPreds(xs, ys, k, d, 3);
+      std::vector<double> la = withLasso ? lassoPreds(xs, ys, k, d, 0.01) : std::vector<double>();
       for (int64_t i = 0; i < k; ++i) {
         auto sq = [&](double v) { return (v - ys[i]) * (v - ys[i]); };
         sModel[i] += sq(last[b * k + i]);
@@ -344,25 +346,32 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
         sLs[i] += sq(ls[i]);
         sAvg[i] += sq(av[i]);
         sNn[i] += sq(nn[i]);
+        if (withLasso) sLasso[i] += sq(la[i]);
       }
     }
     done += bsz;
   }
   // P2 normalizes by the zero predictor's error E[y^2] (the task's).
   double zero = cfg.spec->zeroError(dims, cfg.noise), norm = cfg.evalPrompts * zero;
-  for (auto *v : {&sModel, &sLs, &sAvg, &sNn})
+  for (auto *v : {&sModel, &sLs, &sAvg, &sNn, &sLasso})
     for (double &x : *v) x /= norm;
   std::vector<double> lo, hi;
   bootstrapBands(perPrompt, cfg.evalPrompts, k, zero, 1000, cfg.seed, lo, hi);
 
-  std::string csv = "k,model,model_p05,model_p95,least_squares,averaging,nearest_neighbors_3\n";
+  std::string csv = std::string("k,model,model_p05,model_p95,least_squares,averaging,"
+                                "nearest_neighbors_3") + (withLasso ? ",lasso_0.01\n" : "\n");
   nlohmann::json j{{"task", cfg.task}, {"prompts", cfg.evalPrompts}, {"loops", cfg.evalLoops},
                    {"dims", dims}, {"normalization", "squared error / E[y^2] (zero predictor = 1)"}};
   for (int64_t i = 0; i < k; ++i) {
     char line[256];
-    snprintf(line, sizeof line, "%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", (long long)i, sModel[i],
+    snprintf(line, sizeof line, "%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", (long long)i, sModel[i],
              lo[i], hi[i], sLs[i], sAvg[i], sNn[i]);
     csv += line;
+    if (withLasso) {
+      snprintf(line, sizeof line, ",%.6g", sLasso[i]);
+      csv += line;
+    }
+    csv += "\n";
   }
   j["normalization"] = "squared error / E[y^2] = " + std::to_string(zero) + " (zero predictor = 1)";
   j["k"] = nlohmann::json::array();
@@ -374,6 +383,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   j["least_squares"] = sLs;
   j["averaging"] = sAvg;
   j["nearest_neighbors_3"] = sNn;
+  if (withLasso)
+    j["lasso_0.01"] = sLasso;
   PlotSpec spec;
   spec.title = mi["name"].get<std::string>() + " on " + cfg.task + " (d = " +
                std::to_string(dims) + ", " + std::to_string(cfg.evalLoops) + " loops)";
@@ -386,6 +397,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   spec.series = {{"model", ks, sModel},           {"model 5%", ks, lo},
                  {"model 95%", ks, hi},           {"least squares", ks, sLs},
                  {"averaging", ks, sAvg},         {"3-nearest neighbours", ks, sNn}};
+  if (withLasso)
+    spec.series.push_back({"Lasso (alpha 0.01)", ks, sLasso});
   if (!makeDirs(cfg.out, err) || !writeFileAtomic(cfg.out + "/eval.csv", csv, err) ||
       !writeFileAtomic(cfg.out + "/eval.json", j.dump(2) + "\n", err) ||
       !writeSvg(cfg.out + "/eval.svg", spec, err)) {
@@ -395,12 +408,16 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   printf("evaluation: %lld prompts, %lld loops, d = %lld, normalized squared error (%.1f s)\n",
          (long long)cfg.evalPrompts, (long long)cfg.evalLoops, (long long)dims,
          std::chrono::duration<double>(Clock::now() - t0).count());
-  printf("%5s %10s %14s %10s %10s\n", "k", "model", "least squares", "averaging", "3-NN");
+  printf("%5s %10s %14s %10s %10s%s\n", "k", "model", "least squares", "averaging", "3-NN",
+         withLasso ? "      Lasso" : "");
   for (int64_t i = 0; i < k; ++i) {
     if (k > 16 && i % 4 != 0 && i != 2 * dims && i != dims && i != k - 1)
       continue;
-    printf("%5lld %10.4f %14.4g %10.4f %10.4f%s\n", (long long)i, sModel[i], sLs[i], sAvg[i],
-           sNn[i], i == 2 * dims ? "   <- k = 2d" : "");
+    char extra[32] = "";
+    if (withLasso)
+      snprintf(extra, sizeof extra, " %10.4g", sLasso[i]);
+    printf("%5lld %10.4f %14.4g %10.4f %10.4f%s%s\n", (long long)i, sModel[i], sLs[i], sAvg[i],
+           sNn[i], extra, i == 2 * dims ? "   <- k = 2d" : "");
   }
   printf("wrote %s/eval.csv, eval.json and eval.svg\n", cfg.out.c_str());
   return 0;

@@ -267,3 +267,40 @@ TEST(Evaluation, BootstrapBandsMatchTheNormalApproximation) {
   EXPECT_DOUBLE_EQ(lo[1], 2.0);
   EXPECT_DOUBLE_EQ(hi[1], 2.0);
 }
+
+// The Lasso solution is characterized by its KKT conditions (independent of
+// how it was found): with r = y − Xw and g = Xᵀr / n, g_j = alpha·sign(w_j)
+// where w_j ≠ 0 and |g_j| <= alpha where w_j = 0.
+TEST(Baselines, LassoSatisfiesKKT) {
+  Rng rng(13);
+  int64_t n = 30, d = 10;
+  for (double alpha : {0.01, 0.1, 0.5}) {
+    Prompts p = sampleSparseLinear(1, n, d, d, 3, rng);
+    for (double &y : p.ys) y += 0.1 * rng.normal();
+    std::vector<double> w = lasso(p.xs.data(), p.ys.data(), n, d, alpha);
+    std::vector<double> r(p.ys);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < d; ++c) r[i] -= p.xs[i * d + c] * w[c];
+    int zeros = 0;
+    for (int64_t c = 0; c < d; ++c) {
+      double g = 0;
+      for (int64_t i = 0; i < n; ++i) g += p.xs[i * d + c] * r[i];
+      g /= n;
+      if (w[c] != 0)
+        EXPECT_NEAR(g, alpha * (w[c] > 0 ? 1 : -1), 1e-8) << "alpha " << alpha << ", w_" << c;
+      else {
+        EXPECT_LE(std::abs(g), alpha + 1e-8) << "alpha " << alpha << ", w_" << c;
+        ++zeros;
+      }
+    }
+    if (alpha == 0.5)
+      EXPECT_GT(zeros, 0) << "a large alpha zeroes coordinates";
+  }
+  // alpha -> 0 with n > d: the least-squares solution.
+  Prompts p = sampleLinear(1, 40, 5, 5, 0.0, rng);
+  std::vector<double> w = lasso(p.xs.data(), p.ys.data(), 40, 5, 1e-12, 1e-14, 100000);
+  std::vector<double> ls = leastSquaresPreds(p.xs.data(), p.ys.data(), 40, 5);
+  double pred = 0;
+  for (int64_t c = 0; c < 5; ++c) pred += w[c] * p.xs[39 * 5 + c];
+  EXPECT_NEAR(pred, ls[39], 1e-6);
+}
