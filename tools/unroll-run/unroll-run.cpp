@@ -437,6 +437,8 @@ int runModel(const Options &o, const Model &m, const std::string &task) {
   }
   if (!cfg.apply(o.train, err))
     return die(err);
+  if (!o.task.empty()) // the flag wins over the config file's "task"
+    cfg.task = o.task;
   if (o.resume) {
     // Resuming reuses the saved settings unless flags override them.
     TrainState st;
@@ -448,6 +450,8 @@ int runModel(const Options &o, const Model &m, const std::string &task) {
     prev.task = task;
     if (!prev.apply(saved, err) || !prev.apply(o.train, err))
       return die(dir + ": " + err);
+    if (!o.task.empty())
+      prev.task = o.task;
     cfg = prev;
   }
   if (o.loops > 0) {
