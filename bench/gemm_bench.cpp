@@ -45,6 +45,7 @@ template <typename T> double checkOne(std::mt19937_64 &rng) {
   std::uniform_int_distribution<int64_t> dim(1, rng() % 2 ? 40 : 300);
   int64_t M = dim(rng), N = dim(rng), K = rng() % 4 == 0 ? dim(rng) * 3 : dim(rng);
   if (rng() % 10 == 0) K = 0;
+  if (rng() % 4 == 0) N = (rng() % 4 + 1) * 4; // 4..16: the unpacked narrow kernel's widths
   bool acc = rng() & 1; // C += A B, or C = A B
   bool ta = rng() & 1, tb = rng() & 1, tc = rng() & 1;
   int64_t padA = rng() % 3, padB = rng() % 3, padC = rng() % 3;

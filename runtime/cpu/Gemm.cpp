@@ -182,6 +182,53 @@ UNROLL_TILE(tileF64Avx512, double, f64x8, 8, 8, AVX512)
 UNROLL_TILE(tileF64Avx2, double, f64x4, 4, 6, AVX2)
 UNROLL_TILE(tileF64Plain, double, f64x2, 2, 4, PLAIN)
 
+/// Narrow products: N = W or 2 W columns with rows of B and C contiguous
+/// (attention's P·V and its gradients, N = head dim). No packing at all: each
+/// row of C is one or two vectors accumulated over k from B's rows. Packing
+/// B for these small products cost as much as the arithmetic.
+#define UNROLL_NARROW(NAME, T, V, W, ATTR)                                              \
+  ATTR void NAME(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, \
+                 const T *B, int64_t sBk, T *C, int64_t sCm, bool add) {                \
+    constexpr int R = 8; /* rows at a time */                                           \
+    bool two = N == 2 * W;                                                              \
+    for (int64_t i = 0; i < M; i += R) {                                                \
+      int rows = int(std::min<int64_t>(R, M - i));                                      \
+      V acc[R][2];                                                                      \
+      for (int r = 0; r < R; ++r)                                                       \
+        acc[r][0] = acc[r][1] = V{};                                                    \
+      for (int64_t k = 0; k < K; ++k) {                                                 \
+        V b0, b1 = V{};                                                                 \
+        memcpy(&b0, B + k * sBk, sizeof(V));                                            \
+        if (two)                                                                        \
+          memcpy(&b1, B + k * sBk + W, sizeof(V));                                      \
+        for (int r = 0; r < R; ++r) {                                                   \
+          if (r >= rows)                                                                \
+            break;                                                                      \
+          V av = V{} + A[(i + r) * sAm + k * sAk];                                      \
+          acc[r][0] += av * b0;                                                         \
+          if (two)                                                                      \
+            acc[r][1] += av * b1;                                                       \
+        }                                                                               \
+      }                                                                                 \
+      for (int r = 0; r < rows; ++r)                                                    \
+        for (int h = 0; h < (two ? 2 : 1); ++h) {                                       \
+          T *c = C + (i + r) * sCm + h * W;                                             \
+          V v = acc[r][h];                                                              \
+          if (add) {                                                                    \
+            V o;                                                                        \
+            memcpy(&o, c, sizeof(V));                                                   \
+            v += o;                                                                     \
+          }                                                                             \
+          memcpy(c, &v, sizeof(V));                                                     \
+        }                                                                               \
+    }                                                                                   \
+  }
+
+UNROLL_NARROW(narrowF32Avx512, float, f32x16, 16, AVX512)
+UNROLL_NARROW(narrowF32Avx2, float, f32x8, 8, AVX2)
+UNROLL_NARROW(narrowF64Avx512, double, f64x8, 8, AVX512)
+UNROLL_NARROW(narrowF64Avx2, double, f64x4, 4, AVX2)
+
 template <typename T>
 using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, int64_t, int64_t,
                         int64_t, bool);
@@ -260,7 +307,16 @@ extern "C" {
 void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                      const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
                      int64_t sCn, int64_t accumulate) {
-  switch (detect()) {
+  Isa isa = detect();
+  if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
+    int64_t w = isa == Isa::Avx512 ? 16 : 8;
+    if (N == w || N == 2 * w) {
+      (isa == Isa::Avx512 ? narrowF32Avx512 : narrowF32Avx2)(M, N, K, A, sAm, sAk, B, sBk, C,
+                                                              sCm, accumulate != 0);
+      return;
+    }
+  }
+  switch (isa) {
   case Isa::Avx512:
     return gemm<float, 8, 32>(tileF32Avx512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
   case Isa::Avx2:
@@ -273,7 +329,16 @@ void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sA
 void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm,
                      int64_t sAk, const double *B, int64_t sBk, int64_t sBn, double *C,
                      int64_t sCm, int64_t sCn, int64_t accumulate) {
-  switch (detect()) {
+  Isa isa = detect();
+  if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
+    int64_t w = isa == Isa::Avx512 ? 8 : 4;
+    if (N == w || N == 2 * w) {
+      (isa == Isa::Avx512 ? narrowF64Avx512 : narrowF64Avx2)(M, N, K, A, sAm, sAk, B, sBk, C,
+                                                              sCm, accumulate != 0);
+      return;
+    }
+  }
+  switch (isa) {
   case Isa::Avx512:
     return gemm<double, 8, 16>(tileF64Avx512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
   case Isa::Avx2:
