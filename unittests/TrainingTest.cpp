@@ -293,8 +293,9 @@ TEST(Baselines, LassoSatisfiesKKT) {
         ++zeros;
       }
     }
-    if (alpha == 0.5)
+    if (alpha == 0.5) {
       EXPECT_GT(zeros, 0) << "a large alpha zeroes coordinates";
+    }
   }
   // alpha -> 0 with n > d: the least-squares solution.
   Prompts p = sampleLinear(1, 40, 5, 5, 0.0, rng);
