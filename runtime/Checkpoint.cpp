@@ -170,7 +170,7 @@ bool unroll::saveCheckpoint(const std::string &dir, const nlohmann::json &info,
   return true;
 }
 
-static bool latestStep(const std::string &dir, std::string &stepDir, std::string &error) {
+bool unroll::latestStep(const std::string &dir, std::string &stepDir, std::string &error) {
   std::string name;
   if (!readText(dir + "/latest", name, error)) {
     error = dir + ": no checkpoint here (no 'latest' file)";

@@ -39,6 +39,9 @@ bool saveCheckpoint(const std::string &dir, const nlohmann::json &modelInfo,
 bool loadCheckpoint(const std::string &dir, const nlohmann::json &modelInfo,
                     TrainState &state, nlohmann::json &config, std::string &error);
 
+/// The step folder that `dir`/latest names (dir/ckpt-NNNNNNN).
+bool latestStep(const std::string &dir, std::string &stepDir, std::string &error);
+
 /// Parameters only, from a checkpoint folder or a model .safetensors file
 /// (P2's names; extra tensors are an error, so are missing ones).
 bool loadParameters(const std::string &path, const nlohmann::json &modelInfo,

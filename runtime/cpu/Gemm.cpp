@@ -300,6 +300,45 @@ Isa detect() {
   return isa;
 }
 
+/// The kernels of one precision, per instruction set.
+template <typename T> struct Kernels;
+template <> struct Kernels<float> {
+  static constexpr auto narrow512 = narrowF32Avx512, narrow2 = narrowF32Avx2;
+  static constexpr auto tile512 = tileF32Avx512, tile2 = tileF32Avx2, tilePlain = tileF32Plain;
+};
+template <> struct Kernels<double> {
+  static constexpr auto narrow512 = narrowF64Avx512, narrow2 = narrowF64Avx2;
+  static constexpr auto tile512 = tileF64Avx512, tile2 = tileF64Avx2, tilePlain = tileF64Plain;
+};
+
+/// Picks the narrow unpacked kernel or the blocked one for this ISA. The
+/// register tiles are 8 x 4W (AVX-512), 6 x 2W (AVX2), 4 x 2W (baseline),
+/// W = vector width in elements.
+template <typename T>
+void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
+              const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc) {
+  using Kn = Kernels<T>;
+  constexpr int64_t w512 = 64 / sizeof(T), w2 = 32 / sizeof(T), wPlain = 16 / sizeof(T);
+  Isa isa = detect();
+  if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
+    int64_t w = isa == Isa::Avx512 ? w512 : w2;
+    if (N == w || N == 2 * w) {
+      (isa == Isa::Avx512 ? Kn::narrow512 : Kn::narrow2)(M, N, K, A, sAm, sAk, B, sBk, C, sCm,
+                                                        acc);
+      return;
+    }
+  }
+  switch (isa) {
+  case Isa::Avx512:
+    return gemm<T, 8, 2 * w512>(Kn::tile512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
+  case Isa::Avx2:
+    return gemm<T, 6, 2 * w2>(Kn::tile2, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
+  case Isa::Plain:
+    return gemm<T, 4, 2 * wPlain>(Kn::tilePlain, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn,
+                                  acc);
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -307,45 +346,13 @@ extern "C" {
 void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                      const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
                      int64_t sCn, int64_t accumulate) {
-  Isa isa = detect();
-  if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
-    int64_t w = isa == Isa::Avx512 ? 16 : 8;
-    if (N == w || N == 2 * w) {
-      (isa == Isa::Avx512 ? narrowF32Avx512 : narrowF32Avx2)(M, N, K, A, sAm, sAk, B, sBk, C,
-                                                              sCm, accumulate != 0);
-      return;
-    }
-  }
-  switch (isa) {
-  case Isa::Avx512:
-    return gemm<float, 8, 32>(tileF32Avx512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
-  case Isa::Avx2:
-    return gemm<float, 6, 16>(tileF32Avx2, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
-  case Isa::Plain:
-    return gemm<float, 4, 8>(tileF32Plain, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
-  }
+  dispatch<float>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
 }
 
 void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm,
                      int64_t sAk, const double *B, int64_t sBk, int64_t sBn, double *C,
                      int64_t sCm, int64_t sCn, int64_t accumulate) {
-  Isa isa = detect();
-  if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
-    int64_t w = isa == Isa::Avx512 ? 8 : 4;
-    if (N == w || N == 2 * w) {
-      (isa == Isa::Avx512 ? narrowF64Avx512 : narrowF64Avx2)(M, N, K, A, sAm, sAk, B, sBk, C,
-                                                              sCm, accumulate != 0);
-      return;
-    }
-  }
-  switch (isa) {
-  case Isa::Avx512:
-    return gemm<double, 8, 16>(tileF64Avx512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
-  case Isa::Avx2:
-    return gemm<double, 6, 8>(tileF64Avx2, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
-  case Isa::Plain:
-    return gemm<double, 4, 4>(tileF64Plain, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
-  }
+  dispatch<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
 }
 
 } // extern "C"

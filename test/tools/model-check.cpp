@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ModelRun.h"
+#include "Checkpoint.h"
 #include "Safetensors.h"
 
 #include <cmath>
@@ -281,17 +282,9 @@ int against(const Args &a, const Model &ma, const ModelRunner &ra, const nlohman
 /// Two training runs' final weights, tensor by tensor.
 int compareCheckpoints(const Args &a) {
   auto file = [](const std::string &dir) {
-    // A run folder (its latest checkpoint) or a checkpoint folder.
-    std::string latest = dir + "/latest";
-    if (FILE *f = fopen(latest.c_str(), "r")) {
-      char buf[256] = {0};
-      size_t n = fread(buf, 1, sizeof buf - 1, f);
-      fclose(f);
-      std::string name(buf, n);
-      while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-      return dir + "/" + name + "/model.safetensors";
-    }
-    return dir + "/model.safetensors";
+    // A run's checkpoint folder (its latest step) or a step folder.
+    std::string step, ignore;
+    return (latestStep(dir, step, ignore) ? step : dir) + "/model.safetensors";
   };
   TensorMap ta, tb;
   std::string err;
