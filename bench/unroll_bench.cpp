@@ -1,10 +1,13 @@
 //===- unroll_bench.cpp - time a compiled model's training step and forward ===//
 //
 //   unroll-bench MODEL.so [--batch 64] [--points k] [--repeats 5] [--threads N]
+//                         [--optimizer host|compiled]
 //
 // Prints JSON: the wall time of every repeat of one training step (loss,
 // gradient and an Adam update) and of one forward pass at the model's b,
-// after one warm-up each.
+// after one warm-up each. The Adam update runs as in unroll-run: by default
+// on the host for CPU libraries and compiled, on resident state, for GPU
+// libraries (weights and moments stay on the GPU).
 //
 //===----------------------------------------------------------------------===//
 #include "Adam.h"
@@ -24,8 +27,13 @@ int main(int argc, char **argv) {
     return 2;
   }
   int64_t batch = 64, points = -1, repeats = 5, threads = -1;
+  std::string optimizer = "auto";
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--optimizer") {
+      optimizer = argv[i + 1];
+      continue;
+    }
     int64_t v = std::stoll(argv[i + 1]);
     if (a == "--batch") batch = v;
     else if (a == "--points") points = v;
@@ -60,7 +68,22 @@ int main(int argc, char **argv) {
     fn();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  bool compiled = optimizer == "compiled" || (optimizer == "auto" && m.gpu());
+  ResidentState dev;
+  if (compiled && (!run.hasAdam() || !dev.init(m, run.numParams(),
+                                               m.info().value("element_type", "") == "f32", err))) {
+    fprintf(stderr, "unroll-bench: %s\n", err.empty() ? "no compiled optimizer" : err.c_str());
+    return 2;
+  }
+  if (compiled)
+    dev.upload(theta, {}, {});
   auto step = [&] {
+    if (compiled) {
+      run.lossGrad(p, dev, b, T, losses, err);
+      ++adam.step;
+      run.adamStep(dev, adam);
+      return;
+    }
     run.lossGrad(p, theta, b, T, losses, grad, err);
     adam.update(theta, grad);
   };
@@ -78,6 +101,7 @@ int main(int argc, char **argv) {
   };
   nlohmann::json j{{"model", (*mi)["name"]}, {"batch", batch}, {"points", points},
                    {"loops", b}, {"window", T}, {"threads", run.threads()},
+                   {"optimizer", compiled ? "compiled" : "host"},
                    {"target", m.info().value("target", "cpu")},
                    {"device", m.gpu() ? m.device() : std::string("cpu")},
                    {"train_step_s", ts}, {"forward_s", fs},

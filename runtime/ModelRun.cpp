@@ -1,8 +1,11 @@
 //===- ModelRun.cpp - calling a compiled model ----------------------------===//
 #include "ModelRun.h"
+#include "Adam.h"
 #include "MemRef.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <malloc.h>
 #include <thread>
 
@@ -42,6 +45,7 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
     error = m.path() + ": missing the model's forward or loss_grad entry point";
     return false;
   }
+  adam_ = info.contains("adam") ? m.entry(info.value("adam", "")) : nullptr;
   f32_ = m.info().value("element_type", "") == "f32";
   numParams_ = info.value("num_params", (int64_t)0);
   dim_ = info.value("prompt_dim", (int64_t)0);
@@ -90,8 +94,8 @@ template <typename Fn> void overChunks(const Prompts &p, int threads, Fn fn) {
 }
 } // namespace
 
-bool ModelRunner::check(const Prompts &p, const std::vector<double> &theta,
-                        int64_t loops, std::string &error) const {
+bool ModelRunner::check(const Prompts &p, int64_t thetaSize, int64_t loops,
+                        std::string &error) const {
   if (p.batch <= 0 || p.points <= 0) {
     error = "a batch needs at least one prompt of at least one point";
     return false;
@@ -107,9 +111,9 @@ bool ModelRunner::check(const Prompts &p, const std::vector<double> &theta,
             std::to_string(positions_);
     return false;
   }
-  if ((int64_t)theta.size() != numParams_) {
+  if (thetaSize != numParams_) {
     error = "expected " + std::to_string(numParams_) + " parameter values, got " +
-            std::to_string(theta.size());
+            std::to_string(thetaSize);
     return false;
   }
   if (loops < 1) {
@@ -141,28 +145,52 @@ void callForward(void *fn, const Prompts &p, const std::vector<double> &theta, i
         preds[(t * p.batch + b) * p.points + i] = out[(t * p.batch + b) * n + 2 * i];
 }
 
+/// @M_loss_grad on caller-owned theta [np] and grad [np] buffers of T.
 template <typename T>
-void callLossGrad(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
-                  int64_t window, std::vector<double> &losses, std::vector<double> &grad) {
+void callLossGradInto(void *fn, const Prompts &p, T *theta, T *grad, int64_t np, int64_t loops,
+                      int64_t window, std::vector<double> &losses) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
                       MemRef<T, 1> *, MemRef<T, 1> *);
   int64_t n = 2 * p.points, tw = std::min(loops, window);
-  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), th = to<T>(theta);
-  std::vector<T> l(tw), g(theta.size());
+  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
   auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
   auto ym = makeMemRef<T, 2>(ys.data(), {p.batch, p.points});
-  auto tm = makeMemRef<T, 1>(th.data(), {(int64_t)th.size()});
+  auto tm = makeMemRef<T, 1>(theta, {np});
   auto lm = makeMemRef<T, 1>(l.data(), {tw});
-  auto gm = makeMemRef<T, 1>(g.data(), {(int64_t)g.size()});
+  auto gm = makeMemRef<T, 1>(grad, {np});
   reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, window, &lm, &gm);
   losses.assign(l.begin(), l.end());
+}
+
+template <typename T>
+void callLossGrad(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                  int64_t window, std::vector<double> &losses, std::vector<double> &grad) {
+  std::vector<T> th = to<T>(theta), g(theta.size());
+  callLossGradInto<T>(fn, p, th.data(), g.data(), (int64_t)th.size(), loops, window, losses);
   grad.assign(g.begin(), g.end());
+}
+
+template <typename T> double callAdam(void *fn, ResidentState &st, const Adam &opt) {
+  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, T, T, T,
+                      T, T, MemRef<T, 1> *);
+  constexpr int64_t kPartials = 256;
+  std::vector<T> partial(kPartials);
+  auto vec = [&](void *p) { return makeMemRef<T, 1>(static_cast<T *>(p), {st.size}); };
+  auto th = vec(st.theta), g = vec(st.grad), m = vec(st.m), v = vec(st.v);
+  auto pm = makeMemRef<T, 1>(partial.data(), {kPartials});
+  double bc1 = 1 - std::pow(opt.beta1, (double)opt.step);
+  double bc2 = 1 - std::pow(opt.beta2, (double)opt.step);
+  reinterpret_cast<Fn>(fn)(&th, &g, &m, &v, T(opt.lr / bc1), T(std::sqrt(bc2)), T(opt.beta1),
+                           T(opt.beta2), T(opt.eps), &pm);
+  double sum = 0;
+  for (T x : partial) sum += x;
+  return sum;
 }
 } // namespace
 
 bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, int64_t loops,
                           std::vector<double> &preds, std::string &error) const {
-  if (!check(p, theta, loops, error))
+  if (!check(p, (int64_t)theta.size(), loops, error))
     return false;
   preds.assign(loops * p.batch * p.points, 0.0);
   overChunks(p, threads_, [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
@@ -182,7 +210,7 @@ bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, in
 bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, int64_t loops,
                            int64_t window, std::vector<double> &losses,
                            std::vector<double> &grad, std::string &error) const {
-  if (!check(p, theta, loops, error))
+  if (!check(p, (int64_t)theta.size(), loops, error))
     return false;
   if (window < 1) {
     error = "the loss window T must be >= 1, got " + std::to_string(window);
@@ -205,4 +233,119 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
     for (size_t i = 0; i < grad.size(); ++i) grad[i] += w * gs[c][i];
   }
   return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Resident state
+//===----------------------------------------------------------------------===//
+
+ResidentState::~ResidentState() {
+  for (void *p : {theta, grad, m, v})
+    if (p)
+      free_ ? free_(p) : ::free(p);
+}
+
+bool ResidentState::init(const Model &lib, int64_t n, bool isF32, std::string &error) {
+  size = n;
+  f32 = isF32;
+  alloc_ = reinterpret_cast<void *(*)(size_t)>(lib.symbol("unroll_state_alloc"));
+  free_ = reinterpret_cast<void (*)(void *)>(lib.symbol("unroll_state_free"));
+  write_ = reinterpret_cast<void (*)(void *, const void *, size_t)>(lib.symbol("unroll_state_write"));
+  read_ = reinterpret_cast<void (*)(void *, const void *, size_t)>(lib.symbol("unroll_state_read"));
+  hits_ = reinterpret_cast<uint64_t (*)()>(lib.symbol("unroll_state_hits"));
+  if (!alloc_ || !free_ || !write_ || !read_) {
+    if (lib.gpu()) {
+      error = lib.path() + ": the GPU library lacks the unroll_state_* functions (rebuild it "
+                           "with this unroll-translate)";
+      return false;
+    }
+    alloc_ = nullptr, free_ = nullptr, write_ = nullptr, read_ = nullptr, hits_ = nullptr;
+  }
+  size_t bytes = size_t(std::max<int64_t>(n, 1)) * (f32 ? 4 : 8);
+  for (void **p : {&theta, &grad, &m, &v}) {
+    *p = alloc_ ? alloc_(bytes) : aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!*p) {
+      error = "cannot allocate " + std::to_string(bytes) + " bytes of training state";
+      return false;
+    }
+  }
+  return true;
+}
+
+void ResidentState::writeVector(void *dst, const std::vector<double> &src) {
+  size_t bytes = size * (f32 ? 4 : 8);
+  std::vector<float> f;
+  std::vector<double> d;
+  const void *host;
+  if (f32) {
+    f.assign(size, 0.0f);
+    std::copy(src.begin(), src.begin() + std::min<int64_t>(size, src.size()), f.begin());
+    host = f.data();
+  } else {
+    d.assign(size, 0.0);
+    std::copy(src.begin(), src.begin() + std::min<int64_t>(size, src.size()), d.begin());
+    host = d.data();
+  }
+  write_ ? write_(dst, host, bytes) : (void)memcpy(dst, host, bytes);
+}
+
+void ResidentState::readVector(std::vector<double> &dst, const void *src) const {
+  size_t bytes = size * (f32 ? 4 : 8);
+  dst.resize(size);
+  if (f32) {
+    std::vector<float> f(size);
+    read_ ? read_(f.data(), src, bytes) : (void)memcpy(f.data(), src, bytes);
+    std::copy(f.begin(), f.end(), dst.begin());
+  } else {
+    read_ ? read_(dst.data(), src, bytes) : (void)memcpy(dst.data(), src, bytes);
+  }
+}
+
+void ResidentState::upload(const std::vector<double> &th, const std::vector<double> &mm,
+                           const std::vector<double> &vv) {
+  writeVector(theta, th);
+  writeVector(m, mm); // empty: zeros
+  writeVector(v, vv);
+}
+
+void ResidentState::download(std::vector<double> &th, std::vector<double> &mm,
+                             std::vector<double> &vv) const {
+  readVector(th, theta);
+  readVector(mm, m);
+  readVector(vv, v);
+}
+
+bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                           std::vector<double> &losses, std::string &error) const {
+  if (st.size != numParams_ || st.f32 != f32_) {
+    error = "the resident state does not match the model";
+    return false;
+  }
+  if (!check(p, numParams_, loops, error))
+    return false;
+  if (window < 1) {
+    error = "the loss window T must be >= 1, got " + std::to_string(window);
+    return false;
+  }
+  if (threads_ == 1) {
+    // Straight into the resident buffers: nothing is copied on a GPU.
+    if (f32_)
+      callLossGradInto<float>(lossGrad_, p, (float *)st.theta, (float *)st.grad, st.size, loops,
+                              window, losses);
+    else
+      callLossGradInto<double>(lossGrad_, p, (double *)st.theta, (double *)st.grad, st.size,
+                               loops, window, losses);
+    return true;
+  }
+  // Threads over the batch (CPU): the chunks' gradients meet on the host.
+  std::vector<double> theta, m, v, grad;
+  st.download(theta, m, v);
+  if (!lossGrad(p, theta, loops, window, losses, grad, error))
+    return false;
+  st.writeVector(st.grad, grad);
+  return true;
+}
+
+double ModelRunner::adamStep(ResidentState &st, const Adam &opt) const {
+  return f32_ ? callAdam<float>(adam_, st, opt) : callAdam<double>(adam_, st, opt);
 }

@@ -22,6 +22,45 @@ std::vector<double> promptTokens(const Prompts &p);
 const nlohmann::json *findModel(const Model &m, const std::string &name,
                                 std::string &error);
 
+struct Adam;
+
+/// Weights, gradient and Adam moments of a training run in memory from the
+/// library's own allocator (unroll_state_alloc, docs/abi.md), in the
+/// library's element type. A GPU library's entry points use such buffers in
+/// place: the state stays on the GPU for the whole run, and crosses to the
+/// host only through upload / download (start, checkpoints, the end).
+class ResidentState {
+public:
+  ResidentState() = default;
+  ResidentState(const ResidentState &) = delete;
+  ResidentState &operator=(const ResidentState &) = delete;
+  ~ResidentState();
+  /// Allocates four vectors of `n` elements of 4 (f32) or 8 (f64) bytes.
+  bool init(const Model &m, int64_t n, bool f32, std::string &error);
+  /// theta, m, v from the host (m, v empty: zeros).
+  void upload(const std::vector<double> &theta, const std::vector<double> &m,
+              const std::vector<double> &v);
+  void download(std::vector<double> &theta, std::vector<double> &m,
+                std::vector<double> &v) const;
+  /// Entry-point arguments used in place so far (the library's count).
+  uint64_t residentHits() const { return hits_ ? hits_() : 0; }
+
+  /// One of the four buffers from / to a host vector (converted).
+  void writeVector(void *dst, const std::vector<double> &src);
+  void readVector(std::vector<double> &dst, const void *src) const;
+
+  void *theta = nullptr, *grad = nullptr, *m = nullptr, *v = nullptr;
+  int64_t size = 0;
+  bool f32 = false;
+
+private:
+  void *(*alloc_)(size_t) = nullptr;
+  void (*free_)(void *) = nullptr;
+  void (*write_)(void *, const void *, size_t) = nullptr;
+  void (*read_)(void *, const void *, size_t) = nullptr;
+  uint64_t (*hits_)() = nullptr;
+};
+
 /// A compiled model's entry points, resolved once.
 class ModelRunner {
 public:
@@ -44,11 +83,19 @@ public:
                 int64_t loops, int64_t window, std::vector<double> &losses,
                 std::vector<double> &grad, std::string &error) const;
 
+  /// Whether the library has the compiled optimizer step (@M_adam).
+  bool hasAdam() const { return adam_ != nullptr; }
+  /// lossGrad on resident state: reads st.theta, writes st.grad.
+  bool lossGrad(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                std::vector<double> &losses, std::string &error) const;
+  /// One Adam step on resident state with the library's @M_adam (opt.step
+  /// already counts this step); returns the squared norm of st.grad.
+  double adamStep(ResidentState &st, const Adam &opt) const;
+
 private:
-  bool check(const Prompts &p, const std::vector<double> &theta,
-             int64_t loops, std::string &error) const;
+  bool check(const Prompts &p, int64_t thetaSize, int64_t loops, std::string &error) const;
   const nlohmann::json *info_ = nullptr;
-  void *forward_ = nullptr, *lossGrad_ = nullptr;
+  void *forward_ = nullptr, *lossGrad_ = nullptr, *adam_ = nullptr;
   bool f32_ = false, gpu_ = false;
   int64_t numParams_ = 0, dim_ = 0, positions_ = -1;
   int threads_ = 1;

@@ -30,7 +30,8 @@ nlohmann::json TrainConfig::toJson() const {
           {"loop_inc", loopInc}, {"loop_interval", loopInterval},
           {"dims", curriculumJson(dims)}, {"points", curriculumJson(points)},
           {"noise", noise}, {"log_every", logEvery}, {"save_every", saveEvery},
-          {"eval_prompts", evalPrompts}, {"eval_loops", evalLoops}, {"eval_batch", evalBatch}};
+          {"eval_prompts", evalPrompts}, {"eval_loops", evalLoops}, {"eval_batch", evalBatch},
+          {"optimizer", optimizer}};
 }
 
 bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
@@ -101,7 +102,14 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
     else if (k == "eval_prompts") ok = num(evalPrompts, 0);
     else if (k == "eval_loops") ok = num(evalLoops, 0);
     else if (k == "eval_batch") ok = num(evalBatch, 1);
-    else {
+    else if (k == "optimizer") {
+      ok = v.is_string() && (v == "auto" || v == "host" || v == "compiled");
+      if (ok)
+        optimizer = v.get<std::string>();
+      else
+        error = "config key 'optimizer' expects \"auto\", \"host\" or \"compiled\", got " +
+                v.dump();
+    } else {
       error = "unknown config key '" + k + "'";
       return false;
     }
@@ -201,6 +209,24 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   st.adam.beta1 = cfg.beta1;
   st.adam.beta2 = cfg.beta2;
   st.adam.eps = cfg.eps;
+  // The compiled optimizer keeps theta, the gradient and Adam's moments in
+  // the library's resident buffers for the whole run; st holds a host copy
+  // only at checkpoints and at the end.
+  bool compiled = cfg.optimizer == "compiled" || (cfg.optimizer == "auto" && m.gpu());
+  if (compiled && !run.hasAdam())
+    return die(m.path() + ": the library has no compiled optimizer step (@" +
+               mi.value("name", std::string("M")) + "_adam); rebuild it with this unroll-opt, "
+               "or train with --optimizer host");
+  ResidentState dev;
+  if (compiled) {
+    if (!dev.init(m, run.numParams(), m.info().value("element_type", "") == "f32", err))
+      return die(err);
+    dev.upload(st.theta, st.adam.m, st.adam.v);
+  }
+  auto toHost = [&] {
+    if (compiled)
+      dev.download(st.theta, st.adam.m, st.adam.v);
+  };
   if (!makeDirs(cfg.out, err))
     return die(err);
   if (!writeFileAtomic(cfg.out + "/config.json", cfg.toJson().dump(2) + "\n", err))
@@ -210,6 +236,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     return die(cfg.out + "/metrics.jsonl: cannot write");
 
   auto save = [&]() {
+    toHost();
     st.rng = rng.save();
     if (!saveCheckpoint(ckptDir, mi, st, cfg.toJson(), err)) {
       fprintf(stderr, "unroll-run: error: checkpoint at step %lld failed: %s (the previous "
@@ -222,10 +249,11 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   std::signal(SIGTERM, onSignal);
 
   fprintf(stderr, "training %s on %s: %lld steps, batch %lld, lr %g, b %lld, T %lld, %s curriculum; "
-                  "%lld parameters\n",
+                  "%lld parameters; Adam %s\n",
           mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
           (long long)cfg.batch, cfg.lr, (long long)cfg.loops, (long long)cfg.window,
-          cfg.curriculum ? "with" : "no", (long long)run.numParams());
+          cfg.curriculum ? "with" : "no", (long long)run.numParams(),
+          compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled") : "on the host");
   int64_t d = mi["prompt_dim"];
   auto t0 = Clock::now();
   int64_t startStep = st.step;
@@ -239,20 +267,29 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     int64_t b = cfg.curriculum ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
                                : cfg.loops;
     Prompts p = cfg.spec->sample(cfg.batch, pts, d, dims, cfg.noise, rng);
-    if (!run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err))
+    if (!(compiled ? run.lossGrad(p, dev, b, cfg.window, losses, err)
+                   : run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err)))
       return die(err);
     double loss = 0;
     for (double l : losses) loss += l;
     loss /= losses.size();
     bool finite = std::isfinite(loss);
-    for (double g : grad) finite = finite && std::isfinite(g);
+    if (compiled) {
+      ++st.adam.step;
+      // (the step's update is in dev, but a non-finite run stops without
+      // saving it: the last checkpoint stays what it was)
+      finite = finite && std::isfinite(run.adamStep(dev, st.adam));
+    } else {
+      for (double g : grad) finite = finite && std::isfinite(g);
+    }
     if (!finite) {
       fprintf(stderr, "unroll-run: error: non-finite %s at step %lld; stopping (the last "
                       "checkpoint in %s is kept)\n",
               std::isfinite(loss) ? "gradient" : "loss", (long long)s, ckptDir.c_str());
       return 3;
     }
-    st.adam.update(st.theta, grad);
+    if (!compiled)
+      st.adam.update(st.theta, grad);
     st.step = s + 1; // completed steps: what every checkpoint below records
     lossAvg += loss;
     ++lossN;
@@ -279,6 +316,9 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   }
   if (!save())
     return 2;
+  if (compiled)
+    fprintf(stderr, "resident state: %llu entry-point arguments used in place (not copied)\n",
+            (unsigned long long)dev.residentHits());
   fprintf(stderr, "trained %lld steps in %s; checkpoint in %s\n", (long long)(cfg.steps - startStep),
           hms(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(), ckptDir.c_str());
   return cfg.evalPrompts > 0 ? evaluate(run, st.theta, cfg) : 0;

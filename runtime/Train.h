@@ -27,6 +27,10 @@ struct TrainConfig {
   const TaskSpec *spec = nullptr;          // set by finish()
   int64_t logEvery = 50, saveEvery = 500;
   int64_t evalPrompts = 1280, evalLoops = 0, evalBatch = 64;
+  /// Where Adam runs: "host" (double precision, in unroll-run), "compiled"
+  /// (the library's @M_adam on resident state: on a GPU, weights and moments
+  /// never leave it) or "auto" (compiled for GPU libraries, else host).
+  std::string optimizer = "auto";
 
   nlohmann::json toJson() const;
   /// Applies the keys present in `j`; unknown keys and bad values are errors.

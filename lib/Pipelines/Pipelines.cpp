@@ -152,13 +152,21 @@ static std::string defaultCudaPath() {
 
 /// Bufferized linalg -> one gpu.launch per fused parallel loop nest.
 static void buildKernelMapping(OpPassManager &pm, int64_t blockSize, bool emulate) {
-  pm.addNestedPass<func::FuncOp>(createUnrollGPUStageArguments());
+  pm.addPass(createUnrollGPUStageArguments());
   pm.addNestedPass<func::FuncOp>(createUnrollGPUPrepareLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  // Adjacent nests over the same space (a fill and the reduction into it,
+  // chains of elementwise ops, a reduction and the row-wise op that reads
+  // it) become one kernel: allocations and frees are moved out of the way
+  // and loop bounds unified first.
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUGroupAllocs());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  // Adjacent nests over the same space (a fill and the reduction into it,
-  // chains of elementwise ops) become one kernel.
+  pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());
+  // A row reduction (layer norm, softmax) and the elementwise nests beside
+  // it over the same rows become one kernel, one thread per row; then nests
+  // over the same rows fuse again.
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUFuseRows());
   pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());
   UnrollGPUMapLoopsOptions mo;
   mo.blockSize = blockSize;

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "unroll/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -30,6 +31,8 @@
 namespace mlir::unroll {
 #define GEN_PASS_DEF_UNROLLGPUCHECKTOOLKIT
 #define GEN_PASS_DEF_UNROLLGPUSTAGEARGUMENTS
+#define GEN_PASS_DEF_UNROLLGPUGROUPALLOCS
+#define GEN_PASS_DEF_UNROLLGPUFUSEROWS
 #define GEN_PASS_DEF_UNROLLGPUPREPARELINALG
 #define GEN_PASS_DEF_UNROLLGPUMAPLOOPS
 #include "unroll/Transforms/Passes.h.inc"
@@ -106,15 +109,37 @@ bool mayBeWritten(Value v) {
 
 struct StageArguments
     : public unroll::impl::UnrollGPUStageArgumentsBase<StageArguments> {
+  static constexpr const char *kResident = "unroll_state_resident";
+
   void runOnOperation() override {
-    func::FuncOp f = getOperation();
-    if (f.isExternal() || !f->hasAttr("llvm.emit_c_interface"))
-      return;
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> entries;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (!f.isExternal() && f->hasAttr("llvm.emit_c_interface"))
+        entries.push_back(f);
+    for (func::FuncOp f : entries)
+      if (failed(stage(f)))
+        return signalPassFailure();
+  }
+
+  /// `int32_t unroll_state_resident(uintptr_t)`, declared once per module.
+  func::FuncOp residentFn(Location loc) {
+    ModuleOp module = getOperation();
+    if (auto f = module.lookupSymbol<func::FuncOp>(kResident))
+      return f;
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    auto f = b.create<func::FuncOp>(
+        loc, kResident, b.getFunctionType({b.getIndexType()}, {b.getI32Type()}));
+    f.setPrivate();
+    return f;
+  }
+
+  LogicalResult stage(func::FuncOp f) {
     Block &entry = f.getBody().front();
     Location loc = f.getLoc();
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     struct Staged {
-      Value arg, buf;
+      Value arg, buf, copied; // copied: i1, true when not resident
       bool written;
     };
     SmallVector<Staged> staged;
@@ -122,39 +147,55 @@ struct StageArguments
       auto type = dyn_cast<MemRefType>(arg.getType());
       if (!type)
         continue;
-      if (!type.getLayout().isIdentity()) {
-        f.emitOpError() << "argument " << arg.getArgNumber()
-                        << " has a strided layout; entry points take dense memrefs";
-        return signalPassFailure();
-      }
+      if (!type.getLayout().isIdentity())
+        return f.emitOpError() << "argument " << arg.getArgNumber()
+                               << " has a strided layout; entry points take dense memrefs";
       bool written = mayBeWritten(arg);
-      llvm::SmallPtrSet<Operation *, 4> created;
-      SmallVector<Value> dynSizes;
-      for (int64_t i = 0; i < type.getRank(); ++i)
-        if (type.isDynamicDim(i)) {
-          auto dim = b.create<memref::DimOp>(loc, arg, i);
-          created.insert(dim);
-          dynSizes.push_back(dim);
-        }
-      auto buf = b.create<memref::AllocOp>(loc, type, dynSizes, b.getI64IntegerAttr(64));
-      auto copy = b.create<memref::CopyOp>(loc, arg, buf);
-      created.insert(copy);
+      // %resident = unroll_state_resident(address of %arg)
+      // %buf = scf.if %resident { %arg } else { alloc, copy %arg in }
+      llvm::SmallPtrSet<Operation *, 8> created;
+      auto addr = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, arg);
+      auto call = b.create<func::CallOp>(loc, residentFn(loc), ValueRange{addr});
+      Value zero = b.create<arith::ConstantIntOp>(loc, 0, 32);
+      Value copied = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, call.getResult(0), zero);
+      auto choose = b.create<scf::IfOp>(
+          loc, copied,
+          [&](OpBuilder &tb, Location tl) {
+            SmallVector<Value> dynSizes;
+            for (int64_t i = 0; i < type.getRank(); ++i)
+              if (type.isDynamicDim(i)) {
+                auto dim = tb.create<memref::DimOp>(tl, arg, i);
+                created.insert(dim);
+                dynSizes.push_back(dim);
+              }
+            auto buf = tb.create<memref::AllocOp>(tl, type, dynSizes, tb.getI64IntegerAttr(64));
+            created.insert(tb.create<memref::CopyOp>(tl, arg, buf));
+            tb.create<scf::YieldOp>(tl, ValueRange{buf});
+          },
+          [&](OpBuilder &eb, Location el) {
+            created.insert(eb.create<scf::YieldOp>(el, ValueRange{arg}));
+          });
+      created.insert(addr);
+      Value buf = choose.getResult(0);
       arg.replaceUsesWithIf(buf, [&](OpOperand &u) { return !created.contains(u.getOwner()); });
-      staged.push_back({arg, buf, written});
+      staged.push_back({arg, buf, copied, written});
       ++numStaged;
     }
     if (staged.empty())
-      return;
+      return success();
     f.walk([&](func::ReturnOp ret) {
       OpBuilder rb(ret);
-      for (const Staged &s : staged) {
-        if (s.written)
-          rb.create<memref::CopyOp>(loc, s.buf, s.arg);
-        rb.create<memref::DeallocOp>(loc, s.buf);
-      }
+      for (const Staged &s : staged)
+        rb.create<scf::IfOp>(loc, s.copied, [&](OpBuilder &tb, Location tl) {
+          if (s.written)
+            tb.create<memref::CopyOp>(tl, s.buf, s.arg);
+          tb.create<memref::DeallocOp>(tl, s.buf);
+          tb.create<scf::YieldOp>(tl);
+        });
     });
     for (const Staged &s : staged)
       numWrittenBack += s.written;
+    return success();
   }
 };
 
@@ -226,6 +267,263 @@ struct PrepareLinalg
         return false;
     }
     return true;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// unroll-gpu-group-allocs
+//===----------------------------------------------------------------------===//
+
+/// A dealloc, or an `scf.if` that only deallocates (ownership-based
+/// deallocation's conditional frees).
+bool isDealloc(Operation *op) {
+  if (isa<memref::DeallocOp>(op))
+    return true;
+  auto ifOp = dyn_cast<scf::IfOp>(op);
+  if (!ifOp || ifOp.getNumResults() != 0)
+    return false;
+  bool only = true;
+  ifOp->walk([&](Operation *inner) {
+    if (inner != ifOp && !isa<memref::DeallocOp, scf::YieldOp>(inner))
+      only = false;
+  });
+  return only;
+}
+
+/// The size `memref.dim %v, i` stands for, looked up through casts,
+/// reshapes and the allocation (null when it cannot be seen). Loop bounds
+/// written as dims of different views of one buffer become the same value,
+/// which parallel-loop fusion requires.
+Value sizeOf(OpBuilder &b, Value v, int64_t i) {
+  while (true) {
+    auto type = cast<MemRefType>(v.getType());
+    if (!type.isDynamicDim(i))
+      return b.create<arith::ConstantIndexOp>(v.getLoc(), type.getDimSize(i));
+    if (auto alloc = v.getDefiningOp<memref::AllocOp>())
+      return alloc.getDynamicSizes()[type.getDynamicDimIndex(i)];
+    if (auto ex = v.getDefiningOp<memref::ExpandShapeOp>()) {
+      // output_shape lists the dynamic sizes in order
+      return ex.getOutputShape()[type.getDynamicDimIndex(i)];
+    }
+    if (auto co = v.getDefiningOp<memref::CollapseShapeOp>()) {
+      ReassociationIndices group = co.getReassociationIndices()[i];
+      if (group.size() != 1)
+        return nullptr;
+      v = co.getSrc();
+      i = group[0];
+      continue;
+    }
+    if (auto c = v.getDefiningOp<memref::CastOp>()) {
+      v = c.getSource();
+      continue;
+    }
+    return nullptr;
+  }
+}
+
+struct GroupAllocs : public unroll::impl::UnrollGPUGroupAllocsBase<GroupAllocs> {
+  void runOnOperation() override {
+    SmallVector<memref::DimOp> dims;
+    getOperation().walk([&](memref::DimOp d) { dims.push_back(d); });
+    for (memref::DimOp d : dims) {
+      std::optional<int64_t> i = d.getConstantIndex();
+      if (!i)
+        continue;
+      OpBuilder b(d);
+      Value size = sizeOf(b, d.getSource(), *i);
+      if (size && size != d.getResult() &&
+          (!size.getDefiningOp() || size.getParentRegion()->isAncestor(d->getParentRegion()))) {
+        d.replaceAllUsesWith(size);
+        d.erase();
+      }
+    }
+    SmallVector<Block *> blocks;
+    getOperation().walk([&](Block *b) { blocks.push_back(b); });
+    for (Block *block : blocks) {
+      if (block->empty() || !block->back().hasTrait<OpTrait::IsTerminator>())
+        continue;
+      Operation *term = &block->back();
+      SmallVector<Operation *> allocs, deallocs;
+      for (Operation &op : *block) {
+        if (isa<memref::AllocOp>(op))
+          allocs.push_back(&op);
+        else if (&op != term && isDealloc(&op))
+          deallocs.push_back(&op);
+      }
+      for (Operation *op : deallocs) { // keeps their order
+        op->moveBefore(term);
+        ++numSunk;
+      }
+      // Last first, so allocations that land at the same place keep their order.
+      for (Operation *op : llvm::reverse(allocs)) {
+        // After the last operand defined in this block, else at its start.
+        Operation *after = nullptr;
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp();
+              def && def->getBlock() == block && (!after || after->isBeforeInBlock(def)))
+            after = def;
+        Operation *first = after ? after->getNextNode() : &block->front();
+        if (first == op)
+          continue;
+        if (after)
+          op->moveAfter(after);
+        else
+          op->moveBefore(&block->front());
+        ++numHoisted;
+      }
+    }
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// unroll-gpu-fuse-rows
+//===----------------------------------------------------------------------===//
+
+/// The buffer a view is taken of.
+Value rootBuffer(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      v = view.getViewSource();
+    else if (auto c = dyn_cast<memref::CastOp>(def))
+      v = c.getSource();
+    else
+      break;
+  }
+  return v;
+}
+
+struct Access {
+  Value memref;
+  ValueRange indices;
+  bool write;
+};
+
+/// Every load and store inside `p`; false if the body touches memory any
+/// other way (calls, copies, nested linalg ops).
+bool collectAccesses(scf::ParallelOp p, SmallVector<Access> &out) {
+  bool ok = true;
+  p.getBody()->walk([&](Operation *op) {
+    if (auto ld = dyn_cast<memref::LoadOp>(op))
+      out.push_back({ld.getMemRef(), ld.getIndices(), false});
+    else if (auto st = dyn_cast<memref::StoreOp>(op))
+      out.push_back({st.getMemRef(), st.getIndices(), true});
+    else if (!isMemoryEffectFree(op) && !isa<scf::ForOp, scf::IfOp, scf::YieldOp, scf::ReduceOp>(op))
+      ok = false;
+  });
+  return ok;
+}
+
+struct FuseRows : public unroll::impl::UnrollGPUFuseRowsBase<FuseRows> {
+  void runOnOperation() override {
+    SmallVector<Block *> blocks;
+    getOperation().walk([&](Block *b) { blocks.push_back(b); });
+    for (Block *block : blocks) {
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (Operation &op : *block) {
+          auto a = dyn_cast<scf::ParallelOp>(op);
+          if (!a)
+            continue;
+          scf::ParallelOp b = nextNest(a);
+          if (b && succeeded(fuse(a, b))) {
+            ++numFused;
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  /// The next scf.parallel after `a` if only side-effect-free ops lie between.
+  static scf::ParallelOp nextNest(scf::ParallelOp a) {
+    for (Operation *op = a->getNextNode(); op; op = op->getNextNode()) {
+      if (auto p = dyn_cast<scf::ParallelOp>(op))
+        return p;
+      if (!isMemoryEffectFree(op))
+        return nullptr;
+    }
+    return nullptr;
+  }
+
+  /// Whether `p` is elementwise: no loops inside.
+  static bool elementwise(scf::ParallelOp p) {
+    bool loops = false;
+    p.getBody()->walk([&](Operation *op) {
+      if (isa<LoopLikeOpInterface>(op))
+        loops = true;
+    });
+    return !loops;
+  }
+
+  LogicalResult fuse(scf::ParallelOp a, scf::ParallelOp b) {
+    if (!a.getInitVals().empty() || !b.getInitVals().empty())
+      return failure();
+    // Equal spaces too: scf-parallel-loop-fusion refuses two row nests whose
+    // inner loops touch the same buffer (its index check sees different
+    // loop variables), e.g. a softmax's exp and its row sum.
+    size_t na = a.getNumLoops(), nb = b.getNumLoops();
+    scf::ParallelOp rows = na <= nb ? a : b, wide = na <= nb ? b : a;
+    size_t k = rows.getNumLoops();
+    if (na != nb && !elementwise(wide))
+      return failure();
+    for (size_t i = 0; i < k; ++i)
+      if (rows.getLowerBound()[i] != wide.getLowerBound()[i] ||
+          rows.getUpperBound()[i] != wide.getUpperBound()[i] ||
+          rows.getStep()[i] != wide.getStep()[i])
+        return failure();
+    // Row-local dependences only.
+    SmallVector<Access> accA, accB;
+    if (!collectAccesses(a, accA) || !collectAccesses(b, accB))
+      return failure();
+    auto rowsFirst = [&](const Access &x, scf::ParallelOp p) {
+      if (x.indices.size() < k)
+        return false;
+      for (size_t i = 0; i < k; ++i)
+        if (x.indices[i] != p.getInductionVars()[i])
+          return false;
+      return true;
+    };
+    for (const Access &x : accA)
+      for (const Access &y : accB) {
+        if (!x.write && !y.write)
+          continue;
+        if (rootBuffer(x.memref) != rootBuffer(y.memref))
+          continue;
+        if (x.memref != y.memref || !rowsFirst(x, a) || !rowsFirst(y, b))
+          return failure();
+      }
+    // One nest over the rows: a's part, then b's; the wide body loops over
+    // its remaining dimensions.
+    OpBuilder builder(b);
+    Location loc = b.getLoc();
+    auto fused = builder.create<scf::ParallelOp>(
+        loc, rows.getLowerBound(), rows.getUpperBound(), rows.getStep(),
+        [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+          for (scf::ParallelOp part : {a, b}) {
+            IRMapping map;
+            map.map(ValueRange(part.getInductionVars()).take_front(k), ivs);
+            auto clone = [&](OpBuilder &cb) {
+              for (Operation &op : part.getBody()->without_terminator())
+                cb.clone(op, map);
+            };
+            if (part.getNumLoops() == k) {
+              clone(pb);
+              continue;
+            }
+            scf::buildLoopNest(pb, pl, part.getLowerBound().drop_front(k),
+                               part.getUpperBound().drop_front(k), part.getStep().drop_front(k),
+                               [&](OpBuilder &lb, Location, ValueRange inner) {
+                                 map.map(ValueRange(part.getInductionVars()).drop_front(k), inner);
+                                 clone(lb);
+                               });
+          }
+        });
+    (void)fused;
+    a.erase();
+    b.erase();
+    return success();
   }
 };
 

@@ -87,3 +87,45 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
 }
 void _mlir_memref_to_llvm_free(void *p) { release(p); }
 }
+
+//===----------------------------------------------------------------------===//
+// Resident training state (docs/abi.md). On the CPU every buffer is
+// "device-visible"; the registry still answers for the staging code that
+// --lower-to-gpu-emulated generates, so the CPU oracle takes the same
+// in-place path as a GPU library.
+//===----------------------------------------------------------------------===//
+
+#include "../common/StateRegistry.h"
+
+#include <cstring>
+
+namespace {
+unroll::StateRegistry &states() {
+  static auto *r = new unroll::StateRegistry;
+  return *r;
+}
+} // namespace
+
+#define UNROLL_EXPORT extern "C" __attribute__((visibility("default")))
+
+UNROLL_EXPORT void *unroll_state_alloc(size_t bytes) {
+  size_t size = ((bytes ? bytes : 1) + 63) / 64 * 64;
+  void *p = aligned_alloc(64, size);
+  if (p) {
+    memset(p, 0, size);
+    states().add(p, size);
+  }
+  return p;
+}
+UNROLL_EXPORT void unroll_state_free(void *p) {
+  if (p && states().remove(p))
+    ::free(p);
+}
+UNROLL_EXPORT int32_t unroll_state_resident(uintptr_t addr) { return states().contains(addr); }
+UNROLL_EXPORT uint64_t unroll_state_hits(void) { return states().hits(); }
+UNROLL_EXPORT void unroll_state_write(void *state, const void *host, size_t bytes) {
+  memcpy(state, host, bytes);
+}
+UNROLL_EXPORT void unroll_state_read(void *host, const void *state, size_t bytes) {
+  memcpy(host, state, bytes);
+}

@@ -22,6 +22,8 @@
 // library on a machine without a GPU with a clear message.
 //
 //===----------------------------------------------------------------------===//
+#include "../common/StateRegistry.h"
+
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -48,6 +50,7 @@ constexpr CUresult CUDA_SUCCESS = 0;
 constexpr unsigned CU_MEM_ATTACH_GLOBAL = 1;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3;
 
 struct Driver {
   CUresult (*cuInit)(unsigned);
@@ -70,6 +73,7 @@ struct Driver {
   CUresult (*cuMemsetD16)(CUdeviceptr, unsigned short, size_t);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuGetErrorName)(CUresult, const char **);
+  CUresult (*cuMemAdvise)(CUdeviceptr, size_t, int, CUdevice);
 };
 
 std::mutex gMutex;
@@ -140,6 +144,8 @@ const std::string &initLocked() {
   load(d.cuMemsetD16, "cuMemsetD16_v2");
   load(d.cuCtxSynchronize, "cuCtxSynchronize");
   load(d.cuGetErrorName, "cuGetErrorName");
+  // Optional (an advice only): the v1 signature, kept by every driver since CUDA 8.
+  d.cuMemAdvise = reinterpret_cast<decltype(d.cuMemAdvise)>(dlsym(lib, "cuMemAdvise"));
   if (!ok)
     return gInitError;
   if (CUresult r = d.cuInit(0); r != CUDA_SUCCESS) {
@@ -356,5 +362,57 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
 }
 
 void _mlir_memref_to_llvm_free(void *ptr) { poolFree(ptr); }
+
+//===----------------------------------------------------------------------===//
+// Resident training state (docs/abi.md): weights, gradient and Adam moments
+// that a caller keeps for a whole run. They are managed memory whose
+// preferred location is the GPU; the staging code of every entry point uses
+// them in place (unroll_state_resident), and the caller moves data in and
+// out only with unroll_state_write/read (cuMemcpy: no page migration back to
+// the host), i.e. at start-up and at checkpoints.
+//===----------------------------------------------------------------------===//
+
+namespace {
+unroll::StateRegistry &states() {
+  static auto *r = new unroll::StateRegistry;
+  return *r;
+}
+} // namespace
+
+#define UNROLL_EXPORT __attribute__((visibility("default")))
+
+UNROLL_EXPORT void *unroll_state_alloc(size_t bytes) {
+  ensureReady();
+  if (bytes == 0)
+    bytes = 1;
+  CUdeviceptr dp = 0;
+  CHECK(gDriver.cuMemAllocManaged(&dp, bytes, CU_MEM_ATTACH_GLOBAL));
+  if (gDriver.cuMemAdvise) // keep the pages on the GPU; failure only costs speed
+    (void)gDriver.cuMemAdvise(dp, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, gDevice);
+  CHECK(gDriver.cuMemsetD32(dp, 0, bytes / 4));
+  states().add(reinterpret_cast<void *>(dp), bytes);
+  return reinterpret_cast<void *>(dp);
+}
+
+UNROLL_EXPORT void unroll_state_free(void *p) {
+  if (p && states().remove(p))
+    CHECK(gDriver.cuMemFree(reinterpret_cast<CUdeviceptr>(p)));
+}
+
+UNROLL_EXPORT int32_t unroll_state_resident(uintptr_t addr) { return states().contains(addr); }
+
+UNROLL_EXPORT uint64_t unroll_state_hits(void) { return states().hits(); }
+
+UNROLL_EXPORT void unroll_state_write(void *state, const void *host, size_t bytes) {
+  ensureReady();
+  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(state),
+                         reinterpret_cast<CUdeviceptr>(host), bytes));
+}
+
+UNROLL_EXPORT void unroll_state_read(void *host, const void *state, size_t bytes) {
+  ensureReady();
+  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(host),
+                         reinterpret_cast<CUdeviceptr>(state), bytes));
+}
 
 } // extern "C"

@@ -1,21 +1,34 @@
 // RUN: unroll-opt %s --unroll-gpu-stage-arguments | FileCheck %s
 //
 // Entry points copy every memref argument into a GPU-visible buffer on
-// entry; only arguments the function may write are copied back.
+// entry, unless it lies in resident state (unroll_state_resident: buffers
+// from unroll_state_alloc, used in place); only arguments the function may
+// write are copied back, and only when they were copied in.
 
+// CHECK:       func.func private @unroll_state_resident(index) -> i32
 // CHECK-LABEL: func @entry
 // CHECK-SAME:  (%[[IN:.*]]: memref<?x4xf32>, %[[OUT:.*]]: memref<?x4xf32>)
-// CHECK:       %[[D0:.*]] = memref.dim %[[IN]], %c0
-// CHECK:       %[[BIN:.*]] = memref.alloc(%[[D0]]) {alignment = 64 : i64} : memref<?x4xf32>
-// CHECK:       memref.copy %[[IN]], %[[BIN]]
-// CHECK:       %[[BOUT:.*]] = memref.alloc
-// CHECK:       memref.copy %[[OUT]], %[[BOUT]]
+// CHECK:       %[[PIN:.*]] = memref.extract_aligned_pointer_as_index %[[IN]]
+// CHECK:       %[[RIN:.*]] = call @unroll_state_resident(%[[PIN]])
+// CHECK:       %[[CIN:.*]] = arith.cmpi eq, %[[RIN]], %{{.*}} : i32
+// CHECK:       %[[BIN:.*]] = scf.if %[[CIN]] -> (memref<?x4xf32>) {
+// CHECK:         %[[D0:.*]] = memref.dim %[[IN]], %c0
+// CHECK:         %[[A:.*]] = memref.alloc(%[[D0]]) {alignment = 64 : i64} : memref<?x4xf32>
+// CHECK:         memref.copy %[[IN]], %[[A]]
+// CHECK:         scf.yield %[[A]]
+// CHECK:       } else {
+// CHECK:         scf.yield %[[IN]]
+// CHECK:       %[[COUT:.*]] = arith.cmpi eq
+// CHECK:       %[[BOUT:.*]] = scf.if %[[COUT]]
+// CHECK:         memref.copy %[[OUT]], %{{.*}}
 // CHECK:       linalg.copy ins(%[[BIN]] : memref<?x4xf32>) outs(%[[BOUT]] : memref<?x4xf32>)
-// CHECK-NOT:   memref.copy %[[BIN]], %[[IN]]
-// CHECK:       memref.dealloc %[[BIN]]
-// CHECK:       memref.copy %[[BOUT]], %[[OUT]]
-// CHECK:       memref.dealloc %[[BOUT]]
-// CHECK-NEXT:  return
+// CHECK:       scf.if %[[CIN]] {
+// CHECK-NOT:     memref.copy %[[BIN]], %[[IN]]
+// CHECK:         memref.dealloc %[[BIN]]
+// CHECK:       scf.if %[[COUT]] {
+// CHECK-NEXT:    memref.copy %[[BOUT]], %[[OUT]]
+// CHECK-NEXT:    memref.dealloc %[[BOUT]]
+// CHECK:       return
 func.func @entry(%in: memref<?x4xf32>, %out: memref<?x4xf32>) attributes {llvm.emit_c_interface} {
   linalg.copy ins(%in : memref<?x4xf32>) outs(%out : memref<?x4xf32>)
   return

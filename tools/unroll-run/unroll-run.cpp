@@ -57,6 +57,10 @@ Training and evaluation (models):
   --lr X                 Adam learning rate (default 1e-4)
   --adam-beta1 B, --adam-beta2 B, --adam-eps E
                          Adam's other settings (defaults 0.9, 0.999, 1e-8)
+  --optimizer WHERE      host: Adam in double precision here; compiled: the
+                         library's own Adam step on weights and moments kept in
+                         its resident buffers (on a GPU they never leave it);
+                         auto (default): compiled for GPU libraries, else host
   --seed S               seed of initialization and data (default 0)
   --out DIR              checkpoints, metrics.jsonl, config.json, eval.* (default out/train)
   --no-curriculum        train at the final b, d and points from the start
@@ -210,6 +214,7 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     else if (a == "--resume") o.resume = true;
     else if (a == "--predict") o.predict = true;
     else if (a == "--no-curriculum") o.train["curriculum"] = false;
+    else if (a == "--optimizer") { if (!(v = value())) return false; o.train["optimizer"] = v; }
     else if (a == "--out") { if (!(v = value())) return false; o.train["out"] = v; }
     else if (a == "--lr" || a == "--adam-beta1" || a == "--adam-beta2" || a == "--adam-eps") {
       double x;

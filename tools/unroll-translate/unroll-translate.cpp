@@ -174,7 +174,8 @@ int main(int argc, char **argv) {
                   "--gpu-runtime)");
   }
   bool usesGemm = !hasGpu && (callsExternal(*module, "unroll_gemm_") ||
-                              callsExternal(*module, "_mlir_memref_to_llvm_"));
+                              callsExternal(*module, "_mlir_memref_to_llvm_") ||
+                              callsExternal(*module, "unroll_state_"));
   if (usesGemm && !emitLLVM) {
     cpuLib = findArchive(argv[0], cpuKernels, "libunroll_cpu_kernels.a", UNROLL_CPU_KERNELS_LIB);
     if (!sys::fs::exists(cpuLib))

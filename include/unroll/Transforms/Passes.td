@@ -106,7 +106,7 @@ def UnrollGPUCheckToolkit : Pass<"unroll-gpu-check-toolkit", "ModuleOp"> {
   ];
 }
 
-def UnrollGPUStageArguments : Pass<"unroll-gpu-stage-arguments", "func::FuncOp"> {
+def UnrollGPUStageArguments : Pass<"unroll-gpu-stage-arguments", "ModuleOp"> {
   let summary = "Copy the memref arguments of entry points into GPU-visible buffers";
   let description = [{
     Entry points (functions with `llvm.emit_c_interface`) receive ordinary
@@ -115,11 +115,36 @@ def UnrollGPUStageArguments : Pass<"unroll-gpu-stage-arguments", "func::FuncOp">
     runtime's pool of CUDA managed memory, reachable from kernels and from
     host code), copies the argument in on entry and, for arguments the
     function may write, back out before every return. Runs on bufferized IR.
+
+    Arguments inside resident state (buffers from the runtime's
+    `unroll_state_alloc`: weights, gradient, optimizer moments kept for a
+    whole training run) are used in place: the generated code asks
+    `unroll_state_resident(address)` and skips the copies and the buffer.
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
   let statistics = [
     Statistic<"numStaged", "staged", "Arguments copied into GPU-visible buffers">,
     Statistic<"numWrittenBack", "written-back", "Arguments copied back on return">
+  ];
+}
+
+def UnrollGPUGroupAllocs : Pass<"unroll-gpu-group-allocs", "func::FuncOp"> {
+  let summary = "Move allocations up and deallocations down so parallel loops become adjacent";
+  let description = [{
+    `scf-parallel-loop-fusion` merges only parallel loops that follow each
+    other with nothing with a memory effect between them, but bufferization
+    puts each result's `memref.alloc` right before the loop that writes it and
+    each `memref.dealloc` (or ownership-conditional `scf.if` of deallocs)
+    right after its last use. This pass moves every allocation to just after
+    the definition of its last operand in the same block (or the block's
+    start) and every deallocation to just before the block's terminator.
+    Both only lengthen buffer lifetimes within one block.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numHoisted", "hoisted", "Allocations moved up">,
+    Statistic<"numSunk", "sunk", "Deallocations moved down">
   ];
 }
 
@@ -139,6 +164,28 @@ def UnrollGPUPrepareLinalg : Pass<"unroll-gpu-prepare-linalg", "func::FuncOp"> {
   let statistics = [
     Statistic<"numInterchanged", "interchanged", "Generics interchanged">,
     Statistic<"numWrapped", "wrapped", "Reductions wrapped in a unit parallel loop">
+  ];
+}
+
+def UnrollGPUFuseRows : Pass<"unroll-gpu-fuse-rows", "func::FuncOp"> {
+  let summary = "Fuse a row-wise loop nest with the elementwise nests beside it over the same rows";
+  let description = [{
+    `scf-parallel-loop-fusion` fuses nests over the same iteration space. A
+    layer norm or a softmax is a nest over rows (a reduction: one thread per
+    row, a serial loop along it) next to elementwise nests over rows × columns
+    (the residual add before it, the normalization or exp after it). This
+    pass fuses two adjacent nests when one's space is a prefix of the
+    other's (the "rows") and the wider one is elementwise (no loop inside, so
+    a thread's work stays one pass over its row): the fused nest runs over
+    the rows, and the wider body becomes a serial loop over the columns.
+    Buffers that one nest writes and the other accesses must be addressed by
+    the row indices first and through the same value in both, so every row's
+    dependences stay inside its thread. Nothing with a memory effect may sit
+    between the two. Applied greedily along each block.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let statistics = [
+    Statistic<"numFused", "fused", "Pairs of nests fused over their rows">
   ];
 }
 
