@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 using namespace unroll;
 using Clock = std::chrono::steady_clock;
@@ -31,7 +32,7 @@ nlohmann::json TrainConfig::toJson() const {
           {"dims", curriculumJson(dims)}, {"points", curriculumJson(points)},
           {"noise", noise}, {"log_every", logEvery}, {"save_every", saveEvery},
           {"eval_prompts", evalPrompts}, {"eval_loops", evalLoops}, {"eval_batch", evalBatch},
-          {"optimizer", optimizer}};
+          {"optimizer", optimizer}, {"baseline_prompts", baselinePrompts}};
 }
 
 bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
@@ -102,6 +103,7 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
     else if (k == "eval_prompts") ok = num(evalPrompts, 0);
     else if (k == "eval_loops") ok = num(evalLoops, 0);
     else if (k == "eval_batch") ok = num(evalBatch, 1);
+    else if (k == "baseline_prompts") ok = num(baselinePrompts, 0);
     else if (k == "optimizer") {
       ok = v.is_string() && (v == "auto" || v == "host" || v == "compiled");
       if (ok)
@@ -353,14 +355,87 @@ void unroll::bootstrapBands(const std::vector<double> &errs, int64_t prompts, in
   }
 }
 
+namespace {
+/// One in-context estimator of the evaluation: predictions for every
+/// position of a prompt (NaN where not fitted), accumulated squared errors.
+struct Baseline {
+  std::string key, label;
+  /// Fitted per position: run on the first cfg.baselinePrompts prompts, at
+  /// a grid of positions (trees, boosting, the network).
+  bool costly = false;
+  std::function<std::vector<double>(const double *, const double *, int64_t, int64_t,
+                                    const std::vector<int64_t> &)>
+      preds;
+  std::vector<double> sum;
+  std::vector<int64_t> count;
+};
+
+/// P2's baselines for a task: least squares, averaging and 3-NN always;
+/// Lasso for sparse weights; greedy trees and boosting for trees; a 2-layer
+/// network for ReLU networks.
+std::vector<Baseline> baselinesFor(const std::string &task) {
+  std::vector<Baseline> b;
+  auto add = [&](std::string key, std::string label, bool costly, auto fn) {
+    b.push_back({std::move(key), std::move(label), costly, fn, {}, {}});
+  };
+  add("least_squares", "least squares", false,
+      [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &) {
+        return leastSquaresPreds(x, y, k, d);
+      });
+  add("averaging", "averaging", false,
+      [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &) {
+        return averagingPreds(x, y, k, d);
+      });
+  add("nearest_neighbors_3", "3-NN", false,
+      [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &) {
+        return nearestNeighborPreds(x, y, k, d, 3);
+      });
+  if (task == "icl_sparse_linear")
+    add("lasso_0.01", "Lasso (alpha 0.01)", false,
+        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &) {
+          return lassoPreds(x, y, k, d, 0.01);
+        });
+  if (task == "icl_decision_tree") {
+    add("tree_depth4", "greedy tree (depth 4)", true,
+        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &pos) {
+          return treePreds(x, y, k, d, 4, pos);
+        });
+    add("tree_unlimited", "greedy tree (unlimited)", true,
+        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &pos) {
+          return treePreds(x, y, k, d, -1, pos);
+        });
+    add("boosted_trees", "boosted trees (50, depth 4, lr 0.1)", true,
+        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &pos) {
+          return boostedTreePreds(x, y, k, d, pos);
+        });
+  }
+  if (task == "icl_relu2nn")
+    add("relu_net_adam", "2-layer ReLU net (Adam 5e-3)", true,
+        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &pos) {
+          return twoLayerNetPreds(x, y, k, d, pos);
+        });
+  return b;
+}
+} // namespace
+
 int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
                      const TrainConfig &cfg) {
   std::string err;
   const nlohmann::json &mi = run.info();
   int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
   Rng rng(cfg.seed ^ 0x5eed5eedULL); // evaluation prompts independent of training's
-  std::vector<double> sModel(k, 0), sLs(k, 0), sAvg(k, 0), sNn(k, 0), sLasso(k, 0);
-  bool withLasso = cfg.task == "icl_sparse_linear"; // P2's baseline for sparse w
+  std::vector<double> sModel(k, 0);
+  std::vector<Baseline> baselines = baselinesFor(cfg.task);
+  for (Baseline &b : baselines) {
+    b.sum.assign(k, 0.0);
+    b.count.assign(k, 0);
+  }
+  // Where the costly baselines are fitted: every position up to 41 points,
+  // else every 5th and the last.
+  std::vector<int64_t> grid;
+  for (int64_t i = 0; i < k; i += k <= 41 ? 1 : 5) grid.push_back(i);
+  if (grid.back() != k - 1) grid.push_back(k - 1);
+  int64_t costlyPrompts = std::min(cfg.baselinePrompts, cfg.evalPrompts);
   std::vector<double> perPrompt; // the model's squared errors [prompt, k], for the bands
   perPrompt.reserve(cfg.evalPrompts * k);
   int64_t done = 0;
@@ -376,43 +451,51 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
     const double *last = preds.data() + (cfg.evalLoops - 1) * bsz * k;
     for (int64_t b = 0; b < bsz; ++b) {
       const double *xs = &p.xs[b * k * d], *ys = &p.ys[b * k];
-      auto ls = leastSquaresPreds(xs, ys, k, d), av = averagingPreds(xs, ys, k, d),
-           nn = nearestNeighborPreds(xs, ys, k, d, 3);
-      std::vector<double> la = withLasso ? lassoPreds(xs, ys, k, d, 0.01) : std::vector<double>();
       for (int64_t i = 0; i < k; ++i) {
-        auto sq = [&](double v) { return (v - ys[i]) * (v - ys[i]); };
-        sModel[i] += sq(last[b * k + i]);
-        perPrompt.push_back(sq(last[b * k + i]));
-        sLs[i] += sq(ls[i]);
-        sAvg[i] += sq(av[i]);
-        sNn[i] += sq(nn[i]);
-        if (withLasso) sLasso[i] += sq(la[i]);
+        double e = (last[b * k + i] - ys[i]) * (last[b * k + i] - ys[i]);
+        sModel[i] += e;
+        perPrompt.push_back(e);
+      }
+      for (Baseline &bl : baselines) {
+        if (bl.costly && done + b >= costlyPrompts)
+          continue;
+        std::vector<double> pr = bl.preds(xs, ys, k, d, grid);
+        for (int64_t i = 0; i < k; ++i)
+          if (std::isfinite(pr[i])) {
+            bl.sum[i] += (pr[i] - ys[i]) * (pr[i] - ys[i]);
+            ++bl.count[i];
+          }
       }
     }
     done += bsz;
   }
   // P2 normalizes by the zero predictor's error E[y^2] (the task's).
-  double zero = cfg.spec->zeroError(dims, cfg.noise), norm = cfg.evalPrompts * zero;
-  for (auto *v : {&sModel, &sLs, &sAvg, &sNn, &sLasso})
-    for (double &x : *v) x /= norm;
+  double zero = cfg.spec->zeroError(dims, cfg.noise), nan = std::nan("");
+  for (double &x : sModel) x /= cfg.evalPrompts * zero;
+  for (Baseline &bl : baselines)
+    for (int64_t i = 0; i < k; ++i)
+      bl.sum[i] = bl.count[i] ? bl.sum[i] / (bl.count[i] * zero) : nan;
   std::vector<double> lo, hi;
   bootstrapBands(perPrompt, cfg.evalPrompts, k, zero, 1000, cfg.seed, lo, hi);
 
-  std::string csv = std::string("k,model,model_p05,model_p95,least_squares,averaging,"
-                                "nearest_neighbors_3") + (withLasso ? ",lasso_0.01\n" : "\n");
-  nlohmann::json j{{"task", cfg.task}, {"prompts", cfg.evalPrompts}, {"loops", cfg.evalLoops},
-                   {"dims", dims}, {"normalization", "squared error / E[y^2] (zero predictor = 1)"}};
+  // eval.csv: one column per estimator (empty where not fitted).
+  std::string csv = "k,model,model_p05,model_p95";
+  for (const Baseline &bl : baselines) csv += "," + bl.key;
+  csv += "\n";
+  auto num = [](double v) {
+    char b[32];
+    if (!std::isfinite(v))
+      return std::string();
+    snprintf(b, sizeof b, "%.6g", v);
+    return std::string(b);
+  };
   for (int64_t i = 0; i < k; ++i) {
-    char line[256];
-    snprintf(line, sizeof line, "%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", (long long)i, sModel[i],
-             lo[i], hi[i], sLs[i], sAvg[i], sNn[i]);
-    csv += line;
-    if (withLasso) {
-      snprintf(line, sizeof line, ",%.6g", sLasso[i]);
-      csv += line;
-    }
+    csv += std::to_string(i) + "," + num(sModel[i]) + "," + num(lo[i]) + "," + num(hi[i]);
+    for (const Baseline &bl : baselines) csv += "," + num(bl.sum[i]);
     csv += "\n";
   }
+  nlohmann::json j{{"task", cfg.task}, {"prompts", cfg.evalPrompts}, {"loops", cfg.evalLoops},
+                   {"dims", dims}};
   j["normalization"] = "squared error / E[y^2] = " + std::to_string(zero) + " (zero predictor = 1)";
   j["k"] = nlohmann::json::array();
   for (int64_t i = 0; i < k; ++i) j["k"].push_back(i);
@@ -420,11 +503,16 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   j["model_p05"] = lo;
   j["model_p95"] = hi;
   j["bands"] = "5-95% bootstrap over prompts, 1000 resamples";
-  j["least_squares"] = sLs;
-  j["averaging"] = sAvg;
-  j["nearest_neighbors_3"] = sNn;
-  if (withLasso)
-    j["lasso_0.01"] = sLasso;
+  auto orNull = [](const std::vector<double> &v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (double x : v) a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
+    return a;
+  };
+  for (const Baseline &bl : baselines) {
+    j[bl.key] = orNull(bl.sum);
+    if (bl.costly)
+      j["fitted_on"][bl.key] = {{"prompts", costlyPrompts}, {"positions", grid}};
+  }
   PlotSpec spec;
   spec.title = mi["name"].get<std::string>() + " on " + cfg.task + " (d = " +
                std::to_string(dims) + ", " + std::to_string(cfg.evalLoops) + " loops)";
@@ -434,11 +522,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   spec.yFloor = 1e-3; // least squares reaches ~1e-19 on noiseless data
   std::vector<double> ks(k);
   for (int64_t i = 0; i < k; ++i) ks[i] = i;
-  spec.series = {{"model", ks, sModel},           {"model 5%", ks, lo},
-                 {"model 95%", ks, hi},           {"least squares", ks, sLs},
-                 {"averaging", ks, sAvg},         {"3-nearest neighbours", ks, sNn}};
-  if (withLasso)
-    spec.series.push_back({"Lasso (alpha 0.01)", ks, sLasso});
+  spec.series = {{"model", ks, sModel}, {"model 5%", ks, lo}, {"model 95%", ks, hi}};
+  for (const Baseline &bl : baselines) spec.series.push_back({bl.label, ks, bl.sum});
   if (!makeDirs(cfg.out, err) || !writeFileAtomic(cfg.out + "/eval.csv", csv, err) ||
       !writeFileAtomic(cfg.out + "/eval.json", j.dump(2) + "\n", err) ||
       !writeSvg(cfg.out + "/eval.svg", spec, err)) {
@@ -448,16 +533,23 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   printf("evaluation: %lld prompts, %lld loops, d = %lld, normalized squared error (%.1f s)\n",
          (long long)cfg.evalPrompts, (long long)cfg.evalLoops, (long long)dims,
          std::chrono::duration<double>(Clock::now() - t0).count());
-  printf("%5s %10s %14s %10s %10s%s\n", "k", "model", "least squares", "averaging", "3-NN",
-         withLasso ? "      Lasso" : "");
+  for (const Baseline &bl : baselines)
+    if (bl.costly)
+      printf("  %s: fitted on the first %lld prompts at %zu positions\n", bl.label.c_str(),
+             (long long)costlyPrompts, grid.size());
+  printf("%5s %10s", "k", "model");
+  for (const Baseline &bl : baselines) printf(" %*s", (int)std::max<size_t>(10, bl.key.size()), bl.key.c_str());
+  printf("\n");
   for (int64_t i = 0; i < k; ++i) {
     if (k > 16 && i % 4 != 0 && i != 2 * dims && i != dims && i != k - 1)
       continue;
-    char extra[32] = "";
-    if (withLasso)
-      snprintf(extra, sizeof extra, " %10.4g", sLasso[i]);
-    printf("%5lld %10.4f %14.4g %10.4f %10.4f%s%s\n", (long long)i, sModel[i], sLs[i], sAvg[i],
-           sNn[i], extra, i == 2 * dims ? "   <- k = 2d" : "");
+    printf("%5lld %10.4f", (long long)i, sModel[i]);
+    for (const Baseline &bl : baselines) {
+      int w = (int)std::max<size_t>(10, bl.key.size());
+      if (std::isfinite(bl.sum[i])) printf(" %*.4g", w, bl.sum[i]);
+      else printf(" %*s", w, "-");
+    }
+    printf("%s\n", i == 2 * dims ? "   <- k = 2d" : "");
   }
   printf("wrote %s/eval.csv, eval.json and eval.svg\n", cfg.out.c_str());
   return 0;

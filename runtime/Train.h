@@ -31,6 +31,9 @@ struct TrainConfig {
   /// (the library's @M_adam on resident state: on a GPU, weights and moments
   /// never leave it) or "auto" (compiled for GPU libraries, else host).
   std::string optimizer = "auto";
+  /// Prompts on which the costly baselines (trees, boosting, the network)
+  /// are fitted, at every 5th position beyond 41 points.
+  int64_t baselinePrompts = 64;
 
   nlohmann::json toJson() const;
   /// Applies the keys present in `j`; unknown keys and bad values are errors.

@@ -10,6 +10,9 @@ PKGS=(
   cmake ninja-build ccache g++ make python3
   # The PyTorch peer: checkpoint interoperability test and the benchmark.
   python3-torch libopenblas0-pthread
+  # The independent peer of the tree and boosting baselines, and the digits
+  # data set of P1's energy experiment.
+  python3-sklearn
 )
 
 missing=()

@@ -22,7 +22,7 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.unroll_tools_dir, config.llvm_tools_dir, "/usr/lib/llvm-19/bin"]
 tools = ["unroll-opt", "unroll-translate", "unroll-run", "unroll-energy-check", "unroll-model-check",
-         "unroll-gemm-bench"]
+         "unroll-baseline-check", "unroll-gemm-bench"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", "/usr/lib/llvm-19/bin", append_path=True)
@@ -36,6 +36,13 @@ try:
 except Exception:
     pass
 config.substitutions.append(("%torch_python", torch_python))
+# scikit-learn (Debian's python3-sklearn, installed by scripts/setup.sh): the
+# independent peer of the tree and boosting baselines.
+try:
+    if subprocess.run([torch_python, "-c", "import sklearn"], capture_output=True, timeout=120).returncode == 0:
+        config.available_features.add("sklearn")
+except Exception:
+    pass
 
 # The CUDA toolkit (libdevice, ptxas) for --lower-to-gpu, and a usable GPU
 # (asked through unroll's own runtime: driver, device, context) for running.

@@ -305,3 +305,72 @@ TEST(Baselines, LassoSatisfiesKKT) {
   for (int64_t c = 0; c < 5; ++c) pred += w[c] * p.xs[39 * 5 + c];
   EXPECT_NEAR(pred, ls[39], 1e-6);
 }
+
+TEST(Baselines, TwoLayerNetGradientMatchesFiniteDifferences) {
+  // Central differences of the loss against the analytic gradient, at a
+  // point where no hidden unit sits on the ReLU kink.
+  int64_t d = 4, n = 7;
+  std::vector<double> xs(n * d), ys(n);
+  for (int64_t i = 0; i < n * d; ++i) xs[i] = std::sin(1.7 * i + 0.3);
+  for (int64_t i = 0; i < n; ++i) ys[i] = std::cos(0.9 * i);
+  TwoLayerNet net;
+  net.init(d, 6, 3);
+  for (size_t i = net.hidden * d; i < net.params.size(); ++i) net.params[i] += 0.1; // biases too
+  std::vector<double> g, dummy;
+  net.lossGrad(xs.data(), ys.data(), n, g);
+  double worst = 0;
+  for (size_t i = 0; i < net.params.size(); ++i) {
+    double h = 1e-6, keep = net.params[i];
+    net.params[i] = keep + h;
+    double up = net.lossGrad(xs.data(), ys.data(), n, dummy);
+    net.params[i] = keep - h;
+    double down = net.lossGrad(xs.data(), ys.data(), n, dummy);
+    net.params[i] = keep;
+    worst = std::max(worst, std::abs((up - down) / (2 * h) - g[i]) / (std::abs(g[i]) + 1e-3));
+  }
+  EXPECT_LT(worst, 1e-6);
+}
+
+TEST(Baselines, TreesSplitExactlyWhereAStumpWould) {
+  // Depth 1 by brute force: every feature and every midpoint, the split
+  // with the smallest squared error; the tree must predict the same means.
+  int64_t n = 30, d = 3;
+  std::vector<double> xs(n * d), ys(n);
+  for (int64_t i = 0; i < n * d; ++i) xs[i] = std::sin(2.3 * i * i + 1.1);
+  for (int64_t i = 0; i < n; ++i) ys[i] = (xs[i * d + 1] > 0.2 ? 2.0 : -1.0) + 0.1 * std::cos(3.1 * i);
+  double bestErr = 1e300, bestT = 0, lMean = 0, rMean = 0;
+  int64_t bestF = -1;
+  for (int64_t f = 0; f < d; ++f)
+    for (int64_t a = 0; a < n; ++a) {
+      double t = xs[a * d + f]; // splitting at a value puts it left: same partition as a midpoint
+      double sl = 0, sr = 0, nl = 0, nr = 0;
+      for (int64_t i = 0; i < n; ++i)
+        (xs[i * d + f] <= t ? (sl += ys[i], nl += 1) : (sr += ys[i], nr += 1));
+      if (nl == 0 || nr == 0) continue;
+      double err = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double m = xs[i * d + f] <= t ? sl / nl : sr / nr;
+        err += (ys[i] - m) * (ys[i] - m);
+      }
+      if (err < bestErr - 1e-12) bestErr = err, bestF = f, bestT = t, lMean = sl / nl, rMean = sr / nr;
+    }
+  RegressionTree tree;
+  tree.fit(xs.data(), ys.data(), n, d, 1);
+  EXPECT_EQ(tree.depth(), 1);
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_NEAR(tree.predict(&xs[i * d]), xs[i * d + bestF] <= bestT ? lMean : rMean, 1e-12);
+  // Unlimited depth fits distinct inputs exactly; boosting's training error
+  // shrinks with every tree.
+  RegressionTree full;
+  full.fit(xs.data(), ys.data(), n, d, -1);
+  for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(full.predict(&xs[i * d]), ys[i], 1e-12);
+  double prev = 1e300;
+  for (int trees : {1, 5, 20, 50}) {
+    BoostedTrees bt;
+    bt.fit(xs.data(), ys.data(), n, d, trees, 2, 0.1);
+    double err = 0;
+    for (int64_t i = 0; i < n; ++i) err += std::pow(bt.predict(&xs[i * d]) - ys[i], 2);
+    EXPECT_LT(err, prev);
+    prev = err;
+  }
+}

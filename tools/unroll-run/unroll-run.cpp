@@ -73,6 +73,10 @@ Training and evaluation (models):
   --checkpoint C         evaluate (or --predict with) a checkpoint folder or
                          model .safetensors instead of training
   --eval-prompts N       evaluation prompts (default 1280; 0 skips evaluation)
+  --baseline-prompts N   prompts for the baselines fitted per position (trees and
+                         boosted trees for icl_decision_tree, a 2-layer ReLU net
+                         for icl_relu2nn; default 64); least squares, averaging,
+                         3-NN and Lasso use every evaluation prompt
   --log-every N          progress line every N steps (default 50)
   --save-every N         checkpoint every N steps (default 500)
   --eval-loops LIST      with --checkpoint: the loop study, error after each loop
@@ -223,8 +227,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
       for (char &c : key) if (c == '-') c = '_';
       o.train[key] = x;
     } else if (a == "--steps" || a == "--batch" || a == "--window" || a == "--eval-prompts" ||
-               a == "--log-every" || a == "--save-every") {
-      int64_t lo = a == "--steps" || a == "--eval-prompts" ? 0 : 1;
+               a == "--log-every" || a == "--save-every" || a == "--baseline-prompts") {
+      int64_t lo = a == "--steps" || a == "--eval-prompts" || a == "--baseline-prompts" ? 0 : 1;
       if (!(v = value()) || !parseInt(a, v, lo, tmp, err)) return false;
       std::string key = a.substr(2);
       for (char &c : key) if (c == '-') c = '_';
