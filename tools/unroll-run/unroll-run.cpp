@@ -96,8 +96,10 @@ Energies:
                          model's fixed d)
   --scale S              std of the random input X (default 1.0); X is drawn
                          as |N(0, S²)| when E has an unroll.nonneg term
-  --input FILE           .safetensors with 'X' [n, d] and, optionally,
-                         parameters by name (others are drawn at random)
+  --input FILE           .safetensors with 'X' [n, d] (or [samples, n, d]: one
+                         trace per sample, reported as their mean and how many
+                         descend monotonically) and, optionally, parameters by
+                         name (others are drawn at random)
   --output FILE          write X, the final Y and the parameters
                          (.safetensors, written atomically)
   --plot FILE.svg        plot E(Y_t) against t
@@ -267,9 +269,11 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
   return true;
 }
 
-/// X and the parameters: from --input where given, else N(0, std²).
+/// X and the parameters: from --input where given, else N(0, std²). A 3-d
+/// X [samples, n, d] leaves all samples in in.x and their count in `samples`.
 bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in,
-                std::string &err) {
+                int64_t &samples, std::string &err) {
+  samples = 1;
   TensorMap file;
   if (!o.input.empty() && !readSafetensors(o.input, file, err))
     return false;
@@ -280,10 +284,14 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in,
   };
   if (file.count("X")) {
     const Tensor &x = file["X"];
-    if (x.shape.size() != 2)
-      return err = o.input + ": tensor 'X' must be 2-d [n, d]", false;
-    in.n = x.shape[0];
-    in.d = x.shape[1];
+    if (x.shape.size() != 2 && x.shape.size() != 3)
+      return err = o.input + ": tensor 'X' must be [n, d] or [samples, n, d]", false;
+    if (x.shape.size() == 3)
+      samples = x.shape[0];
+    in.n = x.shape[x.shape.size() - 2];
+    in.d = x.shape[x.shape.size() - 1];
+    if (samples < 1 || in.n < 1 || in.d < 1)
+      return err = o.input + ": tensor 'X' is empty", false;
     in.x = x.data;
   } else {
     if (!o.input.empty())
@@ -346,22 +354,38 @@ int runEnergy(const Options &o, const Model &m) {
   if (!e)
     return die(err);
   EnergyInputs in;
-  if (!makeInputs(o, *e, in, err))
+  int64_t samples = 1;
+  if (!makeInputs(o, *e, in, samples, err))
     return die(err);
   int64_t iters = o.iterations >= 0 ? o.iterations : e->value("iterations", 1);
+  if (samples > 1 && !o.output.empty())
+    return die("--output writes one sample's Y; --input " + o.input + " holds " +
+               std::to_string(samples) + " samples");
+  // One trace per sample; the report is their mean, the counts are over all.
   EnergyTrace tr;
-  if (!runEnergyTrace(m, *e, in, iters, tr, err))
-    return die(err);
-
-  int increases = 0;
+  std::vector<double> all = in.x;
+  int increases = 0, monotone = 0;
   double worst = 0;
-  for (size_t t = 1; t < tr.energies.size(); ++t)
-    if (tr.energies[t] > tr.energies[t - 1]) {
-      ++increases;
-      double rel = (tr.energies[t] - tr.energies[t - 1]) /
-                   std::max(std::abs(tr.energies[t - 1]), 1e-300);
-      worst = std::max(worst, rel);
-    }
+  for (int64_t smp = 0; smp < samples; ++smp) {
+    in.x.assign(all.begin() + smp * in.n * in.d, all.begin() + (smp + 1) * in.n * in.d);
+    EnergyTrace one;
+    if (!runEnergyTrace(m, *e, in, iters, one, err))
+      return die(samples > 1 ? "sample " + std::to_string(smp) + ": " + err : err);
+    int before = increases;
+    for (size_t t = 1; t < one.energies.size(); ++t)
+      if (one.energies[t] > one.energies[t - 1]) {
+        ++increases;
+        double rel = (one.energies[t] - one.energies[t - 1]) /
+                     std::max(std::abs(one.energies[t - 1]), 1e-300);
+        worst = std::max(worst, rel);
+      }
+    monotone += increases == before;
+    if (smp == 0)
+      tr = one;
+    else
+      for (size_t t = 0; t < one.energies.size(); ++t) tr.energies[t] += one.energies[t];
+  }
+  for (double &v : tr.energies) v /= samples;
 
   if (!o.output.empty()) {
     TensorMap out;
@@ -383,8 +407,8 @@ int runEnergy(const Options &o, const Model &m) {
     spec.title = "energy @" + (*e)["name"].get<std::string>() + " (" +
                  e->value("schedule", "") + ", rho " + e->value("rho", "") + ")";
     spec.xLabel = "iteration t";
-    spec.yLabel = "E(Y_t)";
-    Series s{"E(Y_t)", {}, tr.energies};
+    spec.yLabel = samples > 1 ? "mean E(Y_t) over " + std::to_string(samples) + " samples" : "E(Y_t)";
+    Series s{samples > 1 ? "mean E(Y_t)" : "E(Y_t)", {}, tr.energies};
     for (size_t t = 0; t < tr.energies.size(); ++t)
       s.x.push_back(static_cast<double>(t));
     spec.series.push_back(s);
@@ -397,6 +421,11 @@ int runEnergy(const Options &o, const Model &m) {
                      {"iterations", iters}, {"seed", o.seed},
                      {"energies", tr.energies}, {"increases", increases},
                      {"max_relative_increase", worst}};
+    if (samples > 1) {
+      j["samples"] = samples;
+      j["energies_are"] = "mean over samples";
+      j["monotone_samples"] = monotone;
+    }
     printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -408,7 +437,9 @@ int runEnergy(const Options &o, const Model &m) {
          (long long)in.n, (long long)in.d,
          m.info().value("element_type", "?").c_str(),
          (unsigned long long)o.seed);
-  printf("%6s  %22s  %14s\n", "t", "E(Y_t)", "E(Y_t)-E(Y_t-1)");
+  if (samples > 1)
+    printf("mean over %lld samples of %s\n", (long long)samples, o.input.c_str());
+  printf("%6s  %22s  %14s\n", "t", samples > 1 ? "mean E(Y_t)" : "E(Y_t)", "E(Y_t)-E(Y_t-1)");
   for (size_t t = 0; t < tr.energies.size(); ++t) {
     if (t == 0)
       printf("%6zu  %22.15g\n", t, tr.energies[t]);
@@ -417,7 +448,11 @@ int runEnergy(const Options &o, const Model &m) {
              tr.energies[t] - tr.energies[t - 1],
              tr.energies[t] > tr.energies[t - 1] ? "  increase" : "");
   }
-  printf("%d of %lld steps increased the energy", increases, (long long)iters);
+  if (samples > 1)
+    printf("%lld of %lld samples descend monotonically; %d of %lld steps increased the energy",
+           (long long)monotone, (long long)samples, increases, (long long)(iters * samples));
+  else
+    printf("%d of %lld steps increased the energy", increases, (long long)iters);
   if (increases)
     printf(" (largest relative increase %.3g)", worst);
   printf("\n");

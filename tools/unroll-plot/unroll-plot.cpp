@@ -1,0 +1,115 @@
+//===- unroll-plot.cpp - curves from CSV files into one SVG ---------------===//
+//
+//   unroll-plot OUT.svg [--title T] [--x COL] [--xlabel L] [--ylabel L]
+//               [--log-y] [--y-floor V] FILE.csv:COLUMN[:LABEL] ...
+//
+// Puts columns of the CSV files unroll-run writes (eval.csv, loops.csv) on
+// one plot, e.g. the loop studies of two models. Empty cells are skipped.
+//
+//===----------------------------------------------------------------------===//
+#include "Plot.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace unroll;
+
+static const char *kUsage = R"(usage: unroll-plot OUT.svg [options] FILE.csv:COLUMN[:LABEL] ...
+
+Plots columns of CSV files (a header row, then numbers; empty cells skipped)
+against a shared x column into one SVG.
+
+  --title T       plot title
+  --x COL         the x column (default: the first column of each file)
+  --xlabel L      x axis label (default: the x column)
+  --ylabel L      y axis label
+  --log-y         logarithmic y axis
+  --y-floor V     with --log-y, draw values below V at V
+)";
+
+static std::vector<std::string> split(const std::string &s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) out.push_back(item);
+  if (!s.empty() && s.back() == sep) out.push_back("");
+  return out;
+}
+
+static int fail(const std::string &msg) {
+  fprintf(stderr, "unroll-plot: error: %s\n", msg.c_str());
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string out = argv[1], xCol;
+  PlotSpec spec;
+  std::vector<std::string> curves;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char * { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char *v = nullptr;
+    if (a == "--log-y") spec.logY = true;
+    else if (a == "--title" || a == "--x" || a == "--xlabel" || a == "--ylabel" || a == "--y-floor") {
+      if (!(v = value())) return fail(a + " needs a value");
+      if (a == "--title") spec.title = v;
+      else if (a == "--x") xCol = v;
+      else if (a == "--xlabel") spec.xLabel = v;
+      else if (a == "--ylabel") spec.yLabel = v;
+      else spec.yFloor = atof(v);
+    } else if (a.size() > 1 && a[0] == '-') return fail("unknown option '" + a + "' (see --help)");
+    else curves.push_back(a);
+  }
+  if (curves.empty())
+    return fail("no FILE.csv:COLUMN given (see --help)");
+  for (const std::string &c : curves) {
+    std::vector<std::string> parts = split(c, ':');
+    if (parts.size() < 2 || parts.size() > 3)
+      return fail("'" + c + "': expected FILE.csv:COLUMN[:LABEL]");
+    std::ifstream in(parts[0]);
+    if (!in)
+      return fail(parts[0] + ": cannot read");
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> header = split(line, ',');
+    auto col = [&](const std::string &name) {
+      for (size_t j = 0; j < header.size(); ++j)
+        if (header[j] == name) return (int)j;
+      return -1;
+    };
+    int xi = xCol.empty() ? 0 : col(xCol), yi = col(parts[1]);
+    if (xi < 0 || yi < 0)
+      return fail(parts[0] + ": no column '" + (xi < 0 ? xCol : parts[1]) + "' (columns: " + line + ")");
+    Series s{parts.size() == 3 ? parts[2] : parts[1], {}, {}};
+    int row = 1;
+    while (std::getline(in, line)) {
+      ++row;
+      std::vector<std::string> cells = split(line, ',');
+      if ((int)cells.size() <= std::max(xi, yi) || cells[yi].empty() || cells[xi].empty())
+        continue;
+      char *end = nullptr;
+      double x = strtod(cells[xi].c_str(), &end), y = strtod(cells[yi].c_str(), nullptr);
+      if (end == cells[xi].c_str())
+        return fail(parts[0] + ":" + std::to_string(row) + ": not a number: '" + cells[xi] + "'");
+      s.x.push_back(x);
+      s.y.push_back(y);
+    }
+    if (spec.xLabel.empty())
+      spec.xLabel = header[xi];
+    spec.series.push_back(std::move(s));
+  }
+  std::string err;
+  if (!writeSvg(out, spec, err))
+    return fail(err);
+  printf("wrote %s (%zu curves)\n", out.c_str(), spec.series.size());
+  return 0;
+}
