@@ -99,6 +99,9 @@ void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm) {
   // Dense contractions (the linear layers and their gradients) call the
   // packed GEMM micro-kernel; the rest become loops.
   pm.addPass(createUnrollCPUGemm());
+  // Models with many distinct layers: one function per op, so that LLVM's
+  // optimization time stays linear (a 12-layer GPT-2 took > 10 min).
+  pm.addPass(createUnrollOutlineOps());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // exp, tanh, … of f32 as polynomials the loop vectorizer can vectorize
   // (libm's are scalar calls).

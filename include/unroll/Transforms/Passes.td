@@ -75,6 +75,29 @@ def UnrollCPUGemm : Pass<"unroll-cpu-gemm", "ModuleOp"> {
   ];
 }
 
+def UnrollOutlineOps : Pass<"unroll-outline-ops", "ModuleOp"> {
+  let summary = "Move the linalg ops of very large functions into functions of their own";
+  let description = [{
+    A model with many distinct layers (P2's 12-layer GPT-2) lowers to one
+    entry function with thousands of loop nests. LLVM's loop passes
+    invalidate ScalarEvolution per loop in time proportional to the function,
+    so such a function takes tens of minutes to optimize. In functions with
+    at least `min-ops` linalg ops this pass moves every linalg op into a
+    private `noinline` function of its own (its operands and the values its
+    body captures become arguments; constants are cloned), leaving a call.
+    Each loop nest is then optimized on its own, in linear total time.
+    Functions below the threshold (every looped model here) are untouched.
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "int64_t", /*default=*/"300",
+           "Outline in functions with at least this many linalg ops">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numOutlined", "outlined", "linalg ops moved into functions of their own">
+  ];
+}
+
 def UnrollCPUMath : Pass<"unroll-cpu-math", "ModuleOp"> {
   let summary = "f32 transcendental functions as vectorizable polynomials";
   let description = [{
