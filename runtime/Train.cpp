@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <unistd.h>
 #include <functional>
 
 using namespace unroll;
@@ -557,6 +558,7 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
 
 int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
                       const TrainConfig &cfg, const std::vector<int64_t> &loops) {
+  bool tty = isatty(fileno(stderr));
   std::string err;
   const nlohmann::json &mi = run.info();
   int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
@@ -588,9 +590,11 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
         mean[j] += s / k;
       }
     done += bsz;
-    fprintf(stderr, "loop study: %lld/%lld prompts\r", (long long)done, (long long)cfg.evalPrompts);
+    if (tty) // a progress line that rewrites itself; logs get none
+      fprintf(stderr, "loop study: %lld/%lld prompts\r", (long long)done, (long long)cfg.evalPrompts);
   }
-  fprintf(stderr, "\n");
+  if (tty)
+    fprintf(stderr, "\n");
   double zero = cfg.spec->zeroError(dims, cfg.noise);
   for (int64_t j = 0; j < nL; ++j) {
     last[j] /= cfg.evalPrompts * zero;

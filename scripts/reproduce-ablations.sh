@@ -40,13 +40,13 @@ done
 "$BIN/unroll-plot" "$OUT/loops.svg" --log-y --y-floor 1e-3 \
     --title "icl_linear, d = 5, k = 10: error after each loop (trained at b = 10)" \
     --xlabel "loop iterations" --ylabel "normalized squared error at the last position" \
-    "$OUT/looped_injection/loops.csv:error_last_position:with input injection" \
-    "$OUT/looped_tying/loops.csv:error_last_position:weight tying, no injection"
+    "$OUT/looped_injection/loops.csv:error_last_position:input injection" \
+    "$OUT/looped_tying/loops.csv:error_last_position:tying, no injection"
 "$BIN/unroll-plot" "$OUT/eval.svg" --log-y --y-floor 1e-3 \
     --title "icl_linear, d = 5: standard 12-layer GPT-2 vs looped (1 layer, b = 10)" \
     --xlabel "in-context examples k" --ylabel "normalized squared error" \
-    "$OUT/gpt2_L12/eval.csv:model:standard, 12 layers" \
-    "$OUT/looped_injection/eval.csv:model:looped, 1 layer, b = 10" \
+    "$OUT/gpt2_L12/eval.csv:model:standard, L = 12" \
+    "$OUT/looped_injection/eval.csv:model:looped, L = 1, b = 10" \
     "$OUT/looped_injection/eval.csv:least_squares:least squares" \
     "$OUT/looped_injection/eval.csv:nearest_neighbors_3:3-NN"
 echo "wrote $OUT/loops.svg, $OUT/eval.svg and $OUT/summary.txt"
