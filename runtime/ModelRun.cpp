@@ -338,8 +338,8 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
     return true;
   }
   // Threads over the batch (CPU): the chunks' gradients meet on the host.
-  std::vector<double> theta, m, v, grad;
-  st.download(theta, m, v);
+  std::vector<double> theta, grad;
+  st.readVector(theta, st.theta);
   if (!lossGrad(p, theta, loops, window, losses, grad, error))
     return false;
   st.writeVector(st.grad, grad);

@@ -356,6 +356,18 @@ void unroll::bootstrapBands(const std::vector<double> &errs, int64_t prompts, in
   }
 }
 
+/// OUT/STEM.csv, STEM.json and STEM.svg, each atomically; false (with a
+/// message on stderr) on the first failure.
+static bool writeReport(const std::string &out, const std::string &stem, const std::string &csv,
+                        const nlohmann::json &j, const PlotSpec &spec) {
+  std::string err, base = out + "/" + stem;
+  if (makeDirs(out, err) && writeFileAtomic(base + ".csv", csv, err) &&
+      writeFileAtomic(base + ".json", j.dump(2) + "\n", err) && writeSvg(base + ".svg", spec, err))
+    return true;
+  fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+  return false;
+}
+
 namespace {
 /// One in-context estimator of the evaluation: predictions for every
 /// position of a prompt (NaN where not fitted), accumulated squared errors.
@@ -525,12 +537,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   for (int64_t i = 0; i < k; ++i) ks[i] = i;
   spec.series = {{"model", ks, sModel}, {"model 5%", ks, lo}, {"model 95%", ks, hi}};
   for (const Baseline &bl : baselines) spec.series.push_back({bl.label, ks, bl.sum});
-  if (!makeDirs(cfg.out, err) || !writeFileAtomic(cfg.out + "/eval.csv", csv, err) ||
-      !writeFileAtomic(cfg.out + "/eval.json", j.dump(2) + "\n", err) ||
-      !writeSvg(cfg.out + "/eval.svg", spec, err)) {
-    fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+  if (!writeReport(cfg.out, "eval", csv, j, spec))
     return 2;
-  }
   printf("evaluation: %lld prompts, %lld loops, d = %lld, normalized squared error (%.1f s)\n",
          (long long)cfg.evalPrompts, (long long)cfg.evalLoops, (long long)dims,
          std::chrono::duration<double>(Clock::now() - t0).count());
@@ -632,12 +640,8 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
                  {"5%", xs, lo},
                  {"95%", xs, hi},
                  {"mean over positions", xs, mean}};
-  if (!makeDirs(cfg.out, err) || !writeFileAtomic(cfg.out + "/loops.csv", csv, err) ||
-      !writeFileAtomic(cfg.out + "/loops.json", j.dump(2) + "\n", err) ||
-      !writeSvg(cfg.out + "/loops.svg", spec, err)) {
-    fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+  if (!writeReport(cfg.out, "loops", csv, j, spec))
     return 2;
-  }
   printf("loop study: %lld prompts of %lld points, d = %lld, trained at b = %lld (%.1f s)\n",
          (long long)cfg.evalPrompts, (long long)k, (long long)dims, (long long)cfg.loops,
          std::chrono::duration<double>(Clock::now() - t0).count());

@@ -13,11 +13,14 @@ Writes 'X' [samples, 8, 8] (F64) and 'labels' [samples] (F64), samples drawn
 without replacement with a fixed seed.
 """
 import argparse
-import json
-import struct
+import os
+import sys
 
 import numpy as np
 from sklearn.datasets import load_digits
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_f64 import write_f64  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -31,20 +34,7 @@ pick = rng.choice(len(digits.images), size=a.samples, replace=False)
 x = (digits.images[pick] / 16.0).astype("<f8")
 labels = digits.target[pick].astype("<f8")
 
-tensors = {"X": x, "labels": labels}
-header, offset, blobs = {}, 0, []
-for name, t in tensors.items():
-    raw = np.ascontiguousarray(t).tobytes()
-    header[name] = {"dtype": "F64", "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-    offset += len(raw)
-    blobs.append(raw)
-header["__metadata__"] = {"source": "sklearn.datasets.load_digits (UCI optdigits test set)",
-                          "layout": "X[s, row, column] = pixel / 16"}
-h = json.dumps(header).encode()
-h += b" " * ((8 - len(h) % 8) % 8)
-with open(a.out, "wb") as f:
-    f.write(struct.pack("<Q", len(h)))
-    f.write(h)
-    for b in blobs:
-        f.write(b)
+write_f64(a.out, {"X": x, "labels": labels},
+          {"source": "sklearn.datasets.load_digits (UCI optdigits test set)",
+           "layout": "X[s, row, column] = pixel / 16"})
 print(f"wrote {a.out}: X {list(x.shape)}, labels of digits {sorted(set(digits.target[pick].tolist()))}")

@@ -19,10 +19,13 @@ import argparse
 import ctypes
 import json
 import os
-import struct
+import sys
 
 import numpy as np
 from sklearn.datasets import load_digits
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_f64 import write_f64  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("lib")
@@ -166,20 +169,11 @@ acc = {"train_accuracy_1000": accuracy(train_idx[:1000]), "test_accuracy_200": a
 print(json.dumps(acc), flush=True)
 
 # EVAL.safetensors: the 200 held-out images and the trained energy weights.
-tensors = {"X": np.ascontiguousarray(X[test_idx], dtype="<f8")}
+tensors = {"X": X[test_idx]}
 for p in e["params"]:
     n = int(np.prod(p["shape"]))
-    tensors[p["name"]] = theta[p["offset"]:p["offset"] + n].reshape(p["shape"]).astype("<f8")
-header, offset, blobs = {}, 0, []
-for name, t in tensors.items():
-    raw = np.ascontiguousarray(t).tobytes()
-    header[name] = {"dtype": "F64", "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-    offset += len(raw)
-    blobs.append(raw)
-h = json.dumps(header).encode()
-h += b" " * ((8 - len(h) % 8) % 8)
-with open(os.path.join(a.out, "trained.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    tensors[p["name"]] = theta[p["offset"]:p["offset"] + n].reshape(p["shape"])
+write_f64(os.path.join(a.out, "trained.safetensors"), tensors)
 json.dump({"energy": a.energy, "steps": a.steps, "lr": a.lr, "batch": a.batch, "seed": a.seed,
            "log": log, **acc}, open(os.path.join(a.out, "training.json"), "w"), indent=2)
 print(f"wrote {a.out}/trained.safetensors and training.json", flush=True)

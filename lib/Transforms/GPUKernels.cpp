@@ -498,7 +498,7 @@ struct FuseRows : public unroll::impl::UnrollGPUFuseRowsBase<FuseRows> {
     // its remaining dimensions.
     OpBuilder builder(b);
     Location loc = b.getLoc();
-    auto fused = builder.create<scf::ParallelOp>(
+    builder.create<scf::ParallelOp>(
         loc, rows.getLowerBound(), rows.getUpperBound(), rows.getStep(),
         [&](OpBuilder &pb, Location pl, ValueRange ivs) {
           for (scf::ParallelOp part : {a, b}) {
@@ -520,7 +520,6 @@ struct FuseRows : public unroll::impl::UnrollGPUFuseRowsBase<FuseRows> {
                                });
           }
         });
-    (void)fused;
     a.erase();
     b.erase();
     return success();
