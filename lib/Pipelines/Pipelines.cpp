@@ -38,6 +38,14 @@ using namespace mlir::unroll;
 // Shared stages
 //===----------------------------------------------------------------------===//
 
+// Applies to every pipeline: trade memory for the backward's recomputation.
+static llvm::cl::opt<bool> clRecomputeWindow(
+    "recompute-window",
+    llvm::cl::desc("Models: the backward pass recomputes each window iteration's "
+                   "block from its stored input instead of storing the "
+                   "activations its VJPs read (less memory, more arithmetic)"),
+    llvm::cl::init(false));
+
 /// Energy level -> step level -> linalg on tensors -> buffers.
 static void buildFrontEnd(OpPassManager &pm, const std::string &target,
                           const std::string &chip, bool fuseElementwise = false) {
@@ -46,6 +54,7 @@ static void buildFrontEnd(OpPassManager &pm, const std::string &target,
   ConvertUnrollToLinalgOptions co;
   co.target = target;
   co.chip = chip;
+  co.recomputeWindow = clRecomputeWindow;
   pm.addPass(createConvertUnrollToLinalg(co));
   // No CSE before bufferization: it would merge the identical zero-filled
   // inits of different linalg ops, which bufferization must then copy.

@@ -210,22 +210,33 @@ struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
     if (dimsAt(maps[0], aM) != dimsAt(maps[2], cM) || dimsAt(maps[0], aK) != dimsAt(maps[1], bK) ||
         dimsAt(maps[1], bN) != dimsAt(maps[2], cN))
       return failure();
-    // A group of several dims collapses with one stride only if the operand
-    // is dense row-major there: require the identity layout for those.
-    auto dense = [&](unsigned i) {
-      return cast<MemRefType>(ops[i].getType()).getLayout().isIdentity();
-    };
-    if ((aM.size() > 1 || aK.size() > 1) && !dense(0))
-      return failure();
-    if ((bK.size() > 1 || bN.size() > 1) && !dense(1))
-      return failure();
-    if ((cM.size() > 1 || cN.size() > 1) && !dense(2))
-      return failure();
-
+    // Taken before this rewrite inserts its index arithmetic in between.
+    auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
     OpBuilder b(op);
     Location loc = op.getLoc();
     auto cst = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
     auto size = [&](Value v, unsigned p) -> Value { return b.create<memref::DimOp>(loc, v, p); };
+    SmallVector<memref::ExtractStridedMetadataOp> meta;
+    for (Value v : ops)
+      meta.push_back(b.create<memref::ExtractStridedMetadataOp>(loc, v));
+    // A group of several dims collapses to one stride only where the operand
+    // is dense row-major over it. The identity layout says so statically;
+    // other layouts (a slice [w] of the window's tape: strides [?, F, 1],
+    // offset ?) are checked when the call runs, with the loop nest as the
+    // fallback.
+    Value collapsible;
+    auto dense = [&](unsigned i, ArrayRef<unsigned> pos) {
+      if (pos.size() < 2 || cast<MemRefType>(ops[i].getType()).getLayout().isIdentity())
+        return;
+      for (unsigned j = 0; j + 1 < pos.size(); ++j) {
+        Value inner = b.create<arith::MulIOp>(loc, meta[i].getStrides()[pos[j + 1]],
+                                              meta[i].getSizes()[pos[j + 1]]);
+        Value eq = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                           meta[i].getStrides()[pos[j]], inner);
+        collapsible = collapsible ? b.create<arith::AndIOp>(loc, collapsible, eq).getResult() : eq;
+      }
+    };
+    dense(0, aM), dense(0, aK), dense(1, bK), dense(1, bN), dense(2, cM), dense(2, cN);
     auto product = [&](Value v, ArrayRef<unsigned> pos) {
       Value r;
       for (unsigned p : pos)
@@ -234,9 +245,6 @@ struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
     };
     // Strides and offsets from the operands' layouts (static or not); a
     // group's stride is its innermost dim's (denseness checked above).
-    SmallVector<memref::ExtractStridedMetadataOp> meta;
-    for (Value v : ops)
-      meta.push_back(b.create<memref::ExtractStridedMetadataOp>(loc, v));
     auto stride = [&](unsigned i, ArrayRef<unsigned> pos) -> Value {
       return meta[i].getStrides()[pos.back()];
     };
@@ -263,8 +271,7 @@ struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
     // A zero fill of C right before, covering exactly what the calls write
     // (C indexed by loop dims only), is replaced by overwriting.
     Value accumulate = cst(1);
-    if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-        fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == ops[2] &&
+    if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == ops[2] &&
         llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); })) {
       auto zero = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
       auto fv = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
@@ -293,9 +300,11 @@ struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
                               strides[4], strides[5], accumulate};
       nb.create<func::CallOp>(loc, name, TypeRange{}, args);
     };
-    if (bDims.empty()) {
-      emitCall(b, {});
-    } else {
+    auto emitCalls = [&](OpBuilder &b) {
+      if (bDims.empty()) {
+        emitCall(b, {});
+        return;
+      }
       SmallVector<Value> lbs, ubs, steps;
       for (unsigned d : bDims) {
         lbs.push_back(cst(0));
@@ -304,6 +313,26 @@ struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
       }
       scf::buildLoopNest(b, loc, lbs, ubs, steps,
                          [&](OpBuilder &nb, Location, ValueRange ivs) { emitCall(nb, ivs); });
+    };
+    if (!collapsible) {
+      emitCalls(b);
+    } else {
+      // Not dense after all: the loop nest (after the zero fill, if the
+      // calls were to overwrite).
+      b.create<scf::IfOp>(
+          loc, collapsible,
+          [&](OpBuilder &tb, Location tl) {
+            emitCalls(tb);
+            tb.create<scf::YieldOp>(tl);
+          },
+          [&](OpBuilder &eb, Location el) {
+            if (accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0) {
+              Value zero = eb.create<arith::ConstantOp>(el, eb.getZeroAttr(elem));
+              eb.create<linalg::FillOp>(el, zero, ops[2]);
+            }
+            eb.clone(*op.getOperation());
+            eb.create<scf::YieldOp>(el);
+          });
     }
     op.erase();
     return success();

@@ -193,7 +193,9 @@ MemRefType dynMemref(unsigned rank, Type elem);
 /// Emits the entry points of an energy at the builder; returns its info.
 llvm::json::Object lowerEnergy(OpBuilder &b, EnergyOp energy);
 /// Emits the entry points of a differentiated model; returns its info.
-FailureOr<llvm::json::Object> lowerModel(OpBuilder &b, ModelOp model);
+/// `recomputeWindow`: the backward recomputes each window iteration's block
+/// instead of reading its stored activations.
+FailureOr<llvm::json::Object> lowerModel(OpBuilder &b, ModelOp model, bool recomputeWindow);
 
 } // namespace mlir::unroll::lowering
 

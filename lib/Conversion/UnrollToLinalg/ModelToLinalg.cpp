@@ -10,8 +10,12 @@
 // predictions at the x positions (even token indices) against ys. The first
 // b - T iterations run without gradient; the window's states are stored and
 // the backward pass walks them in reverse (truncated back-propagation through
-// the loop), recomputing each block from its stored input (the reverse
-// regions written by --unroll-differentiate start with the forward ops).
+// the loop). The reverse regions written by --unroll-differentiate start with
+// a copy of the forward ops; the window's forward iterations store the
+// activations those regions' VJPs read (the tape), so the backward skips the
+// copy instead of recomputing the block. With recompute-window, or when a
+// body's activations are not token tensors [B, n, F], only the states are
+// stored and the backward recomputes each block from its input.
 //
 //===----------------------------------------------------------------------===//
 #include "Emitter.h"
@@ -468,9 +472,105 @@ public:
 // Model → functions
 //===----------------------------------------------------------------------===//
 
+/// The activations of one loop iteration that the reverse region's VJPs
+/// read. The reverse region (u, dY) -> du begins with a copy of the body's
+/// ops (its primal part); `rev` are the primal values that its VJP part
+/// reads, `body` the same values in the loop body.
+struct Tape {
+  SmallVector<Value> rev, body;
+  DenseSet<Operation *> primal; // the reverse region's copy of the body
+  bool empty() const { return rev.empty(); }
+};
+
+/// Matches the reverse region's primal ops to the body's ops: the same op,
+/// attributes and result types on corresponding operands. Returns an empty
+/// tape when an op has no counterpart or a tape value is not a token tensor
+/// [B, n, F] (then the lowering recomputes).
+Tape planTape(LoopOp loop) {
+  Block &rev = loop.getReverse().front(), &body = loop.getBody().front();
+  Tape t;
+  DenseSet<Value> dual{rev.getArgument(1)};
+  for (Operation &op : rev) {
+    bool isDual = op.getNumResults() == 0 || op.getNumRegions() != 0 ||
+                  llvm::any_of(op.getOperands(), [&](Value v) { return dual.contains(v); });
+    if (isDual)
+      dual.insert(op.result_begin(), op.result_end());
+    else
+      t.primal.insert(&op);
+  }
+  IRMapping toBody;
+  toBody.map(rev.getArgument(0), body.getArgument(0));
+  DenseSet<Operation *> matched;
+  for (Operation &op : rev) {
+    if (!t.primal.contains(&op))
+      continue;
+    Operation *match = nullptr;
+    for (Operation &cand : body) {
+      if (matched.contains(&cand) || cand.getName() != op.getName() ||
+          cand.getAttrDictionary() != op.getAttrDictionary() ||
+          cand.getResultTypes() != op.getResultTypes() ||
+          cand.getNumOperands() != op.getNumOperands())
+        continue;
+      if (llvm::all_of(llvm::zip(op.getOperands(), cand.getOperands()), [&](auto pair) {
+            return toBody.lookupOrDefault(std::get<0>(pair)) == std::get<1>(pair);
+          })) {
+        match = &cand;
+        break;
+      }
+    }
+    if (!match)
+      return Tape{};
+    matched.insert(match);
+    toBody.map(op.getResults(), match->getResults());
+  }
+  for (Operation &op : rev) {
+    if (!t.primal.contains(&op))
+      continue;
+    for (Value r : op.getResults()) {
+      if (llvm::all_of(r.getUsers(), [&](Operation *u) { return t.primal.contains(u); }))
+        continue; // only the primal copy reads it
+      auto ty = dyn_cast<RankedTensorType>(r.getType());
+      if (!ty || ty.getRank() != 3 || !ty.isDynamicDim(0) || !ty.isDynamicDim(1) ||
+          ty.isDynamicDim(2))
+        return Tape{};
+      t.rev.push_back(r);
+      t.body.push_back(toBody.lookup(r));
+    }
+  }
+  return t;
+}
+
+/// Makes the op chain that computes `v` write into `slot` (an extract_slice
+/// of the tensor that `v` is inserted into) instead of a new tensor, so that
+/// bufferization writes it in place rather than copying it there: follows
+/// destination operands from `v` back to a tensor.empty used only by that
+/// chain and replaces it with `slot`. Leaves other chains alone.
+void computeInto(Value v, Value slot) {
+  Value root = v;
+  while (auto r = dyn_cast<OpResult>(root)) {
+    if (auto cast = dyn_cast<tensor::CastOp>(r.getOwner()))
+      root = cast.getSource();
+    else if (auto dps = dyn_cast<DestinationStyleOpInterface>(r.getOwner()))
+      root = dps.getDpsInitOperand(r.getResultNumber())->get();
+    else
+      break;
+    if (!root.hasOneUse())
+      return;
+  }
+  auto empty = root.getDefiningOp<tensor::EmptyOp>();
+  if (!empty || empty.getType() != slot.getType())
+    return;
+  empty.replaceAllUsesWith(slot);
+  empty.erase();
+}
+
 class ModelLowering {
 public:
-  explicit ModelLowering(ModelOp model) : model(model) { table.collect(model); }
+  ModelLowering(ModelOp model, bool recomputeWindow) : model(model) {
+    table.collect(model);
+    if (!recomputeWindow)
+      tape = planTape(model.getLoop());
+  }
 
   LogicalResult emit(OpBuilder &b);
   llvm::json::Object info();
@@ -486,7 +586,11 @@ private:
   Type elem() { return cast<RankedTensorType>(model.getPrompt().getType()).getElementType(); }
   LogicalResult emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx);
   /// Runs a region's single block on `args`, returning the yielded values.
-  FailureOr<SmallVector<Value>> run(OpBuilder &b, Region &r, ValueRange args, Ctx &ctx);
+  /// `map` (optional) may hold values already known and receives every value
+  /// emitted; ops in `skip` are not emitted.
+  FailureOr<SmallVector<Value>> run(OpBuilder &b, Region &r, ValueRange args, Ctx &ctx,
+                                    IRMapping *map = nullptr,
+                                    const DenseSet<Operation *> *skip = nullptr);
   /// The read-in (ops before the loop): P from Z.
   FailureOr<Value> embed(OpBuilder &b, Value z, Ctx &ctx);
   /// The read-out (ops after the loop) on a state Y: predictions [B, n, 1].
@@ -501,6 +605,7 @@ private:
 
   ModelOp model;
   ParamTable table;
+  Tape tape; // empty: the backward recomputes each block
 };
 
 LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx) {
@@ -562,9 +667,11 @@ LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map,
 }
 
 FailureOr<SmallVector<Value>> ModelLowering::run(OpBuilder &b, Region &r, ValueRange args,
-                                                 Ctx &ctx) {
+                                                 Ctx &ctx, IRMapping *given,
+                                                 const DenseSet<Operation *> *skip) {
   Block &blk = r.front();
-  IRMapping map;
+  IRMapping local;
+  IRMapping &map = given ? *given : local;
   seedParams(map, ctx);
   for (auto [a, v] : llvm::zip(blk.getArguments(), args))
     map.map(a, v);
@@ -575,6 +682,8 @@ FailureOr<SmallVector<Value>> ModelLowering::run(OpBuilder &b, Region &r, ValueR
         out.push_back(map.lookup(v));
       return out;
     }
+    if (skip && skip->contains(&op))
+      continue;
     if (failed(emitOp(b, op, map, ctx)))
       return failure();
   }
@@ -802,14 +911,28 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     auto [o, s, st] = stateSlice(b, c0);
     states = b.create<tensor::InsertSliceOp>(loc, yFree, states, o, s, st);
   }
+  // The tape: [T, B, n, F] per activation the VJPs read.
+  auto tapeSlice = [&](OpBuilder &lb, Value i, Value v) {
+    int64_t f = cast<RankedTensorType>(v.getType()).getDimSize(2);
+    return std::make_tuple(SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0), lb.getIndexAttr(0)},
+                           SmallVector<OpFoldResult>{lb.getIndexAttr(1), bsz, n, lb.getIndexAttr(f)},
+                           SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
+  };
+  SmallVector<Value> winInit{yFree, states};
+  for (Value v : tape.body)
+    winInit.push_back(b.create<tensor::EmptyOp>(
+        loc, nn.tensorTy({kDyn, kDyn, kDyn, cast<RankedTensorType>(v.getType()).getDimSize(2)}),
+        ValueRange{tw, bsz, n}));
   Value k = nn.dim(ys, 1);
   Value bk = b.create<arith::IndexCastOp>(loc, b.getI64Type(), b.create<arith::MulIOp>(loc, bsz, k));
   Value invBK = b.create<arith::DivFOp>(loc, nn.cst(1.0), b.create<arith::SIToFPOp>(loc, t, bk));
   auto winLoop = b.create<scf::ForOp>(
-      loc, c0, tw, c1, ValueRange{yFree, states},
+      loc, c0, tw, c1, winInit,
       [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
         NN ln(lb, ll, t);
-        FailureOr<SmallVector<Value>> y = run(lb, loop.getBody(), {inject(ln, it[0], p)}, ctx);
+        IRMapping acts;
+        FailureOr<SmallVector<Value>> y =
+            run(lb, loop.getBody(), {inject(ln, it[0], p)}, ctx, &acts);
         if (failed(y))
           return fail(lb, ll, it);
         Value yn = ln.castTo((*y)[0], stateTy);
@@ -820,9 +943,24 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         lb.create<memref::StoreOp>(ll, l, lossesOut, ValueRange{w});
         auto [o, s, st] = stateSlice(lb, lb.create<arith::AddIOp>(ll, w, c1));
         Value sts = lb.create<tensor::InsertSliceOp>(ll, yn, it[1], o, s, st);
-        lb.create<scf::YieldOp>(ll, ValueRange{yn, sts});
+        SmallVector<Value> next{yn, sts};
+        for (auto [i, v] : llvm::enumerate(tape.body)) {
+          Value a = acts.lookup(v);
+          auto [to, ts, tst] = tapeSlice(lb, w, a);
+          // The producer writes into the tape directly: the extract_slice
+          // goes at the top of the iteration, before the chain that uses it.
+          {
+            OpBuilder::InsertionGuard g(lb);
+            lb.setInsertionPointToStart(lb.getInsertionBlock());
+            computeInto(a, lb.create<tensor::ExtractSliceOp>(
+                               ll, cast<RankedTensorType>(a.getType()), it[2 + i], to, ts, tst));
+          }
+          next.push_back(lb.create<tensor::InsertSliceOp>(ll, a, it[2 + i], to, ts, tst));
+        }
+        lb.create<scf::YieldOp>(ll, next);
       });
   states = winLoop.getResult(1);
+  SmallVector<Value> tapes(winLoop.getResults().drop_front(2));
 
   // The window, backward.
   Value twF = b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tw));
@@ -849,8 +987,17 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         if (failed(dyh))
           return fail(lb, ll, it);
         Value dy = ln.add(it[1], ln.castTo((*dyh)[0], stateTy));
-        FailureOr<SmallVector<Value>> du =
-            run(lb, loop.getReverse(), {inject(ln, yprev, p), dy}, c);
+        // The block's activations from the tape (or, without one, the
+        // reverse region's copy of the forward ops recomputes them).
+        IRMapping acts;
+        for (auto [rv, tp] : llvm::zip(tape.rev, tapes)) {
+          auto [to, ts, tst] = tapeSlice(lb, w, rv);
+          acts.map(rv, lb.create<tensor::ExtractSliceOp>(ll, cast<RankedTensorType>(rv.getType()),
+                                                         tp, to, ts, tst)
+                           .getResult());
+        }
+        FailureOr<SmallVector<Value>> du = run(lb, loop.getReverse(), {inject(ln, yprev, p), dy},
+                                               c, &acts, tape.empty() ? nullptr : &tape.primal);
         if (failed(du))
           return fail(lb, ll, it);
         Value d = ln.castTo((*du)[0], stateTy), dyNext = d, dp = it[2];
@@ -907,6 +1054,7 @@ llvm::json::Object ModelLowering::info() {
       {"iterations", loop.getIterations()},
       {"window", loop.getWindow()},
       {"injection", stringifyInjection(loop.getInjection()).str()},
+      {"window_activations", tape.empty() ? "recomputed" : "stored"},
       {"num_params", table.numParams},
       {"param_counts", llvm::json::Object{{"total", total}, {"blocks_and_ln_f", blocks}}},
       {"params", table.toJson()}};
@@ -917,8 +1065,9 @@ llvm::json::Object ModelLowering::info() {
 
 } // namespace
 
-FailureOr<llvm::json::Object> mlir::unroll::lowering::lowerModel(OpBuilder &b, ModelOp model) {
-  ModelLowering lowering(model);
+FailureOr<llvm::json::Object> mlir::unroll::lowering::lowerModel(OpBuilder &b, ModelOp model,
+                                                                 bool recomputeWindow) {
+  ModelLowering lowering(model, recomputeWindow);
   if (failed(lowering.emit(b)))
     return failure();
   return lowering.info();
