@@ -1,7 +1,7 @@
 //===- unroll_bench.cpp - time a compiled model's training step and forward ===//
 //
 //   unroll-bench MODEL.so [--batch 64] [--points k] [--repeats 5] [--threads N]
-//                         [--optimizer host|compiled]
+//                         [--optimizer host|compiled] [--only forward|train]
 //
 // Prints JSON: the wall time of every repeat of one training step (loss,
 // gradient and an Adam update) and of one forward pass at the model's b,
@@ -27,11 +27,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   int64_t batch = 64, points = -1, repeats = 5, threads = -1;
-  std::string optimizer = "auto";
+  std::string optimizer = "auto", only;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--optimizer") {
       optimizer = argv[i + 1];
+      continue;
+    }
+    if (a == "--only") { // forward | train: time one of them (for profiling)
+      only = argv[i + 1];
+      if (only != "forward" && only != "train") {
+        fprintf(stderr, "unroll-bench: --only takes forward or train, got '%s'\n", only.c_str());
+        return 2;
+      }
       continue;
     }
     int64_t v = std::stoll(argv[i + 1]);
@@ -88,12 +96,15 @@ int main(int argc, char **argv) {
     adam.update(theta, grad);
   };
   auto fwd = [&] { run.forward(p, theta, b, preds, err); };
-  step();
-  fwd();
+  bool doStep = only != "forward", doFwd = only != "train";
+  if (doStep)
+    step();
+  if (doFwd)
+    fwd();
   std::vector<double> ts, fs;
   for (int64_t r = 0; r < repeats; ++r) {
-    ts.push_back(time(step));
-    fs.push_back(time(fwd));
+    ts.push_back(doStep ? time(step) : 0.0);
+    fs.push_back(doFwd ? time(fwd) : 0.0);
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());

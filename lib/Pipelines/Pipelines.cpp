@@ -48,13 +48,15 @@ static llvm::cl::opt<bool> clRecomputeWindow(
 
 /// Energy level -> step level -> linalg on tensors -> buffers.
 static void buildFrontEnd(OpPassManager &pm, const std::string &target,
-                          const std::string &chip, bool fuseElementwise = false) {
+                          const std::string &chip, bool fuseElementwise = false,
+                          bool cpuKernels = true) {
   pm.addPass(createUnrollDeriveSteps());
   pm.addPass(createUnrollDifferentiate());
   ConvertUnrollToLinalgOptions co;
   co.target = target;
   co.chip = chip;
   co.recomputeWindow = clRecomputeWindow;
+  co.cpuKernels = cpuKernels;
   pm.addPass(createConvertUnrollToLinalg(co));
   // No CSE before bufferization: it would merge the identical zero-filled
   // inits of different linalg ops, which bufferization must then copy.
@@ -225,7 +227,8 @@ void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const std::string 
 }
 
 void mlir::unroll::buildLowerToGPUEmulatedPipeline(OpPassManager &pm) {
-  buildFrontEnd(pm, "cpu", "", /*fuseElementwise=*/true);
+  // The emulation keeps every op a loop nest, as the GPU lowering has it.
+  buildFrontEnd(pm, "cpu", "", /*fuseElementwise=*/true, /*cpuKernels=*/false);
   buildKernelMapping(pm, /*blockSize=*/256, /*emulate=*/true);
   buildHostToLLVM(pm, /*genericAlloc=*/false);
   pm.addPass(createReconcileUnrealizedCastsPass());

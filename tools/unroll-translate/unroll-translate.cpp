@@ -174,6 +174,7 @@ int main(int argc, char **argv) {
                   "--gpu-runtime)");
   }
   bool usesGemm = !hasGpu && (callsExternal(*module, "unroll_gemm_") ||
+                              callsExternal(*module, "unroll_attention_") ||
                               callsExternal(*module, "_mlir_memref_to_llvm_") ||
                               callsExternal(*module, "unroll_state_"));
   if (usesGemm && !emitLLVM) {

@@ -34,6 +34,10 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",
            "The GPU the library is built for (e.g. sm_90); recorded with "
            "target=gpu">,
+    Option<"cpuKernels", "cpu-kernels", "bool", /*default=*/"true",
+           "With target=cpu, models' forward attention calls unroll's CPU "
+           "kernel (runtime/cpu/Attention.cpp, linked by unroll-translate) "
+           "instead of becoming linalg ops">,
     Option<"recomputeWindow", "recompute-window", "bool", /*default=*/"false",
            "Recompute each window iteration's block in the backward pass from "
            "its stored input instead of storing the activations its VJPs read "

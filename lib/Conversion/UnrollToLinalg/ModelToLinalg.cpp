@@ -269,7 +269,7 @@ public:
     Value mx = generic({sc}, {m4}, full(ty3, {s.bsz, s.n}, -INFINITY), r3, iters("pppr"),
                        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                          Value z = nb.create<arith::MulFOp>(l, a[0], scale);
-                         Value m = nb.create<arith::MaximumFOp>(l, a[1], z);
+                         Value m = nb.create<arith::MaxNumFOp>(l, a[1], z);
                          return nb.create<arith::SelectOp>(l, i1Causal(nb, l, 2, 3), m, a[1]);
                        });
     Value ex = generic({sc, mx}, {m4, r3}, z4(), m4, iters("pppp"),
@@ -566,7 +566,7 @@ void computeInto(Value v, Value slot) {
 
 class ModelLowering {
 public:
-  ModelLowering(ModelOp model, bool recomputeWindow) : model(model) {
+  ModelLowering(ModelOp model, bool recomputeWindow, bool cpu) : model(model), cpu(cpu) {
     table.collect(model);
     if (!recomputeWindow)
       tape = planTape(model.getLoop());
@@ -603,10 +603,50 @@ private:
   }
   Value initState(NN &nn, Value p);
 
+  /// Forward attention as one call of the CPU kernel (runtime/cpu/Attention.cpp).
+  Value cpuAttention(OpBuilder &b, Location loc, Value qkv, int64_t heads);
+
   ModelOp model;
+  bool cpu; // --lower-to-cpu: the forward attention calls the CPU kernel
   ParamTable table;
   Tape tape; // empty: the backward recomputes each block
 };
+
+Value ModelLowering::cpuAttention(OpBuilder &b, Location loc, Value qkv, int64_t heads) {
+  auto ty = cast<RankedTensorType>(qkv.getType());
+  Type el = ty.getElementType();
+  int64_t width = ty.getDimSize(2) / 3, hd = width / heads;
+  NN nn(b, loc, el);
+  Value bsz = nn.dim(qkv, 0), n = nn.dim(qkv, 1);
+  // qkv as a buffer, rows contiguous (any outer strides: a slice of the
+  // window's tape is one); read only, so bufferization need not copy it.
+  auto in = MemRefType::get(ty.getShape(), el,
+                            StridedLayoutAttr::get(b.getContext(), kDyn, {kDyn, kDyn, 1}));
+  Value q = b.create<bufferization::ToMemrefOp>(loc, in, qkv, /*read_only=*/true);
+  auto outTy = MemRefType::get({kDyn, kDyn, width}, el);
+  Value o = b.create<memref::AllocOp>(loc, outTy, ValueRange{bsz, n}, b.getI64IntegerAttr(64));
+  auto qm = b.create<memref::ExtractStridedMetadataOp>(loc, q);
+  Value bytes = b.create<arith::ConstantIndexOp>(loc, el.getIntOrFloatBitWidth() / 8);
+  Value qAddr = b.create<arith::AddIOp>(
+      loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, q),
+      b.create<arith::MulIOp>(loc, qm.getOffset(), bytes));
+  Value oAddr = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, o);
+  auto c = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
+  std::string name = el.isF32() ? "unroll_attention_f32" : "unroll_attention_f64";
+  SmallVector<Value> args{bsz,         n, c(heads), c(hd), qAddr, qm.getStrides()[0],
+                          qm.getStrides()[1], oAddr,
+                          b.create<arith::MulIOp>(loc, n, c(width)), c(width)};
+  auto module = model->getParentOfType<ModuleOp>();
+  if (!module.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(module.getBody());
+    SmallVector<Type> types(args.size(), b.getIndexType());
+    b.create<func::FuncOp>(loc, name, b.getFunctionType(types, {})).setPrivate();
+  }
+  b.create<func::CallOp>(loc, name, TypeRange{}, args);
+  return b.create<bufferization::ToTensorOp>(loc, RankedTensorType::get({kDyn, kDyn, width}, el), o,
+                                             /*restrict=*/true, /*writable=*/true);
+}
 
 LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx) {
   NN nn(b, op.getLoc(), elem());
@@ -620,7 +660,10 @@ LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map,
     set(n, nn.layerNorm(get(n.getX()), get(n.getGain()), get(n.getBias()),
                         n.getEps().convertToDouble()));
   } else if (auto a = dyn_cast<AttentionOp>(op)) {
-    set(a, nn.attention(get(a.getQkv()), a.getHeads()));
+    Type el = elem();
+    set(a, cpu && (el.isF32() || el.isF64())
+               ? cpuAttention(b, op.getLoc(), get(a.getQkv()), a.getHeads())
+               : nn.attention(get(a.getQkv()), a.getHeads()));
   } else if (auto g = dyn_cast<GeluOp>(op)) {
     set(g, nn.gelu(get(g.getX())));
   } else if (auto s = dyn_cast<AddOp>(op)) {
@@ -1066,8 +1109,8 @@ llvm::json::Object ModelLowering::info() {
 } // namespace
 
 FailureOr<llvm::json::Object> mlir::unroll::lowering::lowerModel(OpBuilder &b, ModelOp model,
-                                                                 bool recomputeWindow) {
-  ModelLowering lowering(model, recomputeWindow);
+                                                                 bool recomputeWindow, bool cpu) {
+  ModelLowering lowering(model, recomputeWindow, cpu);
   if (failed(lowering.emit(b)))
     return failure();
   return lowering.info();

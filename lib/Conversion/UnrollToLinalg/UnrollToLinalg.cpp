@@ -105,7 +105,7 @@ struct ConvertUnrollToLinalgPass
                                 .getElementType()))
         return signalPassFailure();
       b.setInsertionPoint(model);
-      FailureOr<llvm::json::Object> info = lowerModel(b, model, recomputeWindow);
+      FailureOr<llvm::json::Object> info = lowerModel(b, model, recomputeWindow, target == "cpu" && cpuKernels);
       if (failed(info))
         return signalPassFailure();
       modelInfo.push_back(std::move(*info));
