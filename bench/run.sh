@@ -4,11 +4,16 @@
 # thread and on all cores (BENCH_THREADS, default 2), plus the machine's GEMM
 # peak measured in the same run. Prints a table and writes OUT/bench.json.
 #   bench/run.sh [BUILD] [OUT] [REPEATS] [CONFIGS...]   (configs: small paper)
-# Each number is the median of REPEATS timed runs after one warm-up.
+# Each number is the median of at least REPEATS timed runs. The VM's speed
+# drifts, so unroll and PyTorch alternate: BENCH_ROUNDS rounds (default 2),
+# each running unroll then PyTorch for ceil(REPEATS / rounds) timed runs
+# after a warm-up; the median is over all rounds' runs.
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/bench}; REPEATS=${3:-7}; shift $(( $# > 3 ? 3 : $# ))
 CONFIGS=("$@"); [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(small paper)
 THREADS=${BENCH_THREADS:-2}
+ROUNDS=${BENCH_ROUNDS:-2}
+PER_ROUND=$(( (REPEATS + ROUNDS - 1) / ROUNDS ))
 mkdir -p "$OUT"
 BIN="$BUILD/bin"
 PY=/usr/bin/python3
@@ -28,11 +33,25 @@ for c in "${CONFIGS[@]}"; do
     "$BIN/unroll-translate" "$OUT/$name.ll.mlir" -o "$so"
   fi
   for t in "${THREAD_COUNTS[@]}"; do
-    echo "timing $c: unroll ($t threads) ..." >&2
-    u=$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$REPEATS")
-    echo "timing $c: PyTorch ($t threads) ..." >&2
-    tr=$(OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t $PY bench/torch_bench.py "$d" "$D" "$H" "$L" "$pos" \
-         "$loops" "$window" "$points" 64 "$REPEATS" "$t")
+    us=(); trs=()
+    for r in $(seq "$ROUNDS"); do
+      echo "timing $c: unroll ($t threads, round $r/$ROUNDS) ..." >&2
+      us+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND")")
+      echo "timing $c: PyTorch ($t threads, round $r/$ROUNDS) ..." >&2
+      trs+=("$(OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t $PY bench/torch_bench.py "$d" "$D" "$H" "$L" \
+               "$pos" "$loops" "$window" "$points" 64 "$PER_ROUND" "$t")")
+    done
+    # One record per side: the first round's fields, every round's times,
+    # medians over all of them.
+    merge='import json, sys
+rs = [json.loads(a) for a in sys.argv[1:]]
+m = rs[0]
+for k in ("train_step_s", "forward_s"):
+    m[k] = [x for r in rs for x in r[k]]
+    m[k.replace("_s", "_median_s")] = sorted(m[k])[len(m[k]) // 2]
+m["rounds"] = len(rs)
+print(json.dumps(m))'
+    u=$($PY -c "$merge" "${us[@]}"); tr=$($PY -c "$merge" "${trs[@]}")
     results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"unroll\": $u, \"torch\": $tr}")
   done
 done
@@ -71,7 +90,8 @@ for r in j["runs"]:
               f"| {u:.4f} | {t:.4f} | {t/u:.2f}x | {f/u/1e9:.1f} | {100*f/u/1e9/peak:.0f}% | {f/t/1e9:.1f} |")
 pk = ", ".join(f"{k} thread{'s' if k != '1' else ''}: {v['gflops']:.0f} GFLOP/s" for k, v in j["gemm_peak"].items())
 t0 = j["runs"][0]["torch"]
-print(f"(median of each; GEMM peak = unroll's f32 GEMM kernel on 2048x2048x256 in the same run: {pk}; "
+n = len(j["runs"][0]["unroll"]["train_step_s"])
+print(f"(median of {n} runs each, unroll and PyTorch alternating in {j['runs'][0]['unroll']['rounds']} rounds; GEMM peak = unroll's f32 GEMM kernel on 2048x2048x256 in the same run: {pk}; "
       f"PyTorch {t0['torch']}, BLAS: {t0['blas']})")
 PY
 echo "wrote $OUT/bench.json" >&2
