@@ -33,6 +33,12 @@ extern "C" void unroll_gemm_f64(int64_t, int64_t, int64_t, const double *, int64
                                 int64_t);
 extern "C" void unroll_attention_f32(int64_t, int64_t, int64_t, int64_t, const float *, int64_t,
                                      int64_t, float *, int64_t, int64_t);
+extern "C" void unroll_attention_vjp_f32(int64_t, int64_t, int64_t, int64_t, const float *,
+                                         int64_t, int64_t, const float *, int64_t, int64_t,
+                                         float *, int64_t, int64_t);
+extern "C" void unroll_attention_vjp_f64(int64_t, int64_t, int64_t, int64_t, const double *,
+                                         int64_t, int64_t, const double *, int64_t, int64_t,
+                                         double *, int64_t, int64_t);
 extern "C" void unroll_attention_f64(int64_t, int64_t, int64_t, int64_t, const double *, int64_t,
                                      int64_t, double *, int64_t, int64_t);
 
@@ -141,18 +147,135 @@ template <typename T> double checkAttentionOne(std::mt19937_64 &rng) {
   return err / std::max(scale, 1e-30);
 }
 
+/// A random attention case: sizes, padded strides, inputs.
+template <typename T> struct AttnCase {
+  int64_t B, n, H, hd, D, sQb, sQi, sOb, sOi;
+  std::vector<T> qkv, dout;
+  explicit AttnCase(std::mt19937_64 &rng) {
+    std::uniform_int_distribution<int> pick(0, 1 << 30);
+    const int hds[] = {4, 8, 16, 24, 32, 64};
+    B = 1 + pick(rng) % 3, n = 1 + pick(rng) % 90, H = 1 + pick(rng) % 4, hd = hds[pick(rng) % 6];
+    D = H * hd;
+    sQi = 3 * D + pick(rng) % 3, sQb = n * sQi + pick(rng) % 5; // padded rows
+    sOi = D + pick(rng) % 3, sOb = n * sOi;
+    std::normal_distribution<double> g(0, 2);
+    qkv.resize(B * sQb), dout.resize(B * sOb);
+    for (T &x : qkv) x = T(g(rng));
+    for (T &x : dout) x = T(g(rng));
+  }
+  void forward(const std::vector<T> &in, std::vector<T> &out) const {
+    out.assign(B * sOb, T(0));
+    if constexpr (sizeof(T) == 4)
+      unroll_attention_f32(B, n, H, hd, in.data(), sQb, sQi, out.data(), sOb, sOi);
+    else
+      unroll_attention_f64(B, n, H, hd, in.data(), sQb, sQi, out.data(), sOb, sOi);
+  }
+  void vjp(std::vector<T> &grad) const {
+    grad.assign(B * sQb, T(0));
+    if constexpr (sizeof(T) == 4)
+      unroll_attention_vjp_f32(B, n, H, hd, qkv.data(), sQb, sQi, dout.data(), sOb, sOi,
+                               grad.data(), sQb, sQi);
+    else
+      unroll_attention_vjp_f64(B, n, H, hd, qkv.data(), sQb, sQi, dout.data(), sOb, sOi,
+                               grad.data(), sQb, sQi);
+  }
+};
+
+/// The VJP kernel against the chain rule written out in plain double loops
+/// (P, dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − rowsum(P ∘ dP)), dQ = dS K/√hd,
+/// dK = dSᵀ Q/√hd); returns max |error| / max |reference|.
+template <typename T> double checkVJPOne(std::mt19937_64 &rng) {
+  AttnCase<T> c(rng);
+  std::vector<T> grad;
+  c.vjp(grad);
+  double err = 0, scale = 0, s = 1 / std::sqrt(double(c.hd));
+  std::vector<double> P(c.n * c.n), dS(c.n * c.n);
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < c.H; ++h) {
+      auto at = [&](int64_t tok, int64_t slot, int64_t e) {
+        return double(c.qkv[b * c.sQb + tok * c.sQi + slot * c.D + h * c.hd + e]);
+      };
+      auto dO = [&](int64_t tok, int64_t e) {
+        return double(c.dout[b * c.sOb + tok * c.sOi + h * c.hd + e]);
+      };
+      for (int64_t i = 0; i < c.n; ++i) {
+        double m = -INFINITY, z = 0;
+        for (int64_t j = 0; j <= i; ++j) {
+          double v = 0;
+          for (int64_t e = 0; e < c.hd; ++e) v += at(i, 0, e) * at(j, 1, e);
+          P[i * c.n + j] = v * s;
+          m = std::max(m, v * s);
+        }
+        for (int64_t j = 0; j <= i; ++j) z += (P[i * c.n + j] = std::exp(P[i * c.n + j] - m));
+        double rowDot = 0;
+        for (int64_t j = 0; j <= i; ++j) {
+          P[i * c.n + j] /= z;
+          double dp = 0;
+          for (int64_t e = 0; e < c.hd; ++e) dp += dO(i, e) * at(j, 2, e);
+          dS[i * c.n + j] = dp;
+          rowDot += P[i * c.n + j] * dp;
+        }
+        for (int64_t j = 0; j <= i; ++j)
+          dS[i * c.n + j] = P[i * c.n + j] * (dS[i * c.n + j] - rowDot);
+      }
+      for (int64_t t = 0; t < c.n; ++t)
+        for (int64_t e = 0; e < c.hd; ++e) {
+          double dq = 0, dk = 0, dv = 0;
+          for (int64_t j = 0; j <= t; ++j) dq += dS[t * c.n + j] * at(j, 1, e) * s;
+          for (int64_t i = t; i < c.n; ++i) {
+            dk += dS[i * c.n + t] * at(i, 0, e) * s;
+            dv += P[i * c.n + t] * dO(i, e);
+          }
+          const T *g = grad.data() + b * c.sQb + t * c.sQi + h * c.hd + e;
+          double ref[3] = {dq, dk, dv};
+          for (int slot = 0; slot < 3; ++slot) {
+            err = std::max(err, std::abs(ref[slot] - double(g[slot * c.D])));
+            scale = std::max(scale, std::abs(ref[slot]));
+          }
+        }
+    }
+  return err / std::max(scale, 1e-30);
+}
+
+/// f64: <vjp, δ> against central differences of <attention(qkv), dO>
+/// along a random direction δ (independent of the chain rule above).
+double checkVJPDirection(std::mt19937_64 &rng) {
+  AttnCase<double> c(rng);
+  std::vector<double> grad, out, shifted(c.qkv.size()), delta(c.qkv.size());
+  std::normal_distribution<double> g(0, 1);
+  for (double &x : delta) x = g(rng);
+  c.vjp(grad);
+  double analytic = 0;
+  for (size_t k = 0; k < grad.size(); ++k) analytic += grad[k] * delta[k];
+  auto objective = [&](double eps) {
+    for (size_t k = 0; k < shifted.size(); ++k) shifted[k] = c.qkv[k] + eps * delta[k];
+    c.forward(shifted, out);
+    double v = 0;
+    for (size_t k = 0; k < out.size(); ++k) v += out[k] * c.dout[k];
+    return v;
+  };
+  double h = 1e-5, fd = (objective(h) - objective(-h)) / (2 * h);
+  return std::abs(fd - analytic) / std::max(std::abs(analytic), 1.0);
+}
+
 int checkAttention() {
   std::mt19937_64 rng(7);
-  double e32 = 0, e64 = 0;
+  double e32 = 0, e64 = 0, v32 = 0, v64 = 0, dir = 0;
   for (int c = 0; c < 60; ++c) {
     e32 = std::max(e32, checkAttentionOne<float>(rng));
     e64 = std::max(e64, checkAttentionOne<double>(rng));
+    v32 = std::max(v32, checkVJPOne<float>(rng));
+    v64 = std::max(v64, checkVJPOne<double>(rng));
+    dir = std::max(dir, checkVJPDirection(rng));
   }
-  bool ok = e32 <= 1e-5 && e64 <= 1e-13;
+  bool ok = e32 <= 1e-5 && e64 <= 1e-13 && v32 <= 1e-5 && v64 <= 1e-12 && dir <= 1e-6;
   const char *isa = getenv("UNROLL_GEMM_ISA");
   printf("attention (%s) vs plain softmax loops, 60 random sizes/strides each: max rel. error "
-         "f32 %.2e (tolerance 1e-05), f64 %.2e (tolerance 1e-13)\n%s\n",
-         isa ? isa : "detected ISA", e32, e64, ok ? "PASS" : "FAIL");
+         "f32 %.2e (tolerance 1e-05), f64 %.2e (tolerance 1e-13)\n"
+         "its VJP vs the chain rule in plain loops: f32 %.2e (tolerance 1e-05), f64 %.2e "
+         "(tolerance 1e-12); vs central differences along random directions (f64): %.2e "
+         "(tolerance 1e-06)\n%s\n",
+         isa ? isa : "detected ISA", e32, e64, v32, v64, dir, ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
 

@@ -35,8 +35,8 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
            "The GPU the library is built for (e.g. sm_90); recorded with "
            "target=gpu">,
     Option<"cpuKernels", "cpu-kernels", "bool", /*default=*/"true",
-           "With target=cpu, models' forward attention calls unroll's CPU "
-           "kernel (runtime/cpu/Attention.cpp, linked by unroll-translate) "
+           "With target=cpu, models' attention and attention_vjp call unroll's "
+           "CPU kernels (runtime/cpu/Attention.cpp, linked by unroll-translate) "
            "instead of becoming linalg ops">,
     Option<"recomputeWindow", "recompute-window", "bool", /*default=*/"false",
            "Recompute each window iteration's block in the backward pass from "

@@ -194,8 +194,8 @@ MemRefType dynMemref(unsigned rank, Type elem);
 llvm::json::Object lowerEnergy(OpBuilder &b, EnergyOp energy);
 /// Emits the entry points of a differentiated model; returns its info.
 /// `recomputeWindow`: the backward recomputes each window iteration's block
-/// instead of reading its stored activations. `cpu`: the forward attention
-/// calls the CPU kernel (runtime/cpu/Attention.cpp) instead of linalg ops.
+/// instead of reading its stored activations. `cpu`: attention and its VJP
+/// call the CPU kernels (runtime/cpu/Attention.cpp) instead of linalg ops.
 FailureOr<llvm::json::Object> lowerModel(OpBuilder &b, ModelOp model, bool recomputeWindow,
                                          bool cpu);
 

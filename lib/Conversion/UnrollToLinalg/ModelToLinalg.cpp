@@ -603,39 +603,52 @@ private:
   }
   Value initState(NN &nn, Value p);
 
-  /// Forward attention as one call of the CPU kernel (runtime/cpu/Attention.cpp).
-  Value cpuAttention(OpBuilder &b, Location loc, Value qkv, int64_t heads);
+  /// Attention and its VJP as one call each of the CPU kernels
+  /// (runtime/cpu/Attention.cpp); `dy` null for the forward.
+  Value cpuAttention(OpBuilder &b, Location loc, Value qkv, Value dy, int64_t heads);
 
   ModelOp model;
-  bool cpu; // --lower-to-cpu: the forward attention calls the CPU kernel
+  bool cpu; // --lower-to-cpu: attention and its VJP call the CPU kernels
   ParamTable table;
   Tape tape; // empty: the backward recomputes each block
 };
 
-Value ModelLowering::cpuAttention(OpBuilder &b, Location loc, Value qkv, int64_t heads) {
+Value ModelLowering::cpuAttention(OpBuilder &b, Location loc, Value qkv, Value dy,
+                                  int64_t heads) {
   auto ty = cast<RankedTensorType>(qkv.getType());
   Type el = ty.getElementType();
   int64_t width = ty.getDimSize(2) / 3, hd = width / heads;
   NN nn(b, loc, el);
   Value bsz = nn.dim(qkv, 0), n = nn.dim(qkv, 1);
-  // qkv as a buffer, rows contiguous (any outer strides: a slice of the
-  // window's tape is one); read only, so bufferization need not copy it.
-  auto in = MemRefType::get(ty.getShape(), el,
-                            StridedLayoutAttr::get(b.getContext(), kDyn, {kDyn, kDyn, 1}));
-  Value q = b.create<bufferization::ToMemrefOp>(loc, in, qkv, /*read_only=*/true);
-  auto outTy = MemRefType::get({kDyn, kDyn, width}, el);
-  Value o = b.create<memref::AllocOp>(loc, outTy, ValueRange{bsz, n}, b.getI64IntegerAttr(64));
-  auto qm = b.create<memref::ExtractStridedMetadataOp>(loc, q);
-  Value bytes = b.create<arith::ConstantIndexOp>(loc, el.getIntOrFloatBitWidth() / 8);
-  Value qAddr = b.create<arith::AddIOp>(
-      loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, q),
-      b.create<arith::MulIOp>(loc, qm.getOffset(), bytes));
-  Value oAddr = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, o);
   auto c = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
-  std::string name = el.isF32() ? "unroll_attention_f32" : "unroll_attention_f64";
-  SmallVector<Value> args{bsz,         n, c(heads), c(hd), qAddr, qm.getStrides()[0],
-                          qm.getStrides()[1], oAddr,
-                          b.create<arith::MulIOp>(loc, n, c(width)), c(width)};
+  Value bytes = c(el.getIntOrFloatBitWidth() / 8);
+  // An input tensor as a buffer, rows contiguous (any outer strides: a slice
+  // of the window's tape is one); read only, so bufferization need not copy
+  // it. Appends its address and (batch, token) strides to `args`.
+  SmallVector<Value> args{bsz, n, c(heads), c(hd)};
+  auto input = [&](Value t) {
+    auto tt = cast<RankedTensorType>(t.getType());
+    auto mt = MemRefType::get(tt.getShape(), el,
+                              StridedLayoutAttr::get(b.getContext(), kDyn, {kDyn, kDyn, 1}));
+    Value m = b.create<bufferization::ToMemrefOp>(loc, mt, t, /*read_only=*/true);
+    auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, m);
+    args.push_back(b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m),
+                                           b.create<arith::MulIOp>(loc, meta.getOffset(), bytes)));
+    args.push_back(meta.getStrides()[0]);
+    args.push_back(meta.getStrides()[1]);
+  };
+  input(qkv);
+  if (dy)
+    input(dy);
+  // The result: out [B, n, D] or dqkv [B, n, 3D], a new dense buffer.
+  int64_t outWidth = dy ? 3 * width : width;
+  auto outTy = MemRefType::get({kDyn, kDyn, outWidth}, el);
+  Value o = b.create<memref::AllocOp>(loc, outTy, ValueRange{bsz, n}, b.getI64IntegerAttr(64));
+  args.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, o));
+  args.push_back(b.create<arith::MulIOp>(loc, n, c(outWidth)));
+  args.push_back(c(outWidth));
+  std::string name = std::string(dy ? "unroll_attention_vjp_" : "unroll_attention_") +
+                     (el.isF32() ? "f32" : "f64");
   auto module = model->getParentOfType<ModuleOp>();
   if (!module.lookupSymbol(name)) {
     OpBuilder::InsertionGuard g(b);
@@ -644,8 +657,8 @@ Value ModelLowering::cpuAttention(OpBuilder &b, Location loc, Value qkv, int64_t
     b.create<func::FuncOp>(loc, name, b.getFunctionType(types, {})).setPrivate();
   }
   b.create<func::CallOp>(loc, name, TypeRange{}, args);
-  return b.create<bufferization::ToTensorOp>(loc, RankedTensorType::get({kDyn, kDyn, width}, el), o,
-                                             /*restrict=*/true, /*writable=*/true);
+  return b.create<bufferization::ToTensorOp>(loc, RankedTensorType::get({kDyn, kDyn, outWidth}, el),
+                                             o, /*restrict=*/true, /*writable=*/true);
 }
 
 LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx) {
@@ -662,7 +675,7 @@ LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map,
   } else if (auto a = dyn_cast<AttentionOp>(op)) {
     Type el = elem();
     set(a, cpu && (el.isF32() || el.isF64())
-               ? cpuAttention(b, op.getLoc(), get(a.getQkv()), a.getHeads())
+               ? cpuAttention(b, op.getLoc(), get(a.getQkv()), Value(), a.getHeads())
                : nn.attention(get(a.getQkv()), a.getHeads()));
   } else if (auto g = dyn_cast<GeluOp>(op)) {
     set(g, nn.gelu(get(g.getX())));
@@ -678,7 +691,10 @@ LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map,
                              v.getEps().convertToDouble());
     set(v.getDx(), r[0]), set(v.getDgain(), r[1]), set(v.getDbias(), r[2]);
   } else if (auto v = dyn_cast<AttentionVJPOp>(op)) {
-    set(v, nn.attentionVJP(get(v.getQkv()), get(v.getDy()), v.getHeads()));
+    Type el = elem();
+    set(v, cpu && (el.isF32() || el.isF64())
+               ? cpuAttention(b, op.getLoc(), get(v.getQkv()), get(v.getDy()), v.getHeads())
+               : nn.attentionVJP(get(v.getQkv()), get(v.getDy()), v.getHeads()));
   } else if (auto v = dyn_cast<GeluVJPOp>(op)) {
     set(v, nn.geluVJP(get(v.getX()), get(v.getDy())));
   } else if (auto v = dyn_cast<PositionEmbedVJPOp>(op)) {
