@@ -164,29 +164,33 @@ INLINE void probs(int64_t len, int64_t np, int64_t hd, const T *qi, const T *kt,
     store<T>(p + jb * W, load<T>(p + jb * W) * inv);
 }
 
+/// out[e] = Σ_{j < len} w[j] · rows[j · ld + e] for e < hd, W features at a
+/// time in registers.
+template <typename T>
+INLINE void weightedRows(int64_t len, int64_t hd, const T *w, const T *rows, int64_t ld, T *out) {
+  constexpr int W = Vec<T>::W;
+  int64_t e0 = 0;
+  for (; e0 + W <= hd; e0 += W)
+    store<T>(out + e0, combine<T>(len, w, T(1), rows + e0, ld));
+  for (int64_t e = e0; e < hd; ++e) {
+    T acc = 0;
+    for (int64_t j = 0; j < len; ++j)
+      acc += w[j] * rows[j * ld + e];
+    out[e] = acc;
+  }
+}
+
 /// One (b, h): q, k, v point at token 0 of this head (token stride ld);
 /// kt is [hd, np] and p [np], np = n rounded up to whole vectors.
 template <typename T>
 INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, const T *v,
                  int64_t ld, T *o, int64_t ldo, T *kt, T *p) {
-  using V = typename Vec<T>::V;
-  constexpr int W = Vec<T>::W;
   const T scale = T(1) / std::sqrt(T(hd));
   transpose<T>(n, np, hd, k, ld, kt);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t len = i + 1; // causal: keys 0..i
     probs<T>(len, np, hd, q + i * ld, kt, scale, p);
-    // Weighted sum of v rows, W features at a time in a register.
-    T *oi = o + i * ldo;
-    int64_t e0 = 0;
-    for (; e0 + W <= hd; e0 += W)
-      store<T>(oi + e0, combine<T>(len, p, T(1), v + e0, ld));
-    for (int64_t e = e0; e < hd; ++e) {
-      T acc = 0;
-      for (int64_t j = 0; j < len; ++j)
-        acc += p[j] * v[j * ld + e];
-      oi[e] = acc;
-    }
+    weightedRows<T>(len, hd, p, v, ld, o + i * ldo);
   }
 }
 
@@ -232,17 +236,7 @@ INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, c
     // dS_ij = P_ij (dP_ij − rowDot), scaled by 1/√hd for dq and dk.
     for (int64_t jb = 0; jb < blocks; ++jb)
       store<T>(dp + jb * W, load<T>(p + jb * W) * (load<T>(dp + jb * W) - rowDot) * scale);
-    // dq_i = Σ_j dS_ij k_j, W features at a time in a register.
-    T *dqi = dq + i * ldg;
-    int64_t e0 = 0;
-    for (; e0 + W <= hd; e0 += W)
-      store<T>(dqi + e0, combine<T>(len, dp, T(1), k + e0, ld));
-    for (int64_t e = e0; e < hd; ++e) {
-      T acc = 0;
-      for (int64_t j = 0; j < len; ++j)
-        acc += dp[j] * k[j * ld + e];
-      dqi[e] = acc;
-    }
+    weightedRows<T>(len, hd, dp, k, ld, dq + i * ldg); // dq_i = Σ_j dS_ij k_j
     // dk_j += dS_ij q_i and dv_j += P_ij dO_i for the keys of this row.
     for (int64_t j = 0; j < len; ++j) {
       axpy<T>(hd, dp[j], qi, dkAcc + j * hd);
@@ -348,52 +342,30 @@ Isa detect() {
   return isa;
 }
 
+/// Calls the variant for this machine's instruction set.
+template <typename... A>
+void dispatch(void (*avx512)(A...), void (*avx2)(A...), void (*plain)(A...), A... args) {
+  switch (detect()) {
+  case Isa::Avx512:
+    return avx512(args...);
+  case Isa::Avx2:
+    return avx2(args...);
+  case Isa::Plain:
+    return plain(args...);
+  }
+}
+
 } // namespace
 
 extern "C" {
 
-void unroll_attention_f32(ARGS(float)) {
-  switch (detect()) {
-  case Isa::Avx512:
-    return f32Avx512(PASS);
-  case Isa::Avx2:
-    return f32Avx2(PASS);
-  case Isa::Plain:
-    return f32Plain(PASS);
-  }
-}
-
-void unroll_attention_f64(ARGS(double)) {
-  switch (detect()) {
-  case Isa::Avx512:
-    return f64Avx512(PASS);
-  case Isa::Avx2:
-    return f64Avx2(PASS);
-  case Isa::Plain:
-    return f64Plain(PASS);
-  }
-}
-
+void unroll_attention_f32(ARGS(float)) { dispatch(f32Avx512, f32Avx2, f32Plain, PASS); }
+void unroll_attention_f64(ARGS(double)) { dispatch(f64Avx512, f64Avx2, f64Plain, PASS); }
 void unroll_attention_vjp_f32(VJP_ARGS(float)) {
-  switch (detect()) {
-  case Isa::Avx512:
-    return vjpF32Avx512(VJP_PASS);
-  case Isa::Avx2:
-    return vjpF32Avx2(VJP_PASS);
-  case Isa::Plain:
-    return vjpF32Plain(VJP_PASS);
-  }
+  dispatch(vjpF32Avx512, vjpF32Avx2, vjpF32Plain, VJP_PASS);
 }
-
 void unroll_attention_vjp_f64(VJP_ARGS(double)) {
-  switch (detect()) {
-  case Isa::Avx512:
-    return vjpF64Avx512(VJP_PASS);
-  case Isa::Avx2:
-    return vjpF64Avx2(VJP_PASS);
-  case Isa::Plain:
-    return vjpF64Plain(VJP_PASS);
-  }
+  dispatch(vjpF64Avx512, vjpF64Avx2, vjpF64Plain, VJP_PASS);
 }
 
 } // extern "C"
