@@ -36,6 +36,22 @@ try:
 except Exception:
     pass
 config.substitutions.append(("%torch_python", torch_python))
+# Python scripts that dlopen a compiled library (ctypes): in a sanitizer
+# build (make test-asan) the library carries instrumented runtime code, so
+# the interpreter must have the sanitizer runtimes loaded first.
+ctypes_python = torch_python
+flags = getattr(config, "unroll_cxx_flags", "")
+if "sanitize=" in flags:
+    preload = []
+    for lib, flag in (("libasan.so", "address"), ("libubsan.so", "undefined")):
+        if flag in flags:
+            path = subprocess.run([config.unroll_cxx_compiler, "-print-file-name=" + lib],
+                                  capture_output=True, text=True).stdout.strip()
+            if os.path.isabs(path):
+                preload.append(path)
+    if preload:
+        ctypes_python = "env LD_PRELOAD=%s %s" % (":".join(preload), torch_python)
+config.substitutions.append(("%ctypes_python", ctypes_python))
 # scikit-learn (Debian's python3-sklearn, installed by scripts/setup.sh): the
 # independent peer of the tree and boosting baselines.
 try:
