@@ -269,7 +269,7 @@ public:
     Value mx = generic({sc}, {m4}, full(ty3, {s.bsz, s.n}, -INFINITY), r3, iters("pppr"),
                        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                          Value z = nb.create<arith::MulFOp>(l, a[0], scale);
-                         Value m = nb.create<arith::MaxNumFOp>(l, a[1], z);
+                         Value m = nb.create<arith::MaximumFOp>(l, a[1], z);
                          return nb.create<arith::SelectOp>(l, i1Causal(nb, l, 2, 3), m, a[1]);
                        });
     Value ex = generic({sc, mx}, {m4, r3}, z4(), m4, iters("pppp"),
