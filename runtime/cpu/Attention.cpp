@@ -35,8 +35,8 @@
 // f32 uses a Cephes-style exp (range reduction to [-ln2/2, ln2/2], degree-6
 // polynomial; relative error ~2e-7, like the polynomial --lower-to-cpu uses
 // elsewhere) that the compiler vectorizes; f64 calls std::exp. The code is
-// compiled for AVX-512, AVX2 and the baseline and picked at run time
-// (UNROLL_GEMM_ISA=avx2|plain forces one, as for the GEMM kernel).
+// compiled for AVX-512, AVX2 and the baseline and picked at run time, as
+// the GEMM kernel is (Isa.h).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -45,6 +45,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "Isa.h"
 
 namespace {
 
@@ -297,11 +299,11 @@ INLINE void attentionVJP(int64_t B, int64_t n, int64_t H, int64_t hd, const T *q
       int64_t sOb, int64_t sOi
 #define PASS B, n, H, hd, qkv, sQb, sQi, out, sOb, sOi
 
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) void
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
 f32Avx512(ARGS(float)) { attention<float>(PASS); }
 __attribute__((target("avx2,fma"))) void f32Avx2(ARGS(float)) { attention<float>(PASS); }
 void f32Plain(ARGS(float)) { attention<float>(PASS); }
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) void
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
 f64Avx512(ARGS(double)) { attention<double>(PASS); }
 __attribute__((target("avx2,fma"))) void f64Avx2(ARGS(double)) { attention<double>(PASS); }
 void f64Plain(ARGS(double)) { attention<double>(PASS); }
@@ -311,41 +313,25 @@ void f64Plain(ARGS(double)) { attention<double>(PASS); }
       const T *dout, int64_t sDb, int64_t sDi, T *dqkv, int64_t sGb, int64_t sGi
 #define VJP_PASS B, n, H, hd, qkv, sQb, sQi, dout, sDb, sDi, dqkv, sGb, sGi
 
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) void
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
 vjpF32Avx512(VJP_ARGS(float)) { attentionVJP<float>(VJP_PASS); }
 __attribute__((target("avx2,fma"))) void vjpF32Avx2(VJP_ARGS(float)) {
   attentionVJP<float>(VJP_PASS);
 }
 void vjpF32Plain(VJP_ARGS(float)) { attentionVJP<float>(VJP_PASS); }
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))) void
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
 vjpF64Avx512(VJP_ARGS(double)) { attentionVJP<double>(VJP_PASS); }
 __attribute__((target("avx2,fma"))) void vjpF64Avx2(VJP_ARGS(double)) {
   attentionVJP<double>(VJP_PASS);
 }
 void vjpF64Plain(VJP_ARGS(double)) { attentionVJP<double>(VJP_PASS); }
 
-enum class Isa { Avx512, Avx2, Plain };
-Isa detect() {
-  static const Isa isa = [] {
-    if (const char *e = getenv("UNROLL_GEMM_ISA")) { // as in Gemm.cpp: tests
-      if (!strcmp(e, "plain")) return Isa::Plain;
-      if (!strcmp(e, "avx2")) return Isa::Avx2;
-    }
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
-      return Isa::Avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-      return Isa::Avx2;
-    return Isa::Plain;
-  }();
-  return isa;
-}
+using unroll::cpu::Isa;
 
 /// Calls the variant for this machine's instruction set.
 template <typename... A>
 void dispatch(void (*avx512)(A...), void (*avx2)(A...), void (*plain)(A...), A... args) {
-  switch (detect()) {
+  switch (unroll::cpu::detectIsa()) {
   case Isa::Avx512:
     return avx512(args...);
   case Isa::Avx2:

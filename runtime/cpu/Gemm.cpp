@@ -38,6 +38,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "Isa.h"
+
 namespace {
 
 constexpr int64_t kKC = 256; // k-block: the packed B sliver stays in L1
@@ -282,23 +284,8 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
   }
 }
 
-enum class Isa { Plain, Avx2, Avx512 };
+using unroll::cpu::Isa;
 
-Isa detect() {
-  static const Isa isa = [] {
-    if (const char *e = getenv("UNROLL_GEMM_ISA")) { // for tests and benchmarks
-      if (!strcmp(e, "plain")) return Isa::Plain;
-      if (!strcmp(e, "avx2")) return Isa::Avx2;
-    }
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-      return Isa::Avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-      return Isa::Avx2;
-    return Isa::Plain;
-  }();
-  return isa;
-}
 
 /// The kernels of one precision, per instruction set.
 template <typename T> struct Kernels;
@@ -319,7 +306,7 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
               const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc) {
   using Kn = Kernels<T>;
   constexpr int64_t w512 = 64 / sizeof(T), w2 = 32 / sizeof(T), wPlain = 16 / sizeof(T);
-  Isa isa = detect();
+  Isa isa = unroll::cpu::detectIsa();
   if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
     int64_t w = isa == Isa::Avx512 ? w512 : w2;
     if (N == w || N == 2 * w) {
