@@ -594,7 +594,7 @@ Value EnergyLowering::runRegion(OpBuilder &b, Region &region, ArrayRef<Value> ar
       set(e, v.getDcenter(), r[2]);
     } else if (auto v = dyn_cast<ProxNonNegVJPOp>(op)) {
       set(e, v, proxVJP(e, get(v.getY()), get(v.getDy())));
-    } else if (auto add = dyn_cast<arith::AddFOp>(op); add && isa<RankedTensorType>(add.getType())) {
+    } else if (auto add = dyn_cast<AddOp>(op)) {
       set(e, add, e.map2({get(add.getLhs()), get(add.getRhs())}, {e.id2(), e.id2()}, get(add.getLhs()),
                          [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                            return nb.create<arith::AddFOp>(l, a[0], a[1]);

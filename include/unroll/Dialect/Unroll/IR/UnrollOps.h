@@ -8,12 +8,15 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "unroll/Dialect/Unroll/IR/ReverseMode.h"
 #include "unroll/Dialect/Unroll/IR/UnrollDialect.h"
 
 #include "unroll/Dialect/Unroll/IR/UnrollEnums.h.inc"
 
 #define GET_TYPEDEF_CLASSES
 #include "unroll/Dialect/Unroll/IR/UnrollTypes.h.inc"
+
+#include "unroll/Dialect/Unroll/IR/UnrollInterfaces.h.inc"
 
 namespace mlir::unroll {
 class MinimizeOp;
@@ -24,4 +27,4 @@ class OutputOp;
 #define GET_OP_CLASSES
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h.inc"
 
-#endif
+#endif // UNROLL_DIALECT_UNROLL_IR_UNROLLOPS_H

@@ -1,0 +1,185 @@
+//===- UnrollEnergyOps.td - energy-level ops ---------------*- tablegen -*-===//
+//
+// Energy level: what is minimized. An `unroll.energy` holds terms of its
+// variable Y and ends with `unroll.minimize`, which states the schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UNROLL_ENERGY_OPS_TD
+#define UNROLL_ENERGY_OPS_TD
+
+include "unroll/Dialect/Unroll/IR/UnrollBase.td"
+include "unroll/Dialect/Unroll/IR/UnrollInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Energy level
+//===----------------------------------------------------------------------===//
+
+def Unroll_EnergyOp : Unroll_Op<"energy", [
+    Symbol, IsolatedFromAbove, NoTerminator]> {
+  let summary = "an energy E(Y) over tokens Y, with a descent schedule";
+  let description = [{
+    The `body` region has two block arguments: the variable `Y` and the input
+    `X` (same type, `tensor<n x d x f32|f64>`). It defines the energy terms
+    and ends with `unroll.minimize`, which sums them and states the schedule.
+    The `steps` region is empty as written by a user; `--unroll-derive-steps`
+    fills it with one iteration of the descent, ending in `unroll.yield`.
+    `--unroll-differentiate` fills `reverse` (Y, X, dY') -> (dY, dX): the
+    vector-Jacobian product of one iteration, with `unroll.accumulate_grad`
+    for the parameters.
+
+    ```mlir
+    unroll.energy @attn {
+    ^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
+      %e1 = unroll.pairwise %Y rho(neg_exp) : tensor<?x4xf64>
+      %e2 = unroll.sqnorm %Y : tensor<?x4xf64>
+      unroll.minimize %e1, %e2 schedule(single) iterations(12)
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body, AnyRegion:$steps, AnyRegion:$reverse);
+  let assemblyFormat = [{
+    $sym_name attr-dict-with-keyword $body (`steps` $steps^)? (`reverse` $reverse^)?
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Value getVariable() { return getBody().front().getArgument(0); }
+    ::mlir::Value getInput() { return getBody().front().getArgument(1); }
+    ::mlir::RankedTensorType getTokenType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getVariable().getType());
+    }
+    MinimizeOp getMinimize();
+  }];
+}
+
+def Unroll_ParamOp : Unroll_Op<"param", [Pure]> {
+  let summary = "a named, learnable parameter tensor";
+  let description = [{
+    Parameters are identified by name across the regions of an energy or
+    model; the runtime initialises them (N(0, std²), zeros or ones) or loads
+    them by name.
+
+    ```mlir
+    %Wa = unroll.param "W_a" {std = 0.3 : f64} : tensor<4x4xf64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, DefaultValuedAttr<F64Attr, "0.1">:$std,
+                       DefaultValuedAttr<Unroll_InitKind, "InitKind::normal">:$init);
+  let results = (outs RankedTensorOf<[F32, F64]>:$result);
+  let assemblyFormat = "$name (`init` `(` $init^ `)`)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Unroll_PairwiseOp : Unroll_Op<"pairwise", [Pure]> {
+  let summary = "pairwise token energy  sum_ij m_ij rho(1/2 ||(y_i - y_j) W_a||^2)";
+  let description = [{
+    P1 eq. (9). `rho` is one of the built-in concave non-decreasing functions
+    or `custom`, in which case the region computes rho(z) for a scalar z with
+    arith/math ops. The optional `proj` W_a [d, k] reparameterises the
+    distance (P1 eq. 12). `mask(causal)` keeps pairs j <= i, `mask(graph)`
+    the pairs whose entry in the dense 0/1 `graph` attribute is 1.
+
+    ```mlir
+    %e = unroll.pairwise %Y proj %Wa : tensor<4x4xf64> rho(custom) {
+    ^bb0(%z: f64):
+      %c = arith.constant 3.0 : f64
+      %s = arith.addf %z, %c : f64
+      %r = math.sqrt %s : f64
+      unroll.yield %r : f64
+    } mask(causal) : tensor<?x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y,
+                       Optional<RankedTensorOf<[F32, F64]>>:$proj,
+                       Unroll_RhoKind:$rho,
+                       DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
+                       OptionalAttr<ElementsAttr>:$graph);
+  let results = (outs Unroll_EnergyType:$energy);
+  let regions = (region AnyRegion:$rho_body);
+  let assemblyFormat = [{
+    $y (`proj` $proj^ `:` type($proj))? `rho` `(` $rho `)` ($rho_body^)?
+    (`mask` `(` $mask^ `)`)? attr-dict `:` type($y)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_QuadraticOp : Unroll_Op<"quadratic", [Pure]> {
+  let summary = "quadratic energy 1/2 Tr(Y W Y^T)";
+  let description = [{
+    The FFN energy of P1 §4.2 (without its 1/2||Y||² part, which is a
+    separate `unroll.sqnorm` term). W is square, d × d.
+
+    ```mlir
+    %e = unroll.quadratic %Y, %Wf : tensor<?x4xf64>, tensor<4x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, RankedTensorOf<[F32, F64]>:$weight);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y `,` $weight attr-dict `:` type($y) `,` type($weight)";
+  let hasVerifier = 1;
+}
+
+def Unroll_SqNormOp : Unroll_Op<"sqnorm", [Pure]> {
+  let summary = "convex regularizer R(Y) = coeff/2 ||Y - C||^2";
+  let description = [{
+    C is zero, or the given `center` (typically the input X: the residual
+    variant of P1 §6). `coeff` must be positive so that R is convex.
+
+    ```mlir
+    %r = unroll.sqnorm %Y center %X : tensor<?x4xf64> {coeff = 1.0 : f64} : tensor<?x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, Optional<TokenMatrix>:$center,
+                       DefaultValuedAttr<F64Attr, "1.0">:$coeff);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y (`center` $center^ `:` type($center))? attr-dict `:` type($y)";
+  let hasVerifier = 1;
+}
+
+def Unroll_NonNegOp : Unroll_Op<"nonneg", [Pure]> {
+  let summary = "indicator of Y >= 0 (0 inside, +inf outside)";
+  let description = [{
+    Its proximal operator is ReLU (P1 eq. 17).
+
+    ```mlir
+    %p = unroll.nonneg %Y : tensor<?x4xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y attr-dict `:` type($y)";
+}
+
+def Unroll_MinimizeOp : Unroll_Op<"minimize", [
+    Terminator, HasParent<"EnergyOp">]> {
+  let summary = "sum the energy terms and state how to descend them";
+  let description = [{
+    Schedules (P1): `single` — one MM attention step per iteration (Thm 3.1);
+    `aim` — MM attention step, then a gradient step of size `alpha` on the
+    quadratic term (Alg. 1, eqs. 15–16); `proximal_aim` — both, then the prox
+    of the indicator (Alg. 2, eq. 20). `attention(certified)` replaces the
+    paper's weighted mean by a gradient step on the majorizer with step
+    1/L, L an upper bound of its largest Hessian eigenvalue.
+
+    ```mlir
+    unroll.minimize %e1, %e2, %r, %p schedule(proximal_aim) iterations(12) alpha(0.5)
+    ```
+  }];
+  let arguments = (ins Variadic<Unroll_EnergyType>:$terms,
+                       Unroll_Schedule:$schedule,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$iterations,
+                       OptionalAttr<F64Attr>:$alpha,
+                       DefaultValuedAttr<Unroll_AttentionVariant,
+                                         "AttentionVariant::paper">:$attention);
+  let assemblyFormat = [{
+    $terms `schedule` `(` $schedule `)` `iterations` `(` $iterations `)`
+    (`alpha` `(` $alpha^ `)`)? (`attention` `(` $attention^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // UNROLL_ENERGY_OPS_TD

@@ -1,0 +1,181 @@
+//===- UnrollModelOps.td - looped-transformer ops ----------*- tablegen -*-===//
+//
+// Looped transformers (P2): the model, its loop and the GPT-2 pieces of a
+// block. Each piece knows its vector-Jacobian product.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UNROLL_MODEL_OPS_TD
+#define UNROLL_MODEL_OPS_TD
+
+include "unroll/Dialect/Unroll/IR/UnrollBase.td"
+include "unroll/Dialect/Unroll/IR/UnrollInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Looped transformers (P2): model, loop, GPT-2 pieces
+//===----------------------------------------------------------------------===//
+def Unroll_ModelOp : Unroll_Op<"model", [Symbol, IsolatedFromAbove, NoTerminator]> {
+  let summary = "a looped (or L-layer) transformer trained on in-context prompts";
+  let description = [{
+    The body takes the prompt tokens Z [B, n, d] (batch B and length n are
+    run-time sizes) and contains, in order: parameters, the read-in ops
+    computing P, exactly one `unroll.loop`, the read-out ("head") ops, and
+    `unroll.output` with the predictions [B, n, 1]. The head is applied to
+    every iterate of the loop that the loss sees (P2: the last T).
+
+    `--unroll-differentiate` fills `head_reverse` (Y, dpred) -> dY and
+    `embed_reverse` (Z, dP) with vector-Jacobian products; the loop gets its
+    own `reverse` region.
+
+    ```mlir
+    unroll.model @tiny {
+    ^bb0(%Z: tensor<?x?x2xf32>):
+      %Wi = unroll.param "_read_in.weight" {std = 0.02 : f64} : tensor<8x2xf32>
+      ...
+      %P = unroll.linear %Z, %Wi, %bi : (...) -> tensor<?x?x8xf32>
+      %Y = unroll.loop %P iterations(4) window(2) injection(add) { ... }
+      %p = unroll.linear %Y, %Wo, %bo : (...) -> tensor<?x?x1xf32>
+      unroll.output %p : tensor<?x?x1xf32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body, AnyRegion:$head_reverse,
+                        AnyRegion:$embed_reverse);
+  let assemblyFormat = [{
+    $sym_name attr-dict-with-keyword $body
+    (`head_reverse` $head_reverse^)? (`embed_reverse` $embed_reverse^)?
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Value getPrompt() { return getBody().front().getArgument(0); }
+    LoopOp getLoop();
+    OutputOp getOutput();
+    bool isDifferentiated() { return !getHeadReverse().empty(); }
+  }];
+}
+
+def Unroll_OutputOp : Unroll_Op<"output", [Terminator, HasParent<"ModelOp">]> {
+  let summary = "the model's predictions [B, n, 1]";
+  let arguments = (ins TokenBatch:$predictions);
+  let assemblyFormat = "$predictions attr-dict `:` type($predictions)";
+}
+
+def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "apply a weight-shared block b times with input injection";
+  let description = [{
+    With P = `input` and M the body (u -> next Y):
+    `add`: Y_0 = 0, Y_t = M(Y_{t-1} + P) (P2); `none`: Y_0 = P,
+    Y_t = M(Y_{t-1}) (weight tying); `mul`: Y_0 = 1, Y_t = M(Y_{t-1} * P).
+    The result is Y_b. `iterations` is the default b (the runtime may run
+    more or fewer); the loss sees the last `window` = T iterates, the first
+    b - T run without gradient. An L-layer model is a loop with
+    iterations(1) window(1) injection(none) whose body holds L blocks.
+    `--unroll-differentiate` fills `reverse` (u, dY) -> du.
+
+    ```mlir
+    %Y = unroll.loop %P iterations(20) window(15) injection(add) {
+    ^bb0(%u: tensor<?x?x256xf32>):
+      ...
+      unroll.yield %y : tensor<?x?x256xf32>
+    }
+    ```
+  }];
+  let arguments = (ins TokenBatch:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$iterations,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$window,
+                       DefaultValuedAttr<Unroll_Injection, "Injection::add">:$injection);
+  let results = (outs TokenBatch:$result);
+  let regions = (region SizedRegion<1>:$body, AnyRegion:$reverse);
+  let assemblyFormat = [{
+    $input `iterations` `(` $iterations `)` `window` `(` $window `)`
+    `injection` `(` $injection `)` attr-dict `:` type($input) $body
+    (`reverse` $reverse^)?
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Unroll_LinearOp : Unroll_Op<"linear", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure]> {
+  let summary = "y = x W^T + b over the last dimension (PyTorch Linear layout)";
+  let description = [{
+    x [B, n, K], W [O, K], b [O] -> y [B, n, O].
+
+    ```mlir
+    %y = unroll.linear %x, %w, %b : (tensor<?x?x20xf32>, tensor<256x20xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins TokenBatch:$x, Matrix:$weight, Vector:$bias);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$x `,` $weight `,` $bias attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Unroll_LayerNormOp : Unroll_Op<"layer_norm", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure, AllTypesMatch<["x", "result"]>,
+    AllTypesMatch<["gain", "bias"]>]> {
+  let summary = "LayerNorm over the last dimension, with gain and bias";
+  let description = [{
+    ```mlir
+    %y = unroll.layer_norm %x, %g, %b {eps = 1.0e-5 : f64} : tensor<?x?x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins TokenBatch:$x, Vector:$gain, Vector:$bias,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$x `,` $gain `,` $bias attr-dict `:` type($x) `,` type($gain)";
+  let hasVerifier = 1;
+}
+
+def Unroll_AttentionOp : Unroll_Op<"attention", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure]> {
+  let summary = "causal multi-head softmax attention from fused q, k, v";
+  let description = [{
+    qkv [B, n, 3D] holds q | k | v (each D = heads x head_dim, heads
+    contiguous); out[b, i, h·hd + e] = Σ_{j<=i} softmax_j(q_i·k_j/√hd) v_j.
+
+    ```mlir
+    %a = unroll.attention %qkv heads(8) : tensor<?x?x768xf32> -> tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins TokenBatch:$qkv, ConfinedAttr<I64Attr, [IntMinValue<1>]>:$heads);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$qkv `heads` `(` $heads `)` attr-dict `:` type($qkv) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Unroll_GeluOp : Unroll_Op<"gelu", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "tanh GELU: 0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³)))";
+  let arguments = (ins TokenBatch:$x);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+def Unroll_AddOp : Unroll_Op<"add", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "elementwise sum (residual connections, summed cotangents)";
+  let description = [{
+    Any ranked f32/f64 tensors of one type: token batches in models, token
+    matrices in energies (where the reverse mode sums cotangents with it).
+
+    ```mlir
+    %r = unroll.add %x, %y : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64]>:$lhs, RankedTensorOf<[F32, F64]>:$rhs);
+  let results = (outs RankedTensorOf<[F32, F64]>:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Unroll_PositionEmbedOp : Unroll_Op<"position_embed", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "x[b, i, :] + wpe[i, :] (learned absolute positions)";
+  let description = [{
+    The table has one row per position; the run-time length n must not
+    exceed it.
+  }];
+  let arguments = (ins TokenBatch:$x, Matrix:$table);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = "$x `,` $table attr-dict `:` type($x) `,` type($table)";
+  let hasVerifier = 1;
+}
+
+#endif // UNROLL_MODEL_OPS_TD

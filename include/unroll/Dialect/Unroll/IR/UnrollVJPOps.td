@@ -1,0 +1,112 @@
+//===- UnrollVJPOps.td - vector-Jacobian products ----------*- tablegen -*-===//
+//
+// Vector-Jacobian products, written by --unroll-differentiate from the
+// VJPOpInterface rules of the forward ops, and the gradient accumulation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UNROLL_VJP_OPS_TD
+#define UNROLL_VJP_OPS_TD
+
+include "unroll/Dialect/Unroll/IR/UnrollBase.td"
+include "unroll/Dialect/Unroll/IR/UnrollInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Vector-Jacobian products (written by --unroll-differentiate)
+//===----------------------------------------------------------------------===//
+
+def Unroll_LinearVJPOp : Unroll_Op<"linear_vjp", [Pure]> {
+  let summary = "(dx, dW, db) of y = x W^T + b given dy";
+  let arguments = (ins TokenBatch:$x, Matrix:$weight, TokenBatch:$dy);
+  let results = (outs TokenBatch:$dx, Matrix:$dweight, Vector:$dbias);
+  let assemblyFormat = "$x `,` $weight `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_LayerNormVJPOp : Unroll_Op<"layer_norm_vjp", [Pure]> {
+  let summary = "(dx, dgain, dbias) of LayerNorm given dy";
+  let arguments = (ins TokenBatch:$x, Vector:$gain, TokenBatch:$dy,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs TokenBatch:$dx, Vector:$dgain, Vector:$dbias);
+  let assemblyFormat = "$x `,` $gain `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_AttentionVJPOp : Unroll_Op<"attention_vjp", [Pure]> {
+  let summary = "dqkv of causal multi-head attention given dout";
+  let arguments = (ins TokenBatch:$qkv, TokenBatch:$dy, I64Attr:$heads);
+  let results = (outs TokenBatch:$dqkv);
+  let assemblyFormat = "$qkv `,` $dy `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_GeluVJPOp : Unroll_Op<"gelu_vjp", [Pure]> {
+  let summary = "dx of tanh GELU given dy";
+  let arguments = (ins TokenBatch:$x, TokenBatch:$dy);
+  let results = (outs TokenBatch:$dx);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+def Unroll_PositionEmbedVJPOp : Unroll_Op<"position_embed_vjp", [Pure]> {
+  let summary = "dtable of position_embed given dy (sums over the batch)";
+  let arguments = (ins TokenBatch:$dy, Matrix:$table);
+  let results = (outs Matrix:$dtable);
+  let assemblyFormat = "$dy `,` $table attr-dict `:` functional-type(operands, results)";
+}
+
+
+def Unroll_MMStepVJPOp : Unroll_Op<"mm_step_vjp", [Pure,
+    AllTypesMatch<["y", "dy", "dx"]>]> {
+  let summary = "(dY, dW_a) of a majorize-minimize attention step (paper variant)";
+  let description = [{
+    Y' = A Y with A the row-normalized weights of the step. For
+    `form(general)` the region yields (rho'(z), rho''(z)): rho'' is the
+    derivative of the step's rho' region, through which the gradient reaches
+    z_ij and so the tokens and the projection.
+  }];
+  let arguments = (ins TokenMatrix:$y, Optional<RankedTensorOf<[F32, F64]>>:$proj,
+                       TokenMatrix:$dy, Unroll_WeightForm:$form,
+                       DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
+                       OptionalAttr<ElementsAttr>:$graph);
+  let results = (outs TokenMatrix:$dx, Optional<RankedTensorOf<[F32, F64]>>:$dproj);
+  let regions = (region AnyRegion:$weight_body);
+  let assemblyFormat = [{
+    $y (`proj` $proj^ `:` type($proj))? `,` $dy `form` `(` $form `)`
+    ($weight_body^)? (`mask` `(` $mask^ `)`)?
+    attr-dict `:` type($y) (`->` type($dproj)^)?
+  }];
+}
+
+def Unroll_GradStepVJPOp : Unroll_Op<"grad_step_vjp", [Pure,
+    AllTypesMatch<["y", "dy", "dx", "dcenter"]>]> {
+  let summary = "(dY, dW, dC) of a gradient step on the quadratic energy";
+  let arguments = (ins TokenMatrix:$y, RankedTensorOf<[F32, F64]>:$weight, TokenMatrix:$dy,
+                       F64Attr:$alpha, DefaultValuedAttr<F64Attr, "0.0">:$coeff);
+  let results = (outs TokenMatrix:$dx, RankedTensorOf<[F32, F64]>:$dweight, TokenMatrix:$dcenter);
+  let assemblyFormat = [{
+    $y `,` $weight `,` $dy `alpha` `(` $alpha `)` attr-dict `:` type($y) `,` type($weight)
+    `->` type($dweight)
+  }];
+}
+
+def Unroll_ProxNonNegVJPOp : Unroll_Op<"prox_nonneg_vjp", [Pure, AllTypesMatch<["y", "dy", "dx"]>]> {
+  let summary = "dY of ReLU: dY' where y > 0";
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$dy);
+  let results = (outs TokenMatrix:$dx);
+  let assemblyFormat = "$y `,` $dy attr-dict `:` type($y)";
+}
+
+def Unroll_AccumulateGradOp : Unroll_Op<"accumulate_grad", [AllTypesMatch<["param", "grad"]>]> {
+  let summary = "add a gradient into the gradient of a parameter or input";
+  let description = [{
+    `param` is an `unroll.param` (the lowering adds `grad` to its slice of
+    the flat gradient vector) or, in an energy's `reverse` region, the input
+    X (its gradient is returned by the VJP entry point).
+  }];
+  let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+  let hasVerifier = 1;
+}
+
+
+#endif // UNROLL_VJP_OPS_TD

@@ -1,0 +1,222 @@
+//===- EnergyOps.cpp - verifiers of the energy-level ops ------------------===//
+//
+// unroll.energy, unroll.param, the terms (pairwise, quadratic, sqnorm,
+// nonneg) and unroll.minimize. Verifiers reject what the theory rejects
+// (rho not concave or not non-decreasing, a non-convex regularizer, a
+// schedule without a step for a term) with a located diagnostic.
+//
+//===----------------------------------------------------------------------===//
+#include "Verify.h"
+#include "unroll/Dialect/Unroll/IR/ScalarRegion.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::unroll;
+using namespace mlir::unroll::detail;
+
+//===----------------------------------------------------------------------===//
+// EnergyOp
+//===----------------------------------------------------------------------===//
+
+MinimizeOp EnergyOp::getMinimize() {
+  Block &b = getBody().front();
+  return b.empty() ? MinimizeOp() : dyn_cast<MinimizeOp>(b.back());
+}
+
+LogicalResult EnergyOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 2)
+    return emitOpError() << "expected the body to take (Y, X), got "
+                         << body.getNumArguments() << " arguments";
+  Type yt = body.getArgument(0).getType();
+  auto rt = dyn_cast<RankedTensorType>(yt);
+  if (!rt || rt.getRank() != 2 ||
+      !isa<Float32Type, Float64Type>(rt.getElementType()))
+    return emitOpError() << "expected Y to be a 2-d f32 or f64 tensor, got "
+                         << yt;
+  if (body.getArgument(1).getType() != yt)
+    return emitOpError() << "expected X of type " << yt << ", got "
+                         << body.getArgument(1).getType();
+  if (body.empty() || !isa<MinimizeOp>(body.back()))
+    return emitOpError("expected the body to end with 'unroll.minimize'");
+  for (Operation &op : body.without_terminator()) {
+    if (isa<MinimizeOp, YieldOp>(op))
+      return op.emitOpError("must be the last op of the energy body");
+    bool isTerm = op.getNumResults() == 1 &&
+                  isa<EnergyType>(op.getResult(0).getType());
+    if (isTerm &&
+        (op.getNumOperands() == 0 || op.getOperand(0) != body.getArgument(0)))
+      return op.emitOpError("expected an energy term of the energy's variable "
+                            "Y (the body's first argument)");
+  }
+  if (!getSteps().empty()) {
+    Block &steps = getSteps().front();
+    if (steps.getNumArguments() != 2 ||
+        steps.getArgument(0).getType() != yt ||
+        steps.getArgument(1).getType() != yt)
+      return emitOpError("expected the steps region to take (Y, X) like the "
+                         "body");
+    auto yield = steps.empty() ? YieldOp() : dyn_cast<YieldOp>(steps.back());
+    if (!yield || yield.getValues().size() != 1 ||
+        yield.getValues()[0].getType() != yt)
+      return emitOpError() << "expected the steps region to yield the next Y "
+                              "of type "
+                           << yt;
+  }
+  if (!getReverse().empty()) {
+    Block &rev = getReverse().front();
+    auto yield = rev.empty() ? YieldOp() : dyn_cast<YieldOp>(rev.back());
+    if (rev.getNumArguments() != 3 || !yield || yield.getValues().size() != 1)
+      return emitOpError("expected the reverse region to take (Y, X, dY') and "
+                         "yield dY");
+  }
+  return verifyParams(getOperation());
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (getName().empty())
+    return emitOpError("expected a non-empty parameter name");
+  if (!getType().hasStaticShape())
+    return emitOpError() << "expected a static shape, got " << getType();
+  for (int64_t s : getType().getShape())
+    if (s <= 0)
+      return emitOpError() << "expected positive sizes, got " << getType();
+  double sd = getStd().convertToDouble();
+  if (!(sd >= 0.0) || !std::isfinite(sd))
+    return emitOpError() << "expected a finite std >= 0, got " << fmt(sd);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PairwiseOp
+//===----------------------------------------------------------------------===//
+
+/// Samples a user-written rho on z >= 0 and rejects it where rho' < 0 (not
+/// non-decreasing), rho'' > 0 (not concave) or a value is not finite. The
+/// derivatives come from hyper-dual evaluation of the region, i.e. exactly
+/// the rho' and rho'' that symbolic differentiation builds.
+static LogicalResult checkConcaveNonDecreasing(Operation *op, Region &rho) {
+  std::vector<double> zs;
+  for (int i = 0; i <= 1000; ++i) // dense near 0, where most rho bend
+    zs.push_back(0.01 * i);
+  for (int i = 0; i <= 1200; ++i) // log-spaced out to 1e6
+    zs.push_back(std::pow(10.0, -8.0 + 14.0 * i / 1200.0));
+  for (double z : zs) {
+    Dual2 r = evaluateScalarRegion(rho, z);
+    if (!std::isfinite(r.v) || !std::isfinite(r.d) || !std::isfinite(r.dd))
+      return op->emitOpError() << "expected rho to be finite on z >= 0, got "
+                                  "rho(" << fmt(z) << ") = " << fmt(r.v)
+                               << ", rho' = " << fmt(r.d) << ", rho'' = " << fmt(r.dd);
+    double tol = 1e-12 * (1.0 + std::abs(r.v));
+    if (r.d < -tol)
+      return op->emitOpError()
+             << "expected rho to be non-decreasing on z >= 0, got rho'(" << fmt(z)
+             << ") = " << fmt(r.d);
+    if (r.dd > tol)
+      return op->emitOpError()
+             << "expected rho to be concave on z >= 0, got rho''(" << fmt(z)
+             << ") = " << fmt(r.dd);
+  }
+  return success();
+}
+
+LogicalResult PairwiseOp::verify() {
+  Type elem = getY().getType().getElementType();
+  if (getProj() &&
+      failed(verifyFeatureMatrix(*this, getY(), getProj(), "proj", false)))
+    return failure();
+  if (failed(verifyMask(*this, getMask(), getGraph(), getY())))
+    return failure();
+  bool custom = getRho() == RhoKind::custom;
+  if (custom != !getRhoBody().empty())
+    return emitOpError() << (custom ? "rho(custom) requires a region computing "
+                                      "rho(z)"
+                                    : "a rho region requires rho(custom)");
+  if (!custom)
+    return success(); // built-in rho: concave non-decreasing by construction
+  if (failed(verifyScalarRegion(*this, getRhoBody(), elem, "rho")))
+    return failure();
+  return checkConcaveNonDecreasing(*this, getRhoBody());
+}
+
+//===----------------------------------------------------------------------===//
+// Other energy terms
+//===----------------------------------------------------------------------===//
+
+LogicalResult QuadraticOp::verify() {
+  return verifyFeatureMatrix(*this, getY(), getWeight(), "weight", true);
+}
+
+LogicalResult SqNormOp::verify() {
+  double c = getCoeff().convertToDouble();
+  if (!(c > 0.0) || !std::isfinite(c))
+    return emitOpError() << "expected a convex regularizer: coeff must be "
+                            "positive and finite, got "
+                         << fmt(c);
+  return verifyCenter(*this, getY(), getCenter());
+}
+
+//===----------------------------------------------------------------------===//
+// MinimizeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MinimizeOp::verify() {
+  unsigned pairwise = 0, quadratic = 0, sqnorm = 0, nonneg = 0;
+  for (Value t : getTerms()) {
+    Operation *def = t.getDefiningOp();
+    if (!def)
+      return emitOpError("expected energy terms defined by ops");
+    if (isa<PairwiseOp>(def))
+      ++pairwise;
+    else if (isa<QuadraticOp>(def))
+      ++quadratic;
+    else if (isa<SqNormOp>(def))
+      ++sqnorm;
+    else if (isa<NonNegOp>(def))
+      ++nonneg;
+  }
+  if (pairwise != 1)
+    return emitOpError() << "expected exactly one 'unroll.pairwise' term, got "
+                         << pairwise;
+  if (sqnorm > 1)
+    return emitOpError() << "expected at most one 'unroll.sqnorm' term, got "
+                         << sqnorm;
+  if (quadratic > 1 || nonneg > 1)
+    return emitOpError("expected at most one 'unroll.quadratic' and one "
+                       "'unroll.nonneg' term");
+  Schedule s = getSchedule();
+  StringRef name = stringifySchedule(s);
+  if (s == Schedule::single && (quadratic || nonneg))
+    return emitOpError() << "schedule 'single' has no step for "
+                         << (quadratic ? "'unroll.quadratic'" : "'unroll.nonneg'")
+                         << "; use 'aim' or 'proximal_aim'";
+  if (s != Schedule::single && !quadratic)
+    return emitOpError() << "schedule '" << name
+                         << "' expected an 'unroll.quadratic' term";
+  if (s == Schedule::aim && nonneg)
+    return emitOpError("schedule 'aim' has no step for 'unroll.nonneg'; use "
+                       "'proximal_aim'");
+  if (s == Schedule::proximal_aim && !nonneg)
+    return emitOpError("schedule 'proximal_aim' expected an 'unroll.nonneg' "
+                       "term");
+  if (s != Schedule::single) {
+    if (!getAlpha())
+      return emitOpError() << "schedule '" << name
+                           << "' expected a step size alpha(...)";
+    double a = getAlpha()->convertToDouble();
+    if (!(a > 0.0 && a <= 1.0))
+      return emitOpError() << "expected step size alpha in (0, 1], got " << fmt(a);
+  } else if (getAlpha()) {
+    return emitOpError("schedule 'single' takes no alpha");
+  }
+  return success();
+}
+

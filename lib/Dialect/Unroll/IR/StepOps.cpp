@@ -1,0 +1,101 @@
+//===- StepOps.cpp - descent-step ops: verifiers and VJP rules ------------===//
+//
+// unroll.mm_step, unroll.grad_step and unroll.prox_nonneg: their verifiers
+// and their gradient rules (VJPOpInterface).
+//
+//===----------------------------------------------------------------------===//
+#include "Verify.h"
+#include "unroll/Dialect/Unroll/IR/ScalarRegion.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::unroll;
+using namespace mlir::unroll::detail;
+
+//===----------------------------------------------------------------------===//
+// Step ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult MMStepOp::verify() {
+  Type elem = getY().getType().getElementType();
+  if (getProj() &&
+      failed(verifyFeatureMatrix(*this, getY(), getProj(), "proj", false)))
+    return failure();
+  if (failed(verifyCenter(*this, getY(), getCenter())) ||
+      failed(verifyMask(*this, getMask(), getGraph(), getY())))
+    return failure();
+  bool general = getForm() == WeightForm::general;
+  if (general != !getWeightBody().empty())
+    return emitOpError() << (general ? "form(general) requires a region "
+                                       "computing rho'(z)"
+                                     : "a weight region requires form(general)");
+  if (getVariant() == AttentionVariant::certified && !general)
+    return emitOpError("variant(certified) requires form(general)");
+  if (getCoeff().convertToDouble() < 0.0)
+    return emitOpError() << "expected coeff >= 0, got "
+                         << getCoeff().convertToDouble();
+  if (general)
+    return verifyScalarRegion(*this, getWeightBody(), elem, "weight");
+  return success();
+}
+
+LogicalResult GradStepOp::verify() {
+  if (failed(verifyFeatureMatrix(*this, getY(), getWeight(), "weight", true)) ||
+      failed(verifyCenter(*this, getY(), getCenter())))
+    return failure();
+  double a = getAlpha().convertToDouble();
+  if (!(a > 0.0 && a <= 1.0))
+    return emitOpError() << "expected step size alpha in (0, 1], got " << fmt(a);
+  if (getCoeff().convertToDouble() < 0.0)
+    return emitOpError() << "expected coeff >= 0, got "
+                         << getCoeff().convertToDouble();
+  return success();
+}
+
+
+//===----------------------------------------------------------------------===//
+// Gradient rules
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProxNonNegOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
+  Value dy = rm.cotangent(getResult());
+  auto v = b.create<ProxNonNegVJPOp>(getLoc(), getY().getType(), getY(), dy);
+  return rm.addCotangent(*this, getY(), v);
+}
+
+LogicalResult GradStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
+  Value dy = rm.cotangent(getResult());
+  Type tok = getY().getType();
+  auto v = b.create<GradStepVJPOp>(getLoc(), tok, getWeight().getType(), tok, getY(), getWeight(),
+                                   dy, getAlphaAttr(), getCoeffAttr());
+  if (failed(rm.addCotangent(*this, getY(), v.getDx())) ||
+      failed(rm.addCotangent(*this, getWeight(), v.getDweight())))
+    return failure();
+  if (getCenter())
+    return rm.addCotangent(*this, getCenter(), v.getDcenter());
+  return success();
+}
+
+LogicalResult MMStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
+  // The certified step's size is a maximum over rows: not differentiable
+  // everywhere, and not what one trains.
+  if (getVariant() == AttentionVariant::certified)
+    return emitOpError("variant(certified) has no VJP rule");
+  Value dy = rm.cotangent(getResult());
+  Type dprojTy = getProj() ? getProj().getType() : Type();
+  auto v = b.create<MMStepVJPOp>(getLoc(), getY().getType(), dprojTy, getY(), getProj(), dy,
+                                 getForm(), getMask(), getGraphAttr());
+  // The VJP's weight region yields (rho'(z), rho''(z)).
+  if (getForm() == WeightForm::general)
+    differentiateScalarRegion(getWeightBody(), v.getWeightBody(), getLoc(),
+                              /*yieldPrimal=*/true);
+  if (failed(rm.addCotangent(*this, getY(), v.getDx())))
+    return failure();
+  if (getProj())
+    return rm.addCotangent(*this, getProj(), v.getDproj());
+  return success();
+}
