@@ -52,12 +52,14 @@ static void buildFrontEnd(OpPassManager &pm, const std::string &target,
                           bool cpuKernels = true) {
   pm.addPass(createUnrollDeriveSteps());
   pm.addPass(createUnrollDifferentiate());
-  ConvertUnrollToLinalgOptions co;
-  co.target = target;
-  co.chip = chip;
-  co.recomputeWindow = clRecomputeWindow;
-  co.cpuKernels = cpuKernels;
-  pm.addPass(createConvertUnrollToLinalg(co));
+  ConvertUnrollToEntryPointsOptions eo;
+  eo.target = target;
+  eo.chip = chip;
+  eo.recomputeWindow = clRecomputeWindow;
+  pm.addPass(createConvertUnrollToEntryPoints(eo));
+  ConvertUnrollToLinalgOptions lo;
+  lo.cpuKernels = target == "cpu" && cpuKernels;
+  pm.addPass(createConvertUnrollToLinalg(lo));
   // No CSE before bufferization: it would merge the identical zero-filled
   // inits of different linalg ops, which bufferization must then copy.
   pm.addPass(createCanonicalizerPass());

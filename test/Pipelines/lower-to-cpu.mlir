@@ -6,7 +6,8 @@
 
 // PIPE: unroll-derive-steps
 // PIPE-SAME: unroll-differentiate
-// PIPE-SAME: convert-unroll-to-linalg
+// PIPE-SAME: convert-unroll-to-entry-points
+// PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=true}
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: ownership-based-buffer-deallocation
 // PIPE-SAME: cse

@@ -4,21 +4,27 @@
 
 include "mlir/Pass/PassBase.td"
 
-def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
-  let summary = "Lower derived energies to functions over linalg on tensors";
+def ConvertUnrollToEntryPoints : Pass<"convert-unroll-to-entry-points", "ModuleOp"> {
+  let summary = "Turn energies and models into C-interface entry points";
   let description = [{
-    For every `unroll.energy @E` whose steps are derived, emits C-interface
-    functions on memrefs:
+    The structural half of the lowering. Every derived `unroll.energy @E`
+    becomes functions on memrefs:
 
-    * `@E_trace(X, params..., Y_out, energies)`: Y_0 = X, then
+    * `@E_trace(X, theta, Y_out, energies)`: Y_0 = X, then
       `dim(energies) - 1` iterations of the steps, writing E(Y_t) for every
       t and the final Y;
-    * `@E_weights(Y, params..., A)`: the normalized attention weights of the
+    * `@E_weights(Y, theta, A)`: the normalized attention weights of the
       first MM step at Y;
+    * `@E_vjp(X, theta, iterations, dY_T, dX, grad)` for differentiated
+      energies;
 
-    and the ABI functions `unroll_abi_version` and `unroll_model_info`
-    (JSON; see docs/abi.md). Energy terms and step ops become linalg ops on
-    tensors; the energy ops are erased.
+    and every differentiated `unroll.model @M` becomes `@M_forward`,
+    `@M_loss_grad` (truncated back-propagation through the loop, with the
+    window's activations stored on a tape) and `@M_adam`. Parameters become
+    views of one flat vector theta; the energy's or model's ops are copied
+    into these functions unchanged, for `convert-unroll-to-linalg` to lower.
+    Adds the ABI functions `unroll_abi_version` and `unroll_model_info` (JSON;
+    see docs/abi.md) and erases the energies and models.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
@@ -34,10 +40,6 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",
            "The GPU the library is built for (e.g. sm_90); recorded with "
            "target=gpu">,
-    Option<"cpuKernels", "cpu-kernels", "bool", /*default=*/"true",
-           "With target=cpu, models' attention and attention_vjp call unroll's "
-           "CPU kernels (runtime/cpu/Attention.cpp, linked by unroll-translate) "
-           "instead of becoming linalg ops">,
     Option<"recomputeWindow", "recompute-window", "bool", /*default=*/"false",
            "Recompute each window iteration's block in the backward pass from "
            "its stored input instead of storing the activations its VJPs read "
@@ -51,4 +53,30 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
   ];
 }
 
-#endif
+def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
+  let summary = "Lower the unroll ops inside functions to linalg on tensors";
+  let description = [{
+    Applies the conversion patterns of every op family
+    (lib/Conversion/UnrollToLinalg/: Linear, LayerNorm, Attention,
+    Elementwise, EnergyTerms, Steps) to the ops that
+    `convert-unroll-to-entry-points` left in the entry points, or to any
+    function that holds unroll ops on tensors. An energy term becomes its
+    scalar value, a step or GPT-2 piece the linalg ops that compute it. Then
+    the tape slots that the entry points marked are written in place.
+    Energies and models must have been turned into entry points first.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::bufferization::BufferizationDialect"
+  ];
+  let options = [
+    Option<"cpuKernels", "cpu-kernels", "bool", /*default=*/"false",
+           "unroll.attention and unroll.attention_vjp call unroll's CPU "
+           "kernels (runtime/cpu/Attention.cpp, linked by unroll-translate) "
+           "instead of becoming linalg ops (--lower-to-cpu sets it)">
+  ];
+}
+
+#endif // UNROLL_CONVERSION_PASSES_TD

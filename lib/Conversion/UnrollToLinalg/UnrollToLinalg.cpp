@@ -1,11 +1,15 @@
 //===- UnrollToLinalg.cpp - the convert-unroll-to-linalg pass -------------===//
 //
-// Lowers every energy and model of the module to C-interface entry points
-// (EnergyToLinalg.cpp, ModelToLinalg.cpp) and adds the ABI functions
-// unroll_abi_version and unroll_model_info (docs/abi.md).
+// Applies every op family's conversion patterns to the functions that
+// convert-unroll-to-entry-points built, then folds the casts between energy
+// terms and their scalar values and writes the tape's marked slices in place.
 //
 //===----------------------------------------------------------------------===//
-#include "Emitter.h"
+#include "unroll/Conversion/Passes.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Dialect/Unroll/IR/UnrollOps.h"
+
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::unroll {
 #define GEN_PASS_DEF_CONVERTUNROLLTOLINALG
@@ -14,122 +18,62 @@ namespace mlir::unroll {
 
 using namespace mlir;
 using namespace mlir::unroll;
-using namespace mlir::unroll::lowering;
+
+void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels) {
+  populateLinearPatterns(patterns);
+  populateLayerNormPatterns(patterns);
+  populateAttentionPatterns(patterns, cpuKernels);
+  populateElementwisePatterns(patterns);
+  populateEnergyTermPatterns(patterns);
+  populateStepPatterns(patterns);
+}
 
 namespace {
 
-//===----------------------------------------------------------------------===//
-// ABI functions
-//===----------------------------------------------------------------------===//
-
-void emitAbi(OpBuilder &b, Location loc, const std::string &json) {
-  MLIRContext *ctx = b.getContext();
-  auto i8 = IntegerType::get(ctx, 8), i32 = IntegerType::get(ctx, 32);
-  auto ptr = LLVM::LLVMPointerType::get(ctx);
-  std::string data = json;
-  data.push_back('\0');
-  auto arr = LLVM::LLVMArrayType::get(i8, data.size());
-  b.create<LLVM::GlobalOp>(loc, arr, /*isConstant=*/true, LLVM::Linkage::Internal,
-                           "__unroll_model_info", b.getStringAttr(data));
-
-  auto info = b.create<LLVM::LLVMFuncOp>(loc, "unroll_model_info",
-                                         LLVM::LLVMFunctionType::get(ptr, {}));
-  {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(info.addEntryBlock(b));
-    Value addr = b.create<LLVM::AddressOfOp>(loc, ptr, "__unroll_model_info");
-    b.create<LLVM::ReturnOp>(loc, addr);
+/// cast(cast(v : T -> !unroll.energy) : !unroll.energy -> T) -> v: the entry
+/// points read a term's value back from its lowered scalar.
+void foldEnergyCasts(Operation *root) {
+  SmallVector<UnrealizedConversionCastOp> casts;
+  root->walk([&](UnrealizedConversionCastOp c) { casts.push_back(c); });
+  for (UnrealizedConversionCastOp c : casts) {
+    if (c.getNumOperands() != 1 || c.getNumResults() != 1)
+      continue;
+    auto inner = c.getOperand(0).getDefiningOp<UnrealizedConversionCastOp>();
+    if (!inner || inner.getNumOperands() != 1 ||
+        inner.getOperand(0).getType() != c.getResult(0).getType())
+      continue;
+    c.getResult(0).replaceAllUsesWith(inner.getOperand(0));
+    c.erase();
+    if (inner->use_empty())
+      inner.erase();
   }
-  auto ver = b.create<LLVM::LLVMFuncOp>(loc, "unroll_abi_version",
-                                        LLVM::LLVMFunctionType::get(i32, {}));
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(ver.addEntryBlock(b));
-  Value v = b.create<LLVM::ConstantOp>(loc, i32, b.getI32IntegerAttr(kAbiVersion));
-  b.create<LLVM::ReturnOp>(loc, v);
-}
-
-std::string typeName(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  return s;
 }
 
 struct ConvertUnrollToLinalgPass
     : public unroll::impl::ConvertUnrollToLinalgBase<ConvertUnrollToLinalgPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (target != "cpu" && target != "gpu") {
-      getOperation().emitError() << "convert-unroll-to-linalg: unknown target '"
-                                 << target << "' (expected cpu or gpu)";
-      return signalPassFailure();
-    }
     ModuleOp module = getOperation();
-    SmallVector<EnergyOp> energies(module.getOps<EnergyOp>());
-    SmallVector<ModelOp> models(module.getOps<ModelOp>());
-    if (energies.empty() && models.empty())
-      return; // nothing to lower: other modules pass through unchanged
-    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    llvm::json::Array energyInfo, modelInfo;
-    std::string elem;
-    // One element type per library: the runtime converts once.
-    auto checkElem = [&](Operation *op, Type t) {
-      std::string s = typeName(t);
-      if (!elem.empty() && elem != s) {
-        op->emitOpError() << "uses element type " << s
-                          << " but an earlier energy or model uses " << elem;
-        return false;
-      }
-      elem = s;
-      return true;
-    };
-    for (EnergyOp energy : energies) {
-      if (energy.getSteps().empty()) {
-        energy.emitOpError("has no derived steps; run --unroll-derive-steps "
-                           "first (or use --lower-to-cpu)");
+    for (Operation &op : *module.getBody())
+      if (isa<EnergyOp, ModelOp>(op)) {
+        op.emitOpError("must be turned into entry points first: run "
+                       "--convert-unroll-to-entry-points (or use --lower-to-cpu)");
         return signalPassFailure();
       }
-      if (!checkElem(energy, energy.getTokenType().getElementType()))
-        return signalPassFailure();
-      b.setInsertionPoint(energy);
-      energyInfo.push_back(lowerEnergy(b, energy));
-      ++numEnergies;
-    }
-    for (ModelOp model : models) {
-      if (!model.isDifferentiated()) {
-        model.emitOpError("has no reverse regions; run --unroll-differentiate "
-                          "first (or use --lower-to-cpu)");
-        return signalPassFailure();
-      }
-      if (!checkElem(model, cast<RankedTensorType>(model.getPrompt().getType())
-                                .getElementType()))
-        return signalPassFailure();
-      b.setInsertionPoint(model);
-      FailureOr<llvm::json::Object> info = lowerModel(b, model, recomputeWindow, target == "cpu" && cpuKernels);
-      if (failed(info))
-        return signalPassFailure();
-      modelInfo.push_back(std::move(*info));
-      ++numModels;
-    }
-    llvm::json::Object root{{"abi_version", kAbiVersion},
-                            {"kind", models.empty() ? "energy" : "model"},
-                            {"target", target},
-                            {"element_type", elem}};
-    if (target == "gpu")
-      root["chip"] = chip;
-    if (!energies.empty())
-      root["energies"] = std::move(energyInfo);
-    if (!models.empty())
-      root["models"] = std::move(modelInfo);
-    std::string json;
-    llvm::raw_string_ostream os(json);
-    os << llvm::json::Value(std::move(root));
-    b.setInsertionPointToEnd(module.getBody());
-    emitAbi(b, module.getLoc(), json);
-    for (EnergyOp energy : energies)
-      energy.erase();
-    for (ModelOp model : models)
-      model.erase();
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<arith::ArithDialect, math::MathDialect, linalg::LinalgDialect,
+                           tensor::TensorDialect, scf::SCFDialect, func::FuncDialect,
+                           memref::MemRefDialect, bufferization::BufferizationDialect>();
+    target.addIllegalDialect<UnrollDialect>();
+    // Terminators of the scalar regions inside ops that are being converted.
+    target.addLegalOp<YieldOp, UnrealizedConversionCastOp>();
+    RewritePatternSet patterns(ctx);
+    populateUnrollToLinalgPatterns(patterns, cpuKernels);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+    foldEnergyCasts(module);
+    writeMarkedSlicesInPlace(module);
   }
 };
 

@@ -1,25 +1,29 @@
-//===- Emitter.h - linalg-on-tensors building blocks -----------*- C++ -*-===//
+//===- Builders.h - linalg-on-tensors building blocks -----------*- C++ -*-===//
 //
-// Shared by the energy and model lowerings: small constructors for linalg
-// generics, matmuls, fills and reductions on tensors, and the helpers that
-// turn the C-interface memref arguments (tokens, the flat parameter vector
-// theta) into tensors.
+// Small constructors for linalg generics, matmuls, fills and reductions on
+// tensors, shared by the conversion patterns of convert-unroll-to-linalg
+// (lib/Conversion/UnrollToLinalg) and the entry points that
+// convert-unroll-to-entry-points builds around them (losses, injection,
+// gradient accumulation).
+//
+//   Emitter       2-d token matrices [n, d] (energies and their steps)
+//   TokenEmitter  3-d token batches [B, n, F] (models)
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_LIB_CONVERSION_UNROLLTOLINALG_EMITTER_H
-#define UNROLL_LIB_CONVERSION_UNROLLTOLINALG_EMITTER_H
+#ifndef UNROLL_CONVERSION_UNROLLTOLINALG_BUILDERS_H
+#define UNROLL_CONVERSION_UNROLLTOLINALG_BUILDERS_H
 
-#include "unroll/Conversion/Passes.h"
-#include "unroll/Dialect/Unroll/IR/UnrollOps.h"
-
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/Support/JSON.h"
+#include "mlir/IR/Builders.h"
 
 namespace mlir::unroll::lowering {
 
 //===----------------------------------------------------------------------===//
-// Emitter: small linalg-on-tensors building blocks
+// Emitter: token matrices
 //===----------------------------------------------------------------------===//
 
 class Emitter {
@@ -140,65 +144,120 @@ public:
 
 
 //===----------------------------------------------------------------------===//
-// Parameters in the flat vector theta
+// TokenEmitter: token batches
 //===----------------------------------------------------------------------===//
 
-struct ParamInfo {
-  std::string name;
-  RankedTensorType type;
-  double std;
-  InitKind init;
-  int64_t offset; // into the flat parameter vector theta
-};
+using utils::IteratorType;
+constexpr int64_t kDyn = ShapedType::kDynamic;
 
-/// The parameters of an energy or model, by first appearance, with offsets.
-class ParamTable {
+/// Linalg-on-tensors building blocks for token batches [B, n, F] (the
+/// model ops' kernels and the training step's loss).
+class TokenEmitter {
 public:
-  void collect(Operation *root) {
-    root->walk([&](ParamOp p) {
-      if (index.count(p.getName()))
-        return;
-      index[p.getName()] = params.size();
-      params.push_back({p.getName().str(), p.getType(),
-                        p.getStd().convertToDouble(), p.getInit(), numParams});
-      numParams += p.getType().getNumElements();
+  TokenEmitter(OpBuilder &b, Location loc, Type t) : e(b, loc, t), b(b), loc(loc), t(t) {}
+
+  Value cst(double v) { return e.cst(v); }
+  /// The size of dim i. Never a tensor.dim of an expand_shape: MLIR 19's
+  /// canonicalizer folds that to `floordiv kDynamic` when a reassociation
+  /// group has two dynamic sizes ([B·n] -> [B, n]); use its output_shape.
+  Value dim(Value v, int64_t i) {
+    while (auto c = v.getDefiningOp<tensor::CastOp>())
+      v = c.getSource();
+    if (auto ex = v.getDefiningOp<tensor::ExpandShapeOp>()) {
+      ArrayRef<int64_t> st = ex.getStaticOutputShape();
+      if (st[i] != kDyn)
+        return b.create<arith::ConstantIndexOp>(loc, st[i]);
+      int64_t k = llvm::count_if(st.take_front(i), ShapedType::isDynamic);
+      return ex.getOutputShape()[k];
+    }
+    return b.create<tensor::DimOp>(loc, v, i);
+  }
+  RankedTensorType tensorTy(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, t);
+  }
+  /// A tensor of `ty` filled with `v`; `dyn` are the sizes of its dynamic dims.
+  Value full(RankedTensorType ty, ValueRange dyn, double v) {
+    Value em = b.create<tensor::EmptyOp>(loc, ty, dyn);
+    return b.create<linalg::FillOp>(loc, cst(v), em).getResult(0);
+  }
+  /// Dynamic sizes of `v` (in order).
+  SmallVector<Value> dynSizes(Value v) {
+    SmallVector<Value> s;
+    auto ty = cast<RankedTensorType>(v.getType());
+    for (int64_t i = 0; i < ty.getRank(); ++i)
+      if (ty.isDynamicDim(i))
+        s.push_back(dim(v, i));
+    return s;
+  }
+  Value fullLike(Value v, double x) {
+    return full(cast<RankedTensorType>(v.getType()), dynSizes(v), x);
+  }
+  Value castTo(Value v, Type to) { return e.castTo(v, to); }
+
+  AffineMap map(unsigned rank, ArrayRef<AffineExpr> r) {
+    return AffineMap::get(rank, 0, r, b.getContext());
+  }
+  AffineExpr d(unsigned i) { return b.getAffineDimExpr(i); }
+  AffineExpr c(int64_t v) { return b.getAffineConstantExpr(v); }
+  AffineMap id(unsigned rank) { return b.getMultiDimIdentityMap(rank); }
+
+  using BodyFn = Emitter::BodyFn;
+  Value generic(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value init,
+                AffineMap outMap, ArrayRef<IteratorType> iters, BodyFn body) {
+    SmallVector<AffineMap> all(maps.begin(), maps.end());
+    all.push_back(outMap);
+    return b
+        .create<linalg::GenericOp>(
+            loc, init.getType(), ins, ValueRange{init}, all, iters,
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              nb.create<linalg::YieldOp>(nl, body(nb, nl, a));
+            })
+        .getResult(0);
+  }
+  /// Elementwise over `like`'s shape; all inputs indexed like it.
+  Value ew(ArrayRef<Value> ins, Value like, BodyFn body) {
+    unsigned r = cast<RankedTensorType>(like.getType()).getRank();
+    SmallVector<AffineMap> maps(ins.size(), id(r));
+    return generic(ins, maps, fullLike(like, 0.0), id(r),
+                   SmallVector<IteratorType>(r, IteratorType::parallel), body);
+  }
+  static SmallVector<IteratorType> iters(StringRef pr) {
+    SmallVector<IteratorType> it;
+    for (char ch : pr)
+      it.push_back(ch == 'p' ? IteratorType::parallel : IteratorType::reduction);
+    return it;
+  }
+
+  /// A [B, n, F] tensor of zeros with x's batch and token sizes.
+  Value zeros3(Value x, int64_t f) {
+    return full(tensorTy({kDyn, kDyn, f}), {dim(x, 0), dim(x, 1)}, 0.0);
+  }
+  /// A [B, n] tensor of zeros.
+  Value zeros2(Value x) { return full(tensorTy({kDyn, kDyn}), {dim(x, 0), dim(x, 1)}, 0.0); }
+  static Value fma(OpBuilder &nb, Location l, ValueRange a) {
+    return nb.create<arith::AddFOp>(l, a[2], nb.create<arith::MulFOp>(l, a[0], a[1]));
+  }
+  static Value sum(OpBuilder &nb, Location l, ValueRange a) {
+    return nb.create<arith::AddFOp>(l, a[1], a[0]);
+  }
+
+  Value add(Value x, Value y) {
+    return ew({x, y}, x, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      return nb.create<arith::AddFOp>(l, a[0], a[1]);
     });
   }
-  const ParamInfo &operator[](StringRef name) const { return params[index.lookup(name)]; }
-  size_t indexOf(StringRef name) const { return index.lookup(name); }
-  llvm::json::Array toJson() const;
+  Value mul(Value x, Value y) {
+    return ew({x, y}, x, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      return nb.create<arith::MulFOp>(l, a[0], a[1]);
+    });
+  }
 
-  std::vector<ParamInfo> params;
-  llvm::StringMap<size_t> index;
-  int64_t numParams = 0;
+  Emitter e;
+  OpBuilder &b;
+  Location loc;
+  Type t;
 };
-
-/// memref<?x..xT> -> tensor (restrict: the entry point owns the buffer for
-/// the call), cast to `to`.
-Value memrefToTensor(OpBuilder &b, Location loc, Value m, Type to);
-/// Writes a tensor into a memref argument (cast to the memref's shape).
-void storeTensor(OpBuilder &b, Location loc, Value t, Value m);
-/// Views of every parameter inside theta (zero-copy reinterpret_casts).
-SmallVector<Value> paramTensors(OpBuilder &b, Location loc, Value theta,
-                                const ParamTable &table, Type elem);
-/// A C-interface entry function with the builder at its start.
-func::FuncOp makeEntry(OpBuilder &b, Location loc, StringRef name,
-                       ArrayRef<Type> args);
-MemRefType dynMemref(unsigned rank, Type elem);
-
-//===----------------------------------------------------------------------===//
-// Lowerings (one per top-level op kind)
-//===----------------------------------------------------------------------===//
-
-/// Emits the entry points of an energy at the builder; returns its info.
-llvm::json::Object lowerEnergy(OpBuilder &b, EnergyOp energy);
-/// Emits the entry points of a differentiated model; returns its info.
-/// `recomputeWindow`: the backward recomputes each window iteration's block
-/// instead of reading its stored activations. `cpu`: attention and its VJP
-/// call the CPU kernels (runtime/cpu/Attention.cpp) instead of linalg ops.
-FailureOr<llvm::json::Object> lowerModel(OpBuilder &b, ModelOp model, bool recomputeWindow,
-                                         bool cpu);
 
 } // namespace mlir::unroll::lowering
 
-#endif
+#endif // UNROLL_CONVERSION_UNROLLTOLINALG_BUILDERS_H

@@ -1,5 +1,5 @@
-// RUN: unroll-opt %s --unroll-derive-steps --convert-unroll-to-linalg | FileCheck %s
-// RUN: not unroll-opt %s --convert-unroll-to-linalg 2>&1 | FileCheck %s --check-prefix=UNDERIVED
+// RUN: unroll-opt %s --unroll-derive-steps --convert-unroll-to-entry-points --convert-unroll-to-linalg | FileCheck %s
+// RUN: not unroll-opt %s --convert-unroll-to-entry-points 2>&1 | FileCheck %s --check-prefix=UNDERIVED
 
 // An energy becomes two C-interface functions over memrefs plus the ABI
 // functions; parameters are views into one flat vector theta.

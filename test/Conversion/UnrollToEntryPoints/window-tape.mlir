@@ -7,9 +7,9 @@
 // slice of it, and the reverse loop reads the slices.
 // With --recompute-window only the states are stored.
 //
-// RUN: %python %S/../../scripts/gen_gpt2.py t --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > %t.mlir
-// RUN: unroll-opt %t.mlir --unroll-derive-steps --unroll-differentiate --convert-unroll-to-linalg | FileCheck %s
-// RUN: unroll-opt %t.mlir --unroll-derive-steps --unroll-differentiate --convert-unroll-to-linalg=recompute-window | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: %python %S/../../../scripts/gen_gpt2.py t --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > %t.mlir
+// RUN: unroll-opt %t.mlir --unroll-derive-steps --unroll-differentiate --convert-unroll-to-entry-points --convert-unroll-to-linalg | FileCheck %s
+// RUN: unroll-opt %t.mlir --unroll-derive-steps --unroll-differentiate --convert-unroll-to-entry-points=recompute-window --convert-unroll-to-linalg | FileCheck %s --check-prefix=RECOMPUTE
 
 // CHECK-LABEL: func.func @t_loss_grad
 // CHECK:       %[[WIN:.*]]:11 = scf.for %[[W:arg[0-9]+]] = {{.*}} -> (tensor<?x?x8xf64>, tensor<?x?x?x8xf64>, {{.*}}tensor<?x?x?x24xf64>{{.*}}tensor<?x?x?x32xf64>, tensor<?x?x?x32xf64>, tensor<?x?x?x8xf64>)

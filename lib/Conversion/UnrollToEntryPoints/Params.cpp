@@ -1,5 +1,6 @@
-//===- Emitter.cpp - shared helpers of the unroll lowerings ---------------===//
-#include "Emitter.h"
+//===- Params.cpp - theta, memref arguments and entry functions -----------===//
+#include "EntryPoints.h"
+#include "unroll/Conversion/UnrollToLinalg/Builders.h"
 
 using namespace mlir;
 using namespace mlir::unroll;
@@ -70,4 +71,24 @@ llvm::json::Array ParamTable::toJson() const {
     ps.push_back(std::move(o));
   }
   return ps;
+}
+
+Value mlir::unroll::lowering::accumulateInto(OpBuilder &b, Location loc, Value grad,
+                                             const ParamInfo &p, Value g) {
+  int64_t numel = p.type.getNumElements();
+  if (p.type.getRank() != 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < p.type.getRank(); ++i)
+      all.push_back(i);
+    g = b.create<tensor::CollapseShapeOp>(loc, g, ArrayRef<ReassociationIndices>{all});
+  }
+  SmallVector<OpFoldResult> off{b.getIndexAttr(p.offset)}, sz{b.getIndexAttr(numel)},
+      st{b.getIndexAttr(1)};
+  Type elem = p.type.getElementType();
+  TokenEmitter nn(b, loc, elem);
+  Value cur = b.create<tensor::ExtractSliceOp>(loc, nn.tensorTy({numel}), grad, off, sz, st);
+  Value sum = nn.ew({cur, g}, cur, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    return nb.create<arith::AddFOp>(l, a[0], a[1]);
+  });
+  return b.create<tensor::InsertSliceOp>(loc, sum, grad, off, sz, st);
 }

@@ -1,0 +1,52 @@
+//===- UnrollToLinalg.h - unroll ops to linalg patterns ---------*- C++ -*-===//
+//
+// The conversion patterns of convert-unroll-to-linalg, by op family, for
+// pipelines and tools that want them without the pass. Each family lives in
+// its own file of lib/Conversion/UnrollToLinalg/.
+//
+//===----------------------------------------------------------------------===//
+#ifndef UNROLL_CONVERSION_UNROLLTOLINALG_UNROLLTOLINALG_H
+#define UNROLL_CONVERSION_UNROLLTOLINALG_UNROLLTOLINALG_H
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::unroll {
+class MMStepOp;
+
+/// unroll.linear, unroll.linear_vjp (Linear.cpp).
+void populateLinearPatterns(RewritePatternSet &patterns);
+/// unroll.layer_norm, unroll.layer_norm_vjp (LayerNorm.cpp).
+void populateLayerNormPatterns(RewritePatternSet &patterns);
+/// unroll.attention, unroll.attention_vjp (Attention.cpp); with `cpuKernels`
+/// each becomes one call of the CPU kernels instead of linalg ops.
+void populateAttentionPatterns(RewritePatternSet &patterns, bool cpuKernels);
+/// unroll.gelu, unroll.add, unroll.position_embed and their VJPs
+/// (Elementwise.cpp).
+void populateElementwisePatterns(RewritePatternSet &patterns);
+/// unroll.pairwise, unroll.quadratic, unroll.sqnorm, unroll.nonneg: the value
+/// of the term (EnergyTerms.cpp).
+void populateEnergyTermPatterns(RewritePatternSet &patterns);
+/// unroll.mm_step, unroll.grad_step, unroll.prox_nonneg and their VJPs
+/// (Steps.cpp).
+void populateStepPatterns(RewritePatternSet &patterns);
+/// Every family above.
+void populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels);
+
+/// The normalized attention matrix of `step` at `y` (with projection `proj`
+/// or null), as linalg on tensors at the builder (the @E_weights entry).
+Value buildAttentionWeights(OpBuilder &b, MMStepOp step, Value y, Value proj);
+
+/// The unit attribute that marks a `tensor.insert_slice` whose source should
+/// be computed in its destination slot (see writeMarkedSlicesInPlace).
+constexpr const char *kInPlaceAttr = "unroll.in_place";
+/// For every insert_slice marked with kInPlaceAttr under `root`: makes the
+/// chain of destination-passing ops that computes its source write into the
+/// slice of the destination (an extract_slice at the start of its block)
+/// instead of into a fresh tensor.empty, so that bufferization writes it in
+/// place instead of copying. Leaves a chain alone when it is not a single
+/// use chain ending in a tensor.empty. Drops the markers.
+void writeMarkedSlicesInPlace(Operation *root);
+
+} // namespace mlir::unroll
+
+#endif // UNROLL_CONVERSION_UNROLLTOLINALG_UNROLLTOLINALG_H

@@ -1,0 +1,361 @@
+//===- EnergyEntryPoints.cpp - an energy's entry points -------------------===//
+//
+// Every derived `unroll.energy @E` becomes C-interface functions on memrefs:
+//
+//   @E_trace(X, theta, Y_out, energies)   Y_0 = X, then dim(energies) - 1
+//                                         iterations of the steps, E(Y_t) each
+//   @E_weights(Y, theta, A)               the first MM step's normalized weights
+//   @E_vjp(X, theta, iterations, dY_T, dX, grad)   (differentiated energies)
+//
+// The energy's terms and steps are copied into them as they are; the
+// patterns of convert-unroll-to-linalg lower them afterwards.
+//
+//===----------------------------------------------------------------------===//
+#include "EntryPoints.h"
+#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::unroll;
+using namespace mlir::unroll::lowering;
+
+namespace {
+
+/// theta[offset(p) : +numel(p)] += g, flattened.
+Value accumulateTheta(OpBuilder &b, Location loc, Value theta, const ParamInfo &info, Value g) {
+  int64_t numel = info.type.getNumElements();
+  Type elem = info.type.getElementType();
+  Value flat = g;
+  if (info.type.getRank() != 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < info.type.getRank(); ++i)
+      all.push_back(i);
+    flat = b.create<tensor::CollapseShapeOp>(loc, g, ArrayRef<ReassociationIndices>{all});
+  }
+  SmallVector<OpFoldResult> off{b.getIndexAttr(info.offset)}, sz{b.getIndexAttr(numel)},
+      st{b.getIndexAttr(1)};
+  auto ty = RankedTensorType::get({numel}, elem);
+  Value cur = b.create<tensor::ExtractSliceOp>(loc, ty, theta, off, sz, st);
+  Value sum = b.create<linalg::GenericOp>(
+                   loc, ty, ValueRange{cur, flat},
+                   ValueRange{b.create<tensor::EmptyOp>(loc, ty, ValueRange{})},
+                   SmallVector<AffineMap>(3, b.getMultiDimIdentityMap(1)),
+                   SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
+                   [](OpBuilder &nb, Location l, ValueRange a) {
+                     nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::AddFOp>(l, a[0], a[1])});
+                   })
+                  .getResult(0);
+  return b.create<tensor::InsertSliceOp>(loc, sum, theta, off, sz, st);
+}
+
+class EnergyLowering {
+public:
+  EnergyLowering(EnergyOp energy) : energy(energy) { table.collect(energy); }
+
+  void emit(OpBuilder &b);
+  llvm::json::Object info();
+  MMStepOp firstStep() {
+    MMStepOp first;
+    energy.getSteps().walk([&](MMStepOp m) {
+      if (!first) first = m;
+    });
+    return first;
+  }
+
+private:
+  Type elem() { return energy.getTokenType().getElementType(); }
+  /// Gradients accumulated by a reverse region: the flat one of theta and
+  /// the input's.
+  struct Grads {
+    Value theta, x;
+  };
+  Value energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
+  Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
+  Value runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args, ArrayRef<Value> pt,
+                  Grads &grads);
+  void emitVJP(OpBuilder &b);
+  /// An entry function `name(tokens, theta, extra...)` with the builder at
+  /// its start; `y` gets the token tensor, `pt` the parameter tensors.
+  func::FuncOp beginEntry(OpBuilder &b, StringRef name, ArrayRef<Type> extra,
+                          Value &y, SmallVector<Value> &pt);
+
+  EnergyOp energy;
+  ParamTable table;
+};
+
+func::FuncOp EnergyLowering::beginEntry(OpBuilder &b, StringRef name,
+                                        ArrayRef<Type> extra, Value &y,
+                                        SmallVector<Value> &pt) {
+  SmallVector<Type> args{dynMemref(2, elem()), dynMemref(1, elem())};
+  args.append(extra.begin(), extra.end());
+  Location loc = energy.getLoc();
+  func::FuncOp f = makeEntry(b, loc, name, args);
+  y = memrefToTensor(b, loc, f.getArgument(0), energy.getTokenType());
+  pt = paramTensors(b, loc, f.getArgument(1), table, elem());
+  return f;
+}
+
+Value EnergyLowering::energyValue(OpBuilder &b, Value y, Value x,
+                                  ArrayRef<Value> pt) {
+  Block &body = energy.getBody().front();
+  IRMapping map;
+  map.map(body.getArgument(0), y);
+  map.map(body.getArgument(1), x);
+  Value total;
+  for (Operation &op : body.without_terminator()) {
+    if (auto p = dyn_cast<ParamOp>(op)) {
+      map.map(p.getResult(), pt[table.indexOf(p.getName())]);
+      continue;
+    }
+    // A term is copied as it is and read as a scalar (its pattern lowers it
+    // to the term's value; the casts fold away).
+    Operation *term = b.clone(op, map);
+    if (term->getNumResults() != 1 || !isa<EnergyType>(term->getResult(0).getType()))
+      continue;
+    Value v = b.create<UnrealizedConversionCastOp>(op.getLoc(), elem(), term->getResult(0))
+                  .getResult(0);
+    total = total ? b.create<arith::AddFOp>(op.getLoc(), total, v).getResult() : v;
+  }
+  return total;
+}
+
+Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x,
+                                ArrayRef<Value> pt) {
+  Grads none;
+  return runRegion(b, energy.getSteps(), {y, x}, pt, none);
+}
+
+Value EnergyLowering::runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args,
+                                ArrayRef<Value> pt, Grads &grads) {
+  Block &blk = region.front();
+  IRMapping map;
+  for (auto [arg, v] : llvm::zip(blk.getArguments(), args))
+    map.map(arg, v);
+  for (Operation &op : blk) {
+    if (auto yield = dyn_cast<YieldOp>(op))
+      return map.lookup(yield.getValues()[0]);
+    if (auto p = dyn_cast<ParamOp>(op)) {
+      map.map(p.getResult(), pt[table.indexOf(p.getName())]);
+    } else if (auto acc = dyn_cast<AccumulateGradOp>(op)) {
+      Value g = map.lookup(acc.getGrad());
+      if (auto p = acc.getParam().getDefiningOp<ParamOp>()) {
+        const ParamInfo &info = table[p.getName()];
+        Emitter e(b, op.getLoc(), elem());
+        g = e.castTo(g, info.type);
+        grads.theta = accumulateTheta(b, op.getLoc(), grads.theta, info, g);
+      } else {
+        // The input X.
+        Emitter e(b, op.getLoc(), elem());
+        Value sum = e.map2({grads.x, g}, {e.id2(), e.id2()}, grads.x,
+                           [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                             return nb.create<arith::AddFOp>(l, a[0], a[1]);
+                           });
+        grads.x = e.castTo(sum, grads.x.getType());
+      }
+    } else {
+      // Steps and their VJPs are copied as they are; convert-unroll-to-linalg
+      // lowers them.
+      b.clone(op, map);
+    }
+  }
+  llvm_unreachable("region without yield");
+}
+
+void EnergyLowering::emit(OpBuilder &b) {
+  Location loc = energy.getLoc();
+  StringRef name = energy.getSymName();
+
+  // @E_trace(X, theta, Y_out, energies)
+  {
+    OpBuilder::InsertionGuard g(b);
+    Value x;
+    SmallVector<Value> pt;
+    func::FuncOp f = beginEntry(b, (name + "_trace").str(),
+                                {dynMemref(2, elem()), dynMemref(1, elem())}, x, pt);
+    Value yOut = f.getArgument(2), eOut = f.getArgument(3);
+    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
+    Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+    b.create<memref::StoreOp>(loc, energyValue(b, x, x, pt), eOut, ValueRange{c0});
+    Value n = b.create<memref::DimOp>(loc, eOut, 0);
+    auto loop = b.create<scf::ForOp>(
+        loc, c1, n, c1, ValueRange{x},
+        [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
+          Value next = stepValue(lb, iter[0], x, pt);
+          lb.create<memref::StoreOp>(ll, energyValue(lb, next, x, pt), eOut,
+                                     ValueRange{t});
+          lb.create<scf::YieldOp>(ll, next);
+        });
+    storeTensor(b, loc, loop.getResult(0), yOut);
+    b.create<func::ReturnOp>(loc);
+  }
+
+  // @E_weights(Y, params..., A)
+  if (!energy.getReverse().empty())
+    emitVJP(b);
+
+  // @E_weights(Y, theta, A), for energies whose steps attend (hand-written
+  // steps may not).
+  MMStepOp first = firstStep();
+  if (!first)
+    return;
+  OpBuilder::InsertionGuard g(b);
+  Value y;
+  SmallVector<Value> pt;
+  func::FuncOp f = beginEntry(b, (name + "_weights").str(), {dynMemref(2, elem())}, y, pt);
+  Value proj;
+  if (first.getProj()) {
+    auto p = cast<ParamOp>(first.getProj().getDefiningOp());
+    proj = pt[table.indexOf(p.getName())];
+  }
+  storeTensor(b, loc, buildAttentionWeights(b, first, y, proj), f.getArgument(2));
+  b.create<func::ReturnOp>(loc);
+}
+
+/// @E_vjp(X, theta, iterations, dY_T, dX, grad): the vector-Jacobian product
+/// of X -> Y_T (T = iterations steps) with the cotangent dY_T, for X and the
+/// parameters. The forward stores every state; the backward runs the reverse
+/// region from the last step to the first.
+void EnergyLowering::emitVJP(OpBuilder &b) {
+  Location loc = energy.getLoc();
+  Type t = elem();
+  OpBuilder::InsertionGuard g(b);
+  Value x;
+  SmallVector<Value> pt;
+  func::FuncOp f = beginEntry(b, (energy.getSymName() + "_vjp").str(),
+                              {b.getI64Type(), dynMemref(2, t), dynMemref(2, t), dynMemref(1, t)},
+                              x, pt);
+  Emitter e(b, loc, t);
+  Type tokTy = energy.getTokenType();
+  Value iters = b.create<arith::IndexCastOp>(loc, b.getIndexType(), f.getArgument(2));
+  Value dyT = memrefToTensor(b, loc, f.getArgument(3), tokTy);
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value n = e.dim(x, 0), d = e.dim(x, 1);
+  auto statesTy = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, t);
+  auto slice = [&](OpBuilder &lb, Value i) {
+    return std::make_tuple(SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0)},
+                           SmallVector<OpFoldResult>{lb.getIndexAttr(1), n, d},
+                           SmallVector<OpFoldResult>(3, lb.getIndexAttr(1)));
+  };
+  Value xd = e.dynamic(x);
+  Value states = b.create<tensor::EmptyOp>(loc, statesTy,
+                                           ValueRange{b.create<arith::AddIOp>(loc, iters, c1), n, d});
+  {
+    auto [o, sz, st] = slice(b, c0);
+    states = b.create<tensor::InsertSliceOp>(loc, xd, states, o, sz, st);
+  }
+  auto fwd = b.create<scf::ForOp>(
+      loc, c0, iters, c1, ValueRange{x, states},
+      [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
+        Emitter le(lb, ll, t);
+        Value y = le.castTo(stepValue(lb, it[0], x, pt), tokTy);
+        auto [o, sz, st] = slice(lb, lb.create<arith::AddIOp>(ll, i, c1));
+        Value s2 = lb.create<tensor::InsertSliceOp>(ll, le.dynamic(y), it[1], o, sz, st);
+        lb.create<scf::YieldOp>(ll, ValueRange{y, s2});
+      });
+  states = fwd.getResult(1);
+  int64_t numParams = std::max<int64_t>(table.numParams, 1);
+  auto gTy = RankedTensorType::get({numParams}, t);
+  Value g0 = b.create<linalg::FillOp>(loc, e.cst(0.0), b.create<tensor::EmptyOp>(loc, gTy, ValueRange{}).getResult())
+                 .getResult(0);
+  Value dx0 = e.castTo(e.filled({n, d}, 0.0), tokTy);
+  auto bwd = b.create<scf::ForOp>(
+      loc, c0, iters, c1, ValueRange{g0, dx0, dyT},
+      [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
+        Emitter le(lb, ll, t);
+        Value tIdx = lb.create<arith::SubIOp>(ll, lb.create<arith::SubIOp>(ll, iters, c1), i);
+        auto [o, sz, st] = slice(lb, tIdx);
+        auto sTy = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
+        Value yt = lb.create<tensor::ExtractSliceOp>(ll, sTy, states, o, sz, st);
+        Grads gr{it[0], it[1]};
+        Value dy = runRegion(lb, energy.getReverse(), {le.castTo(yt, tokTy), x, it[2]}, pt, gr);
+        lb.create<scf::YieldOp>(ll, ValueRange{gr.theta, le.castTo(gr.x, tokTy), le.castTo(dy, tokTy)});
+      });
+  // Y_0 = X: the gradient reaching Y_0 is X's too.
+  Value dx = e.map2({bwd.getResult(1), bwd.getResult(2)}, {e.id2(), e.id2()}, x,
+                    [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                      return nb.create<arith::AddFOp>(l, a[0], a[1]);
+                    });
+  storeTensor(b, loc, dx, f.getArgument(4));
+  if (table.numParams > 0)
+    storeTensor(b, loc, bwd.getResult(0), f.getArgument(5));
+  b.create<func::ReturnOp>(loc);
+}
+
+llvm::json::Object EnergyLowering::info() {
+  MinimizeOp min = energy.getMinimize();
+  auto tok = energy.getTokenType();
+  llvm::json::Array ps = table.toJson();
+  // Each term with what an independent evaluator needs to recompute it.
+  auto paramName = [](Value v) -> llvm::json::Value {
+    if (auto p = v ? v.getDefiningOp<ParamOp>() : ParamOp())
+      return p.getName().str();
+    return nullptr;
+  };
+  auto centerName = [&](Value v) -> llvm::json::Value {
+    if (!v) return "zero";
+    if (v == energy.getInput()) return "X";
+    return paramName(v);
+  };
+  llvm::json::Array terms;
+  PairwiseOp pw;
+  for (Value t : min.getTerms()) {
+    Operation *d = t.getDefiningOp();
+    llvm::json::Object term{{"op", d->getName().stripDialect().str()}};
+    if (auto p = dyn_cast<PairwiseOp>(d)) {
+      pw = p;
+      term["proj"] = paramName(p.getProj());
+    } else if (auto q = dyn_cast<QuadraticOp>(d)) {
+      term["weight"] = paramName(q.getWeight());
+    } else if (auto r = dyn_cast<SqNormOp>(d)) {
+      term["coeff"] = r.getCoeff().convertToDouble();
+      term["center"] = centerName(r.getCenter());
+    }
+    terms.push_back(std::move(term));
+  }
+  llvm::json::Object o{
+      {"name", energy.getSymName().str()},
+      {"trace", (energy.getSymName() + "_trace").str()},
+      {"weights", firstStep() ? llvm::json::Value((energy.getSymName() + "_weights").str())
+                              : llvm::json::Value(nullptr)},
+      {"vjp", energy.getReverse().empty() ? llvm::json::Value(nullptr)
+                                          : llvm::json::Value((energy.getSymName() + "_vjp").str())},
+      {"weight_form", firstStep() ? llvm::json::Value(stringifyWeightForm(firstStep().getForm()).str())
+                                  : llvm::json::Value(nullptr)},
+      {"tokens", tok.isDynamicDim(0) ? llvm::json::Value(nullptr)
+                                     : llvm::json::Value(tok.getDimSize(0))},
+      {"dim", tok.isDynamicDim(1) ? llvm::json::Value(nullptr)
+                                  : llvm::json::Value(tok.getDimSize(1))},
+      {"schedule", stringifySchedule(min.getSchedule()).str()},
+      {"attention", stringifyAttentionVariant(min.getAttention()).str()},
+      {"iterations", min.getIterations()},
+      {"rho", stringifyRhoKind(pw.getRho()).str()},
+      {"mask", stringifyMaskKind(pw.getMask()).str()},
+      {"terms", std::move(terms)},
+      {"num_params", table.numParams},
+      {"params", std::move(ps)}};
+  if (min.getAlpha())
+    o["alpha"] = min.getAlpha()->convertToDouble();
+  if (pw.getGraph()) {
+    llvm::json::Array rows;
+    auto ints = cast<DenseIntElementsAttr>(*pw.getGraph());
+    int64_t n = cast<ShapedType>(ints.getType()).getDimSize(0), k = 0;
+    llvm::json::Array row;
+    for (const APInt &v : ints.getValues<APInt>()) {
+      row.push_back(v.isZero() ? 0 : 1);
+      if (++k % n == 0)
+        rows.push_back(std::move(row)), row = llvm::json::Array();
+    }
+    o["graph"] = std::move(rows);
+  }
+  return o;
+}
+
+} // namespace
+
+llvm::json::Object mlir::unroll::lowering::lowerEnergy(OpBuilder &b, EnergyOp energy) {
+  EnergyLowering lowering(energy);
+  lowering.emit(b);
+  return lowering.info();
+}

@@ -1,0 +1,471 @@
+//===- ModelEntryPoints.cpp - a looped transformer's entry points ---------===//
+//
+// A differentiated `unroll.model @M` becomes three C-interface functions:
+//
+//   @M_forward(Z, theta, b, preds)            preds[t] = head(Y_t), t < b
+//   @M_loss_grad(Z, ys, theta, b, T, losses, grad)
+//   @M_adam(theta, grad, m, v, lr/bc1, sqrt(bc2), beta1, beta2, eps, partial)
+//
+// The loss is the mean over the last min(T, b) iterations of the MSE of the
+// predictions at the x positions (even token indices) against ys. The first
+// b - T iterations run without gradient; the window's states are stored and
+// the backward pass walks them in reverse (truncated back-propagation through
+// the loop). The reverse regions written by --unroll-differentiate start with
+// a copy of the forward ops; the window's forward iterations store the
+// activations those regions' VJPs read (the tape, Tape.cpp), so the backward
+// skips the copy instead of recomputing the block. With recompute-window, or
+// when a body's activations are not token tensors [B, n, F], only the states
+// are stored and the backward recomputes each block from its input.
+//
+// The model's ops are copied into these functions as they are; the patterns
+// of convert-unroll-to-linalg lower them afterwards.
+//
+//===----------------------------------------------------------------------===//
+#include "EntryPoints.h"
+#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::unroll;
+using namespace mlir::unroll::lowering;
+
+namespace {
+
+/// The training loss at the x positions, and what entry points add around
+/// the block (injection, initial states).
+struct Loss : TokenEmitter {
+  using TokenEmitter::TokenEmitter;
+
+  /// Σ_{b,i} (pred[b, 2i, 0] − ys[b, i])² as a scalar.
+  Value sqErr(Value pred, Value ys) {
+    Value init = b.create<linalg::FillOp>(loc, cst(0.0), b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
+                     .getResult(0);
+    Value r = generic({pred, ys}, {map(2, {d(0), d(1) * 2, c(0)}), id(2)}, init,
+                      AffineMap::get(2, 0, {}, b.getContext()), iters("rr"),
+                      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                        Value e = nb.create<arith::SubFOp>(l, a[0], a[1]);
+                        return nb.create<arith::AddFOp>(l, a[2], nb.create<arith::MulFOp>(l, e, e));
+                      });
+    return b.create<tensor::ExtractOp>(loc, r, ValueRange{});
+  }
+  /// dpred[b, j, 0] = coef (pred − ys[b, j/2]) at even j, 0 at odd j.
+  Value sqErrVJP(Value pred, Value ys, Value coef) {
+    Value zero = cst(0.0);
+    return generic({pred, ys}, {id(3), map(3, {d(0), d(1).floorDiv(2)})}, fullLike(pred, 0.0),
+                   id(3), iters("ppp"), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                     Value j = nb.create<linalg::IndexOp>(l, 1);
+                     Value two = nb.create<arith::ConstantIndexOp>(l, 2);
+                     Value z = nb.create<arith::ConstantIndexOp>(l, 0);
+                     Value even = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq,
+                                                           nb.create<arith::RemUIOp>(l, j, two), z);
+                     Value g = nb.create<arith::MulFOp>(l, coef, nb.create<arith::SubFOp>(l, a[0], a[1]));
+                     return nb.create<arith::SelectOp>(l, even, g, zero);
+                   });
+  }
+
+};
+
+class ModelLowering {
+public:
+  ModelLowering(ModelOp model, bool recomputeWindow) : model(model) {
+    table.collect(model);
+    if (!recomputeWindow)
+      tape = planTape(model.getLoop());
+  }
+
+  LogicalResult emit(OpBuilder &b);
+  llvm::json::Object info();
+
+private:
+  /// What the ops of one entry function see: parameter tensors, and the flat
+  /// gradient (a tensor threaded through loops) when computing gradients.
+  struct Ctx {
+    SmallVector<Value> params;
+    Value grad;
+  };
+
+  Type elem() { return cast<RankedTensorType>(model.getPrompt().getType()).getElementType(); }
+  LogicalResult emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx);
+  /// Runs a region's single block on `args`, returning the yielded values.
+  /// `map` (optional) may hold values already known and receives every value
+  /// emitted; ops in `skip` are not emitted.
+  FailureOr<SmallVector<Value>> run(OpBuilder &b, Region &r, ValueRange args, Ctx &ctx,
+                                    IRMapping *map = nullptr,
+                                    const DenseSet<Operation *> *skip = nullptr);
+  /// The read-in (ops before the loop): P from Z.
+  FailureOr<Value> embed(OpBuilder &b, Value z, Ctx &ctx);
+  /// The read-out (ops after the loop) on a state Y: predictions [B, n, 1].
+  FailureOr<Value> head(OpBuilder &b, Value y, Ctx &ctx);
+  Value inject(TokenEmitter &nn, Value y, Value p);
+  /// Maps the model body's parameters (visible inside the loop's regions).
+  void seedParams(IRMapping &map, Ctx &ctx) {
+    for (auto p : model.getBody().front().getOps<ParamOp>())
+      map.map(p.getResult(), ctx.params[table.indexOf(p.getName())]);
+  }
+  Value initState(TokenEmitter &nn, Value p);
+
+  ModelOp model;
+  ParamTable table;
+  Tape tape; // empty: the backward recomputes each block
+};
+
+LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx) {
+  if (auto p = dyn_cast<ParamOp>(op)) {
+    map.map(p.getResult(), ctx.params[table.indexOf(p.getName())]);
+    return success();
+  }
+  if (auto acc = dyn_cast<AccumulateGradOp>(op)) {
+    if (!ctx.grad)
+      return success(); // forward-only function
+    const ParamInfo &p = table[acc.getParam().getDefiningOp<ParamOp>().getName()];
+    ctx.grad = accumulateInto(b, op.getLoc(), ctx.grad, p, map.lookup(acc.getGrad()));
+    return success();
+  }
+  if (isa<LoopOp, OutputOp, ModelOp, EnergyOp>(op) || !isa<UnrollDialect>(op.getDialect()))
+    return op.emitOpError("cannot be lowered in a model");
+  // Every other op is copied as it is; convert-unroll-to-linalg lowers it.
+  b.clone(op, map);
+  return success();
+}
+
+FailureOr<SmallVector<Value>> ModelLowering::run(OpBuilder &b, Region &r, ValueRange args,
+                                                 Ctx &ctx, IRMapping *given,
+                                                 const DenseSet<Operation *> *skip) {
+  Block &blk = r.front();
+  IRMapping local;
+  IRMapping &map = given ? *given : local;
+  seedParams(map, ctx);
+  for (auto [a, v] : llvm::zip(blk.getArguments(), args))
+    map.map(a, v);
+  for (Operation &op : blk) {
+    if (auto y = dyn_cast<YieldOp>(op)) {
+      SmallVector<Value> out;
+      for (Value v : y.getValues())
+        out.push_back(map.lookup(v));
+      return out;
+    }
+    if (skip && skip->contains(&op))
+      continue;
+    if (failed(emitOp(b, op, map, ctx)))
+      return failure();
+  }
+  return model.emitOpError("region without unroll.yield");
+}
+
+FailureOr<Value> ModelLowering::embed(OpBuilder &b, Value z, Ctx &ctx) {
+  IRMapping map;
+  map.map(model.getPrompt(), z);
+  LoopOp loop = model.getLoop();
+  for (Operation &op : model.getBody().front()) {
+    if (&op == loop.getOperation())
+      break;
+    if (failed(emitOp(b, op, map, ctx)))
+      return failure();
+  }
+  return map.lookup(loop.getInput());
+}
+
+FailureOr<Value> ModelLowering::head(OpBuilder &b, Value y, Ctx &ctx) {
+  IRMapping map;
+  LoopOp loop = model.getLoop();
+  map.map(loop.getResult(), y);
+  for (Operation &op : model.getBody().front()) {
+    if (isa<ParamOp>(op)) {
+      if (failed(emitOp(b, op, map, ctx)))
+        return failure();
+      continue;
+    }
+    if (!loop->isBeforeInBlock(&op) || isa<OutputOp>(op))
+      continue;
+    if (failed(emitOp(b, op, map, ctx)))
+      return failure();
+  }
+  return map.lookup(model.getOutput().getPredictions());
+}
+
+Value ModelLowering::inject(TokenEmitter &nn, Value y, Value p) {
+  switch (model.getLoop().getInjection()) {
+  case Injection::add:
+    return nn.add(y, p);
+  case Injection::mul:
+    return nn.mul(y, p);
+  case Injection::none:
+    return y;
+  }
+  llvm_unreachable("injection");
+}
+
+Value ModelLowering::initState(TokenEmitter &nn, Value p) {
+  switch (model.getLoop().getInjection()) {
+  case Injection::add:
+    return nn.fullLike(p, 0.0);
+  case Injection::mul:
+    return nn.fullLike(p, 1.0);
+  case Injection::none:
+    return p;
+  }
+  llvm_unreachable("injection");
+}
+
+LogicalResult ModelLowering::emit(OpBuilder &b) {
+  Location loc = model.getLoc();
+  StringRef name = model.getSymName();
+  Type t = elem();
+  emitAdam(b, loc, name, t);
+  auto promptTy = model.getPrompt().getType();
+  auto stateTy = cast<RankedTensorType>(model.getLoop().getInput().getType());
+  LoopOp loop = model.getLoop();
+  Type i64 = b.getI64Type();
+  auto idx = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
+
+  // @M_forward(Z, theta, b, preds[b, B, n])
+  {
+    OpBuilder::InsertionGuard g(b);
+    func::FuncOp f = makeEntry(b, loc, (name + "_forward").str(),
+                               {dynMemref(3, t), dynMemref(1, t), i64, dynMemref(3, t)});
+    Loss nn(b, loc, t);
+    Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}};
+    Value z = memrefToTensor(b, loc, f.getArgument(0), promptTy);
+    FailureOr<Value> p = embed(b, z, ctx);
+    if (failed(p))
+      return failure();
+    Value nb = idx(f.getArgument(2));
+    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value bsz = nn.dim(z, 0), n = nn.dim(z, 1);
+    Value preds0 = b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{nb, bsz, n});
+    LogicalResult ok = success();
+    auto forLoop = b.create<scf::ForOp>(
+        loc, c0, nb, c1, ValueRange{initState(nn, *p), preds0},
+        [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
+          Loss ln(lb, ll, t);
+          Value u = inject(ln, it[0], *p);
+          FailureOr<SmallVector<Value>> y = run(lb, loop.getBody(), {u}, ctx);
+          FailureOr<Value> pred = failed(y) ? FailureOr<Value>(failure()) : head(lb, (*y)[0], ctx);
+          if (failed(y) || failed(pred)) {
+            ok = failure();
+            lb.create<scf::YieldOp>(ll, it);
+            return;
+          }
+          Value p2 = lb.create<tensor::CollapseShapeOp>(ll, *pred, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+          SmallVector<OpFoldResult> off{tIdx, lb.getIndexAttr(0), lb.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sz{lb.getIndexAttr(1), bsz, n};
+          SmallVector<OpFoldResult> st(3, lb.getIndexAttr(1));
+          Value preds = lb.create<tensor::InsertSliceOp>(ll, p2, it[1], off, sz, st);
+          lb.create<scf::YieldOp>(ll, ValueRange{ln.castTo((*y)[0], stateTy), preds});
+        });
+    if (failed(ok))
+      return failure();
+    storeTensor(b, loc, forLoop.getResult(1), f.getArgument(3));
+    b.create<func::ReturnOp>(loc);
+  }
+
+  // @M_loss_grad(Z, ys, theta, b, T, losses[min(T, b)], grad[num_params])
+  OpBuilder::InsertionGuard g(b);
+  func::FuncOp f = makeEntry(b, loc, (name + "_loss_grad").str(),
+                             {dynMemref(3, t), dynMemref(2, t), dynMemref(1, t), i64, i64,
+                              dynMemref(1, t), dynMemref(1, t)});
+  Loss nn(b, loc, t);
+  Ctx ctx{paramTensors(b, loc, f.getArgument(2), table, t), {}};
+  Value z = memrefToTensor(b, loc, f.getArgument(0), promptTy);
+  Value ys = memrefToTensor(b, loc, f.getArgument(1), nn.tensorTy({kDyn, kDyn}));
+  Value nb = idx(f.getArgument(3)), nT = idx(f.getArgument(4));
+  Value lossesOut = f.getArgument(5), gradOut = f.getArgument(6);
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value tw = b.create<arith::MinUIOp>(loc, nb, nT);
+  Value nfree = b.create<arith::SubIOp>(loc, nb, tw);
+  FailureOr<Value> pOr = embed(b, z, ctx);
+  if (failed(pOr))
+    return failure();
+  Value p = nn.castTo(*pOr, stateTy);
+  LogicalResult ok = success();
+  auto fail = [&](OpBuilder &lb, Location ll, ValueRange it) {
+    ok = failure();
+    lb.create<scf::YieldOp>(ll, it);
+  };
+
+  // Iterations without gradient.
+  auto freeLoop = b.create<scf::ForOp>(
+      loc, c0, nfree, c1, ValueRange{initState(nn, p)},
+      [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
+        Loss ln(lb, ll, t);
+        FailureOr<SmallVector<Value>> y = run(lb, loop.getBody(), {inject(ln, it[0], p)}, ctx);
+        if (failed(y))
+          return fail(lb, ll, it);
+        lb.create<scf::YieldOp>(ll, ValueRange{ln.castTo((*y)[0], stateTy)});
+      });
+  Value yFree = freeLoop.getResult(0);
+
+  // The window, forward: store Y_{b-T} .. Y_b and each iterate's loss.
+  Value bsz = nn.dim(z, 0), n = nn.dim(z, 1);
+  int64_t dState = stateTy.getDimSize(2);
+  auto statesTy = nn.tensorTy({kDyn, kDyn, kDyn, dState});
+  Value twp1 = b.create<arith::AddIOp>(loc, tw, c1);
+  auto stateSlice = [&](OpBuilder &lb, Value i) {
+    return std::make_tuple(SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0), lb.getIndexAttr(0)},
+                           SmallVector<OpFoldResult>{lb.getIndexAttr(1), bsz, n, lb.getIndexAttr(dState)},
+                           SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
+  };
+  Value states = b.create<tensor::EmptyOp>(loc, statesTy, ValueRange{twp1, bsz, n});
+  {
+    auto [o, s, st] = stateSlice(b, c0);
+    states = b.create<tensor::InsertSliceOp>(loc, yFree, states, o, s, st);
+  }
+  // The tape: [T, B, n, F] per activation the VJPs read.
+  auto tapeSlice = [&](OpBuilder &lb, Value i, Value v) {
+    int64_t f = cast<RankedTensorType>(v.getType()).getDimSize(2);
+    return std::make_tuple(SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0), lb.getIndexAttr(0)},
+                           SmallVector<OpFoldResult>{lb.getIndexAttr(1), bsz, n, lb.getIndexAttr(f)},
+                           SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
+  };
+  SmallVector<Value> winInit{yFree, states};
+  for (Value v : tape.body)
+    winInit.push_back(b.create<tensor::EmptyOp>(
+        loc, nn.tensorTy({kDyn, kDyn, kDyn, cast<RankedTensorType>(v.getType()).getDimSize(2)}),
+        ValueRange{tw, bsz, n}));
+  Value k = nn.dim(ys, 1);
+  Value bk = b.create<arith::IndexCastOp>(loc, b.getI64Type(), b.create<arith::MulIOp>(loc, bsz, k));
+  Value invBK = b.create<arith::DivFOp>(loc, nn.cst(1.0), b.create<arith::SIToFPOp>(loc, t, bk));
+  auto winLoop = b.create<scf::ForOp>(
+      loc, c0, tw, c1, winInit,
+      [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
+        Loss ln(lb, ll, t);
+        IRMapping acts;
+        FailureOr<SmallVector<Value>> y =
+            run(lb, loop.getBody(), {inject(ln, it[0], p)}, ctx, &acts);
+        if (failed(y))
+          return fail(lb, ll, it);
+        Value yn = ln.castTo((*y)[0], stateTy);
+        FailureOr<Value> pred = head(lb, yn, ctx);
+        if (failed(pred))
+          return fail(lb, ll, it);
+        Value l = lb.create<arith::MulFOp>(ll, ln.sqErr(*pred, ys), invBK);
+        lb.create<memref::StoreOp>(ll, l, lossesOut, ValueRange{w});
+        auto [o, s, st] = stateSlice(lb, lb.create<arith::AddIOp>(ll, w, c1));
+        Value sts = lb.create<tensor::InsertSliceOp>(ll, yn, it[1], o, s, st);
+        SmallVector<Value> next{yn, sts};
+        for (auto [i, v] : llvm::enumerate(tape.body)) {
+          Value a = acts.lookup(v);
+          auto [to, ts, tst] = tapeSlice(lb, w, a);
+          // Once lowered, the producer writes into the tape directly
+          // (writeMarkedSlicesInPlace, after convert-unroll-to-linalg).
+          auto ins = lb.create<tensor::InsertSliceOp>(ll, a, it[2 + i], to, ts, tst);
+          ins->setAttr(kInPlaceAttr, lb.getUnitAttr());
+          next.push_back(ins);
+        }
+        lb.create<scf::YieldOp>(ll, next);
+      });
+  states = winLoop.getResult(1);
+  SmallVector<Value> tapes(winLoop.getResults().drop_front(2));
+
+  // The window, backward.
+  Value twF = b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tw));
+  Value coef = b.create<arith::DivFOp>(loc, b.create<arith::MulFOp>(loc, nn.cst(2.0), invBK), twF);
+  Value grad0 = nn.full(nn.tensorTy({table.numParams}), {}, 0.0);
+  Value zerosP = nn.fullLike(p, 0.0);
+  Injection inj = loop.getInjection();
+  auto backLoop = b.create<scf::ForOp>(
+      loc, c0, tw, c1, ValueRange{grad0, zerosP, zerosP},
+      [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
+        Loss ln(lb, ll, t);
+        Ctx c{ctx.params, it[0]};
+        Value w = lb.create<arith::SubIOp>(ll, lb.create<arith::SubIOp>(ll, tw, c1), i);
+        auto extract = [&](Value at) {
+          auto [o, s, st] = stateSlice(lb, at);
+          return lb.create<tensor::ExtractSliceOp>(ll, stateTy, states, o, s, st).getResult();
+        };
+        Value yw = extract(lb.create<arith::AddIOp>(ll, w, c1)), yprev = extract(w);
+        FailureOr<Value> pred = head(lb, yw, c);
+        if (failed(pred))
+          return fail(lb, ll, it);
+        Value dpred = ln.sqErrVJP(*pred, ys, coef);
+        FailureOr<SmallVector<Value>> dyh = run(lb, model.getHeadReverse(), {yw, dpred}, c);
+        if (failed(dyh))
+          return fail(lb, ll, it);
+        Value dy = ln.add(it[1], ln.castTo((*dyh)[0], stateTy));
+        // The block's activations from the tape (or, without one, the
+        // reverse region's copy of the forward ops recomputes them).
+        IRMapping acts;
+        for (auto [rv, tp] : llvm::zip(tape.rev, tapes)) {
+          auto [to, ts, tst] = tapeSlice(lb, w, rv);
+          acts.map(rv, lb.create<tensor::ExtractSliceOp>(ll, cast<RankedTensorType>(rv.getType()),
+                                                         tp, to, ts, tst)
+                           .getResult());
+        }
+        FailureOr<SmallVector<Value>> du = run(lb, loop.getReverse(), {inject(ln, yprev, p), dy},
+                                               c, &acts, tape.empty() ? nullptr : &tape.primal);
+        if (failed(du))
+          return fail(lb, ll, it);
+        Value d = ln.castTo((*du)[0], stateTy), dyNext = d, dp = it[2];
+        if (inj == Injection::add) {
+          dp = ln.add(dp, d);
+        } else if (inj == Injection::mul) {
+          dyNext = ln.mul(d, p);
+          dp = ln.add(dp, ln.mul(d, yprev));
+        }
+        lb.create<scf::YieldOp>(ll, ValueRange{c.grad, ln.castTo(dyNext, stateTy), ln.castTo(dp, stateTy)});
+      });
+  if (failed(ok))
+    return failure();
+  Value dp = backLoop.getResult(2);
+  ctx.grad = backLoop.getResult(0);
+  if (inj == Injection::none) {
+    // Y_0 = P: if the window reaches back to it, P gets the state's gradient.
+    Value whole = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, nfree, c0);
+    Value withY = nn.add(dp, backLoop.getResult(1));
+    dp = b.create<arith::SelectOp>(loc, whole, withY, dp);
+  }
+  if (failed(run(b, model.getEmbedReverse(), {z, dp}, ctx)))
+    return failure();
+  storeTensor(b, loc, ctx.grad, gradOut);
+  b.create<func::ReturnOp>(loc);
+  return success();
+}
+
+llvm::json::Object ModelLowering::info() {
+  LoopOp loop = model.getLoop();
+  int64_t blocks = 0, total = table.numParams;
+  for (auto &p : table.params)
+    if (StringRef(p.name).starts_with("_backbone.transformer.h.") ||
+        StringRef(p.name).starts_with("_backbone.transformer.ln_f."))
+      blocks += p.type.getNumElements();
+  int64_t positions = -1;
+  model.walk([&](PositionEmbedOp pe) {
+    positions = cast<RankedTensorType>(pe.getTable().getType()).getDimSize(0);
+  });
+  int64_t layers = 0, heads = 0;
+  loop.getBody().walk([&](AttentionOp a) {
+    ++layers;
+    heads = a.getHeads();
+  });
+  llvm::json::Object o{
+      {"name", model.getSymName().str()},
+      {"forward", (model.getSymName() + "_forward").str()},
+      {"loss_grad", (model.getSymName() + "_loss_grad").str()},
+      {"adam", (model.getSymName() + "_adam").str()},
+      {"prompt_dim", cast<RankedTensorType>(model.getPrompt().getType()).getDimSize(2)},
+      {"width", cast<RankedTensorType>(loop.getInput().getType()).getDimSize(2)},
+      {"layers", layers},
+      {"heads", heads},
+      {"iterations", loop.getIterations()},
+      {"window", loop.getWindow()},
+      {"injection", stringifyInjection(loop.getInjection()).str()},
+      {"window_activations", tape.empty() ? "recomputed" : "stored"},
+      {"num_params", table.numParams},
+      {"param_counts", llvm::json::Object{{"total", total}, {"blocks_and_ln_f", blocks}}},
+      {"params", table.toJson()}};
+  if (positions > 0)
+    o["positions"] = positions;
+  return o;
+}
+
+} // namespace
+
+FailureOr<llvm::json::Object> mlir::unroll::lowering::lowerModel(OpBuilder &b, ModelOp model,
+                                                                 bool recomputeWindow) {
+  ModelLowering lowering(model, recomputeWindow);
+  if (failed(lowering.emit(b)))
+    return failure();
+  return lowering.info();
+}

@@ -1,0 +1,71 @@
+//===- Tape.cpp - which activations the training step stores --------------===//
+//
+// The recorded iterations of a training step's window store the activations
+// that the loop's reverse region reads (the tape), so that the backward skips
+// the reverse region's copy of the forward ops. This file decides which
+// values those are; ModelEntryPoints.cpp threads the [T, B, n, F] tensors
+// through the loops.
+//
+//===----------------------------------------------------------------------===//
+#include "EntryPoints.h"
+
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::unroll;
+using namespace mlir::unroll::lowering;
+
+Tape mlir::unroll::lowering::planTape(LoopOp loop) {
+  Block &rev = loop.getReverse().front(), &body = loop.getBody().front();
+  Tape t;
+  DenseSet<Value> dual{rev.getArgument(1)};
+  for (Operation &op : rev) {
+    bool isDual = op.getNumResults() == 0 || op.getNumRegions() != 0 ||
+                  llvm::any_of(op.getOperands(), [&](Value v) { return dual.contains(v); });
+    if (isDual)
+      dual.insert(op.result_begin(), op.result_end());
+    else
+      t.primal.insert(&op);
+  }
+  IRMapping toBody;
+  toBody.map(rev.getArgument(0), body.getArgument(0));
+  DenseSet<Operation *> matched;
+  for (Operation &op : rev) {
+    if (!t.primal.contains(&op))
+      continue;
+    Operation *match = nullptr;
+    for (Operation &cand : body) {
+      if (matched.contains(&cand) || cand.getName() != op.getName() ||
+          cand.getAttrDictionary() != op.getAttrDictionary() ||
+          cand.getResultTypes() != op.getResultTypes() ||
+          cand.getNumOperands() != op.getNumOperands())
+        continue;
+      if (llvm::all_of(llvm::zip(op.getOperands(), cand.getOperands()), [&](auto pair) {
+            return toBody.lookupOrDefault(std::get<0>(pair)) == std::get<1>(pair);
+          })) {
+        match = &cand;
+        break;
+      }
+    }
+    if (!match)
+      return Tape{};
+    matched.insert(match);
+    toBody.map(op.getResults(), match->getResults());
+  }
+  for (Operation &op : rev) {
+    if (!t.primal.contains(&op))
+      continue;
+    for (Value r : op.getResults()) {
+      if (llvm::all_of(r.getUsers(), [&](Operation *u) { return t.primal.contains(u); }))
+        continue; // only the primal copy reads it
+      auto ty = dyn_cast<RankedTensorType>(r.getType());
+      if (!ty || ty.getRank() != 3 || !ty.isDynamicDim(0) || !ty.isDynamicDim(1) ||
+          ty.isDynamicDim(2))
+        return Tape{};
+      t.rev.push_back(r);
+      t.body.push_back(toBody.lookup(r));
+    }
+  }
+  return t;
+}
+
