@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!ours)
     return 0; // other dialects' IR: parse and verify only
   PassManager pm(&ctx);
-  unroll::buildLowerToCPUPipeline(pm);
+  unroll::buildLowerToCPUPipeline(pm, unroll::LowerToCPUOptions());
   if (failed(pm.run(*module)))
     return 0;
   llvm::LLVMContext llctx;

@@ -23,24 +23,24 @@ done
 cp "$SRC/scripts/gpu-check.sh" "$OUT/"
 cp "$SRC/bench/torch_bench.py" "$SRC/bench/p2_torch.py" "$OUT/bench/"
 
-build() { # build NAME SOURCE.mlir TARGET [extra unroll-opt args]
+build() { # build NAME SOURCE.mlir TARGET [=PIPELINE-OPTIONS]
   local name=$1 src=$2 target=$3; shift 3
   local so="$OUT/lib/$name.$target.so"
   if [ -f "$so" ] && [ "$so" -nt "$src" ] && [ "$so" -nt "$BIN/unroll-opt" ]; then return; fi
   echo "building $so" >&2
-  "$BIN/unroll-opt" "$src" "--lower-to-$target" "$@" -o "$OUT/lib/$name.$target.mlir"
+  "$BIN/unroll-opt" "$src" "--lower-to-$target$*" -o "$OUT/lib/$name.$target.mlir"
   "$BIN/unroll-translate" "$OUT/lib/$name.$target.mlir" -o "$so"
   rm -f "$OUT/lib/$name.$target.mlir"
 }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 python3 "$SRC/scripts/gen_gpt2.py" add --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > "$tmp/tiny_f64.mlir"
 for m in looped_gpt2 looped_gpt2_small; do
-  build "$m" "$SRC/examples/$m.mlir" gpu --cuda-path="$CUDA"
+  build "$m" "$SRC/examples/$m.mlir" gpu "=cuda-path=$CUDA"
   build "$m" "$SRC/examples/$m.mlir" cpu
 done
-build tiny_f64 "$tmp/tiny_f64.mlir" gpu --cuda-path="$CUDA"
+build tiny_f64 "$tmp/tiny_f64.mlir" gpu "=cuda-path=$CUDA"
 for e in transformer_energy custom_rho_energy residual_energy; do
-  build "$e" "$SRC/examples/$e.mlir" gpu --cuda-path="$CUDA"
+  build "$e" "$SRC/examples/$e.mlir" gpu "=cuda-path=$CUDA"
 done
-build energy_gradients "$SRC/test/Integration/CPU/energy-gradients.mlir" gpu --cuda-path="$CUDA"
+build energy_gradients "$SRC/test/Integration/CPU/energy-gradients.mlir" gpu "=cuda-path=$CUDA"
 echo "bundle in $OUT ($(du -sh "$OUT" | cut -f1)); on the GPU machine: $OUT/gpu-check.sh $OUT RESULTS" >&2

@@ -1,4 +1,8 @@
 //===- Pipelines.cpp - --lower-to-cpu and --lower-to-gpu ----------------===//
+//
+// The named pipelines, built from the option structs of Pipelines.h.
+//
+//===----------------------------------------------------------------------===//
 #include "unroll/Pipelines/Pipelines.h"
 #include "unroll/Conversion/Passes.h"
 #include "unroll/Transforms/Passes.h"
@@ -29,8 +33,6 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "llvm/Support/CommandLine.h"
-
 using namespace mlir;
 using namespace mlir::unroll;
 
@@ -38,24 +40,16 @@ using namespace mlir::unroll;
 // Shared stages
 //===----------------------------------------------------------------------===//
 
-// Applies to every pipeline: trade memory for the backward's recomputation.
-static llvm::cl::opt<bool> clRecomputeWindow(
-    "recompute-window",
-    llvm::cl::desc("Models: the backward pass recomputes each window iteration's "
-                   "block from its stored input instead of storing the "
-                   "activations its VJPs read (less memory, more arithmetic)"),
-    llvm::cl::init(false));
-
 /// Energy level -> step level -> linalg on tensors -> buffers.
 static void buildFrontEnd(OpPassManager &pm, const std::string &target,
-                          const std::string &chip, bool fuseElementwise = false,
-                          bool cpuKernels = true) {
+                          const std::string &chip, bool recomputeWindow,
+                          bool fuseElementwise = false, bool cpuKernels = true) {
   pm.addPass(createUnrollDeriveSteps());
   pm.addPass(createUnrollDifferentiate());
   ConvertUnrollToEntryPointsOptions eo;
   eo.target = target;
   eo.chip = chip;
-  eo.recomputeWindow = clRecomputeWindow;
+  eo.recomputeWindow = recomputeWindow;
   pm.addPass(createConvertUnrollToEntryPoints(eo));
   ConvertUnrollToLinalgOptions lo;
   lo.cpuKernels = target == "cpu" && cpuKernels;
@@ -104,11 +98,11 @@ static void buildHostToLLVM(OpPassManager &pm, bool genericAlloc) {
 // --lower-to-cpu
 //===----------------------------------------------------------------------===//
 
-void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm) {
+void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm, const LowerToCPUOptions &options) {
   // (No elementwise fusion here: it folds the bias into the linear layers'
   // contractions, which then no longer match the GEMM kernel, and it
   // recomputes producers inside reductions; measured 2x slower.)
-  buildFrontEnd(pm, "cpu", "");
+  buildFrontEnd(pm, "cpu", "", options.recomputeWindow);
   // Dense contractions (the linear layers and their gradients) call the
   // packed GEMM micro-kernel; the rest become loops.
   pm.addPass(createUnrollCPUGemm());
@@ -129,38 +123,9 @@ void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm) {
 // --lower-to-gpu
 //===----------------------------------------------------------------------===//
 
-// Tool-level flags (`unroll-opt x.mlir --lower-to-gpu --gpu-chip=sm_90`);
-// the pipeline's own options (`--lower-to-gpu="chip=sm_80"`) override them.
-static llvm::cl::opt<std::string> clGpuChip(
-    "gpu-chip", llvm::cl::desc("GPU to compile --lower-to-gpu kernels for"),
-    llvm::cl::init("sm_90"));
-static llvm::cl::opt<std::string> clGpuFormat(
-    "gpu-format",
-    llvm::cl::desc("Kernel format embedded by --lower-to-gpu: bin (cubin, "
-                   "needs ptxas), isa (PTX text, JIT-compiled by the driver) "
-                   "or fatbin"),
-    llvm::cl::init("bin"));
-static llvm::cl::opt<std::string> clCudaPath(
-    "cuda-path",
-    llvm::cl::desc("CUDA toolkit for ptxas and libdevice (default: $CUDA_HOME, "
-                   "else /usr/local/cuda)"),
-    llvm::cl::init(""));
-
-namespace {
-struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
-  Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU (default: --gpu-chip)")};
-  Option<std::string> format{*this, "format",
-                             llvm::cl::desc("bin|isa|fatbin (default: --gpu-format)")};
-  Option<std::string> cudaPath{*this, "cuda-path",
-                               llvm::cl::desc("CUDA toolkit (default: --cuda-path)")};
-  Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("Threads per block"),
-                            llvm::cl::init(256)};
-};
-} // namespace
-
-static std::string defaultCudaPath() {
-  if (!clCudaPath.empty())
-    return clCudaPath;
+std::string LowerToGPUOptions::toolkit() const {
+  if (!cudaPath.empty())
+    return cudaPath;
   if (const char *env = getenv("CUDA_HOME"); env && *env)
     return env;
   return "/usr/local/cuda";
@@ -192,16 +157,14 @@ static void buildKernelMapping(OpPassManager &pm, int64_t blockSize, bool emulat
   pm.addPass(createCSEPass());
 }
 
-void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const std::string &chip,
-                                           const std::string &format,
-                                           const std::string &cudaPath,
-                                           int64_t blockSize) {
+void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOptions &options) {
+  std::string chip = options.chip, format = options.format, cudaPath = options.toolkit();
   UnrollGPUCheckToolkitOptions tk;
   tk.cudaPath = cudaPath;
   tk.format = format;
   pm.addPass(createUnrollGPUCheckToolkit(tk));
-  buildFrontEnd(pm, "gpu", chip, /*fuseElementwise=*/true);
-  buildKernelMapping(pm, blockSize, /*emulate=*/false);
+  buildFrontEnd(pm, "gpu", chip, options.recomputeWindow, /*fuseElementwise=*/true);
+  buildKernelMapping(pm, options.blockSize, /*emulate=*/false);
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -228,36 +191,32 @@ void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const std::string 
   pm.addPass(createGpuModuleToBinaryPass(bin));
 }
 
-void mlir::unroll::buildLowerToGPUEmulatedPipeline(OpPassManager &pm) {
+void mlir::unroll::buildLowerToGPUEmulatedPipeline(OpPassManager &pm,
+                                                   const LowerToGPUOptions &options) {
   // The emulation keeps every op a loop nest, as the GPU lowering has it.
-  buildFrontEnd(pm, "cpu", "", /*fuseElementwise=*/true, /*cpuKernels=*/false);
-  buildKernelMapping(pm, /*blockSize=*/256, /*emulate=*/true);
+  buildFrontEnd(pm, "cpu", "", options.recomputeWindow, /*fuseElementwise=*/true,
+                /*cpuKernels=*/false);
+  buildKernelMapping(pm, options.blockSize, /*emulate=*/true);
   buildHostToLLVM(pm, /*genericAlloc=*/false);
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
 
 void mlir::unroll::registerUnrollPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerToCPUOptions>(
       "lower-to-cpu",
-      "Derive the descent steps and lower energies to the LLVM dialect for "
-      "the host CPU (then: unroll-translate -o compiled.so)",
+      "Derive the descent steps and gradients and lower energies and models to the LLVM "
+      "dialect for the host CPU (then: unroll-translate -o compiled.so)",
       buildLowerToCPUPipeline);
-  PassPipelineRegistration<GPUPipelineOptions>(
+  PassPipelineRegistration<LowerToGPUOptions>(
       "lower-to-gpu",
-      "Derive the descent steps and lower energies and models to NVIDIA GPU "
-      "kernels (NVVM -> cubin for --gpu-chip, default sm_90) with host code "
-      "that launches them (then: unroll-translate -o compiled.so)",
-      [](OpPassManager &pm, const GPUPipelineOptions &o) {
-        std::string chip = o.chip.hasValue() ? o.chip.getValue() : clGpuChip.getValue();
-        std::string format =
-            o.format.hasValue() ? o.format.getValue() : clGpuFormat.getValue();
-        std::string cuda = o.cudaPath.hasValue() ? o.cudaPath.getValue() : defaultCudaPath();
-        buildLowerToGPUPipeline(pm, chip, format, cuda, o.blockSize);
-      });
-  PassPipelineRegistration<>(
+      "Derive the descent steps and gradients and lower energies and models to NVIDIA GPU "
+      "kernels (NVVM -> cubin for the chip, default sm_90) with host code that launches "
+      "them (then: unroll-translate -o compiled.so)",
+      buildLowerToGPUPipeline);
+  PassPipelineRegistration<LowerToGPUOptions>(
       "lower-to-gpu-emulated",
-      "The GPU lowering with every kernel run as serial host loops over the "
-      "same block/thread indices: a CPU oracle for --lower-to-gpu (tests)",
+      "The GPU lowering with every kernel run as serial host loops over the same "
+      "block/thread indices: a CPU oracle for --lower-to-gpu (tests)",
       buildLowerToGPUEmulatedPipeline);
 }

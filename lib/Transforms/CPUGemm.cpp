@@ -29,9 +29,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Math/Transforms/Approximation.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -43,7 +40,6 @@
 
 namespace mlir::unroll {
 #define GEN_PASS_DEF_UNROLLCPUGEMM
-#define GEN_PASS_DEF_UNROLLCPUMATH
 #include "unroll/Transforms/Passes.h.inc"
 } // namespace mlir::unroll
 
@@ -346,15 +342,6 @@ struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
     SmallVector<Type> types(numArgs, b.getIndexType());
     auto fn = b.create<func::FuncOp>(module.getLoc(), name, b.getFunctionType(types, {}));
     fn.setPrivate();
-  }
-};
-
-struct CPUMath : public unroll::impl::UnrollCPUMathBase<CPUMath> {
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
   }
 };
 

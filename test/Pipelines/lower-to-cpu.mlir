@@ -3,10 +3,11 @@
 // polynomials, LLVM with allocations from unroll's pool.
 // RUN: unroll-opt %s --lower-to-cpu --dump-pass-pipeline 2>&1 >/dev/null | FileCheck %s --check-prefix=PIPE
 // RUN: unroll-opt %s --lower-to-cpu | FileCheck %s
+// RUN: unroll-opt %s --lower-to-cpu=recompute-window=1 --dump-pass-pipeline 2>&1 >/dev/null | FileCheck %s --check-prefix=RECOMPUTE
 
 // PIPE: unroll-derive-steps
 // PIPE-SAME: unroll-differentiate
-// PIPE-SAME: convert-unroll-to-entry-points
+// PIPE-SAME: convert-unroll-to-entry-points{chip= recompute-window=false target=cpu}
 // PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=true}
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: ownership-based-buffer-deallocation
@@ -18,6 +19,9 @@
 // PIPE-SAME: finalize-memref-to-llvm{{.*}}use-generic-functions=true
 // PIPE-SAME: convert-func-to-llvm
 // PIPE-SAME: reconcile-unrealized-casts
+
+// The pipeline's options reach its passes.
+// RECOMPUTE: convert-unroll-to-entry-points{chip= recompute-window=true target=cpu}
 
 // Only the LLVM dialect is left, with the C-interface wrappers the runtime calls.
 // CHECK-DAG: llvm.func @_mlir_ciface_e_trace(

@@ -1,26 +1,71 @@
 //===- Pipelines.h - named unroll pipelines ---------------------*- C++ -*-===//
+//
+// --lower-to-cpu, --lower-to-gpu and --lower-to-gpu-emulated as library code
+// with option structs (the options after the pipeline's name on the
+// command line: --lower-to-gpu="chip=sm_90 format=isa").
+//
+//===----------------------------------------------------------------------===//
 #ifndef UNROLL_PIPELINES_PIPELINES_H
 #define UNROLL_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 
 #include <string>
 
 namespace mlir::unroll {
-/// --lower-to-cpu: derive steps, lower to linalg, bufferize, and lower to the
-/// LLVM dialect; the result is translated by unroll-translate.
-void buildLowerToCPUPipeline(OpPassManager &pm);
+
+/// Options of --lower-to-cpu.
+struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
+  Option<bool> recomputeWindow{
+      *this, "recompute-window",
+      llvm::cl::desc("Models: the backward pass recomputes each window iteration's block from "
+                     "its stored input instead of storing the activations its VJPs read (less "
+                     "memory, more arithmetic)"),
+      llvm::cl::init(false)};
+};
+
+/// Options of --lower-to-gpu (and of --lower-to-gpu-emulated, which uses
+/// block-size and recompute-window only).
+struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("GPU to compile kernels for (e.g. sm_80, sm_90)"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel format embedded in the library: bin (cubin, needs ptxas), isa "
+                     "(PTX text, JIT-compiled by the driver) or fatbin"),
+      llvm::cl::init("bin")};
+  Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("CUDA toolkit for ptxas and libdevice (default: $CUDA_HOME, else "
+                     "/usr/local/cuda)"),
+      llvm::cl::init("")};
+  Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("Threads per block"),
+                            llvm::cl::init(256)};
+  Option<bool> recomputeWindow{
+      *this, "recompute-window",
+      llvm::cl::desc("Models: recompute the backward's activations instead of storing them"),
+      llvm::cl::init(false)};
+
+  /// cuda-path if given, else $CUDA_HOME, else /usr/local/cuda.
+  std::string toolkit() const;
+};
+
+/// --lower-to-cpu: derive steps, differentiate, build the entry points, lower
+/// to linalg, bufferize, and lower to the LLVM dialect; the result is
+/// translated by unroll-translate.
+void buildLowerToCPUPipeline(OpPassManager &pm, const LowerToCPUOptions &options);
 /// --lower-to-gpu: the same front end, then one gpu.launch per fused loop
-/// nest, NVVM kernels serialized for `chip` in `format` (bin|isa|fatbin) with
-/// the CUDA toolkit at `cudaPath`, and host code calling the mgpu* runtime.
-void buildLowerToGPUPipeline(OpPassManager &pm, const std::string &chip,
-                             const std::string &format, const std::string &cudaPath,
-                             int64_t blockSize);
+/// nest, NVVM kernels serialized for the chip in the format with the CUDA
+/// toolkit, and host code calling the mgpu* runtime.
+void buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOptions &options);
 /// --lower-to-gpu-emulated: --lower-to-gpu's kernel mapping with the kernels
 /// run as host loops; the CPU oracle for the GPU lowering.
-void buildLowerToGPUEmulatedPipeline(OpPassManager &pm);
+void buildLowerToGPUEmulatedPipeline(OpPassManager &pm, const LowerToGPUOptions &options);
 /// Registers the named pipelines with the pass registry.
 void registerUnrollPipelines();
+
 } // namespace mlir::unroll
 
-#endif
+#endif // UNROLL_PIPELINES_PIPELINES_H

@@ -1,0 +1,167 @@
+//===- MapLoops.cpp - unroll-gpu-map-loops ----------------------------------===//
+//
+// Each outermost scf.parallel becomes one gpu.launch (or, with
+// emulate-on-host, the same thread arithmetic as host loops).
+// See docs/gpu.md.
+//
+//===----------------------------------------------------------------------===//
+#include "unroll/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+namespace mlir::unroll {
+#define GEN_PASS_DEF_UNROLLGPUMAPLOOPS
+#include "unroll/Transforms/Passes.h.inc"
+} // namespace mlir::unroll
+
+using namespace mlir;
+
+namespace {
+
+/// Replaces `par` by a serial loop nest with the same body.
+void serialize(scf::ParallelOp par) {
+  OpBuilder b(par);
+  Block *body = par.getBody();
+  scf::buildLoopNest(b, par.getLoc(), par.getLowerBound(), par.getUpperBound(),
+                     par.getStep(), [&](OpBuilder &nb, Location, ValueRange ivs) {
+                       IRMapping map;
+                       map.map(par.getInductionVars(), ivs);
+                       for (Operation &op : body->without_terminator())
+                         nb.clone(op, map);
+                     });
+  par.erase();
+}
+
+struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (blockSize < 1 || blockSize > 1024) {
+      getOperation().emitError() << "unroll-gpu-map-loops: block-size must be "
+                                    "in 1..1024, got " << blockSize;
+      return signalPassFailure();
+    }
+    SmallVector<scf::ParallelOp> outermost;
+    getOperation().walk([&](scf::ParallelOp p) {
+      if (!p->getParentOfType<scf::ParallelOp>())
+        outermost.push_back(p);
+    });
+    for (scf::ParallelOp p : outermost) {
+      if (!p.getInitVals().empty()) {
+        p.emitOpError("with reductions is not supported by the GPU lowering");
+        return signalPassFailure();
+      }
+      mapLoop(p);
+      ++numKernels;
+    }
+  }
+
+  static bool isConstant(Value v, int64_t c) {
+    auto k = v.getDefiningOp<arith::ConstantIndexOp>();
+    return k && k.value() == c;
+  }
+
+  /// n = ceil((ub - lb) / step), folded for the common lb = 0, step = 1.
+  static Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
+    Value span = isConstant(lb, 0) ? ub : b.create<arith::SubIOp>(loc, ub, lb).getResult();
+    if (isConstant(step, 1))
+      return span;
+    return b.create<arith::CeilDivSIOp>(loc, span, step);
+  }
+
+  void mapLoop(scf::ParallelOp p) {
+    Location loc = p.getLoc();
+    OpBuilder b(p);
+    SmallVector<Value> counts;
+    Value total;
+    for (auto [lb, ub, step] :
+         llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep())) {
+      counts.push_back(tripCount(b, loc, lb, ub, step));
+      total = total ? b.create<arith::MulIOp>(loc, total, counts.back()).getResult()
+                    : counts.back();
+    }
+    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
+    Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value bs = b.create<arith::ConstantIndexOp>(loc, blockSize);
+    Value blocks = b.create<arith::CeilDivSIOp>(loc, total, bs);
+    Value nonEmpty = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, total, c0);
+    auto ifNonEmpty = b.create<scf::IfOp>(loc, nonEmpty, /*withElse=*/false);
+    b.setInsertionPointToStart(&ifNonEmpty.getThenRegion().front());
+
+    // The thread's linear index, from a launch or (emulated) from two loops.
+    Value linear;
+    Operation *threadScope;
+    if (emulateOnHost) {
+      auto blockLoop = b.create<scf::ForOp>(loc, c0, blocks, c1);
+      b.setInsertionPointToStart(blockLoop.getBody());
+      auto threadLoop = b.create<scf::ForOp>(loc, c0, bs, c1);
+      b.setInsertionPointToStart(threadLoop.getBody());
+      linear = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, blockLoop.getInductionVar(), bs),
+          threadLoop.getInductionVar());
+      threadScope = blockLoop;
+    } else {
+      auto launch = b.create<gpu::LaunchOp>(loc, blocks, c1, c1, bs, c1, c1);
+      Block &body = launch.getBody().front();
+      b.setInsertionPointToEnd(&body);
+      auto term = b.create<gpu::TerminatorOp>(loc);
+      b.setInsertionPoint(term);
+      linear = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, launch.getBlockIds().x, bs),
+          launch.getThreadIds().x);
+      threadScope = launch;
+    }
+    Value inRange = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, linear, total);
+    auto guard = b.create<scf::IfOp>(loc, inRange, /*withElse=*/false);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+
+    // Delinearize, last dimension fastest: neighbouring threads touch
+    // neighbouring elements of row-major buffers.
+    unsigned rank = counts.size();
+    SmallVector<Value> ivs(rank);
+    Value rest = linear;
+    for (int k = rank - 1; k >= 0; --k) {
+      Value idx = k == 0 ? rest : b.create<arith::RemSIOp>(loc, rest, counts[k]).getResult();
+      if (k > 0)
+        rest = b.create<arith::DivSIOp>(loc, rest, counts[k]);
+      Value lb = p.getLowerBound()[k], step = p.getStep()[k];
+      Value iv = isConstant(step, 1) ? idx : b.create<arith::MulIOp>(loc, idx, step).getResult();
+      if (!isConstant(lb, 0))
+        iv = b.create<arith::AddIOp>(loc, lb, iv);
+      ivs[k] = iv;
+    }
+    IRMapping map;
+    map.map(p.getInductionVars(), ivs);
+    for (Operation &op : p.getBody()->without_terminator())
+      b.clone(op, map);
+    p.erase();
+
+    // Anything still parallel inside runs serially in its thread.
+    while (true) {
+      scf::ParallelOp nested;
+      threadScope->walk([&](scf::ParallelOp q) {
+        nested = q;
+        return WalkResult::interrupt();
+      });
+      if (!nested)
+        break;
+      serialize(nested);
+    }
+  }
+};
+
+} // namespace
