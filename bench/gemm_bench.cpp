@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include "unroll/runtime/CpuKernels.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,23 +26,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-extern "C" void unroll_gemm_f32(int64_t, int64_t, int64_t, const float *, int64_t, int64_t,
-                                const float *, int64_t, int64_t, float *, int64_t, int64_t,
-                                int64_t);
-extern "C" void unroll_gemm_f64(int64_t, int64_t, int64_t, const double *, int64_t, int64_t,
-                                const double *, int64_t, int64_t, double *, int64_t, int64_t,
-                                int64_t);
-extern "C" void unroll_attention_f32(int64_t, int64_t, int64_t, int64_t, const float *, int64_t,
-                                     int64_t, float *, int64_t, int64_t);
-extern "C" void unroll_attention_vjp_f32(int64_t, int64_t, int64_t, int64_t, const float *,
-                                         int64_t, int64_t, const float *, int64_t, int64_t,
-                                         float *, int64_t, int64_t);
-extern "C" void unroll_attention_vjp_f64(int64_t, int64_t, int64_t, int64_t, const double *,
-                                         int64_t, int64_t, const double *, int64_t, int64_t,
-                                         double *, int64_t, int64_t);
-extern "C" void unroll_attention_f64(int64_t, int64_t, int64_t, int64_t, const double *, int64_t,
-                                     int64_t, double *, int64_t, int64_t);
 
 namespace {
 

@@ -10,9 +10,10 @@
 // libraries (weights and moments stay on the GPU).
 //
 //===----------------------------------------------------------------------===//
-#include "Adam.h"
-#include "ModelRun.h"
-#include "Tasks.h"
+#include "unroll/tooling/Adam.h"
+#include "unroll/runtime/ModelRun.h"
+#include "unroll/tooling/Tasks.h"
+#include "unroll/tooling/Process.h"
 
 #include <algorithm>
 #include <chrono>
@@ -60,6 +61,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "unroll-bench: %s\n", err.c_str());
     return 2;
   }
+  configureRunner(run);
   if (threads > 0)
     run.setThreads(threads);
   int64_t d = (*mi)["prompt_dim"], b = (*mi)["iterations"], T = (*mi)["window"];
@@ -89,7 +91,7 @@ int main(int argc, char **argv) {
     if (compiled) {
       run.lossGrad(p, dev, b, T, losses, err);
       ++adam.step;
-      run.adamStep(dev, adam);
+      run.adamStep(dev, adam.compiledStep());
       return;
     }
     run.lossGrad(p, theta, b, T, losses, grad, err);

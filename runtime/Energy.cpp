@@ -1,6 +1,6 @@
 //===- Energy.cpp - energy traces through compiled.so ---------------------===//
-#include "Energy.h"
-#include "MemRef.h"
+#include "unroll/runtime/Energy.h"
+#include "unroll/runtime/MemRef.h"
 
 using namespace unroll;
 

@@ -1,5 +1,5 @@
 //===- Model.cpp - loading compiled.so ------------------------------------===//
-#include "Model.h"
+#include "unroll/runtime/Model.h"
 
 #include <dlfcn.h>
 #include <elf.h>

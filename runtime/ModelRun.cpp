@@ -1,12 +1,10 @@
 //===- ModelRun.cpp - calling a compiled model ----------------------------===//
-#include "ModelRun.h"
-#include "Adam.h"
-#include "MemRef.h"
+#include "unroll/runtime/ModelRun.h"
+#include "unroll/runtime/MemRef.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <malloc.h>
 #include <thread>
 
 using namespace unroll;
@@ -50,18 +48,7 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   numParams_ = info.value("num_params", (int64_t)0);
   dim_ = info.value("prompt_dim", (int64_t)0);
   positions_ = info.value("positions", (int64_t)-1);
-  const char *env = getenv("UNROLL_THREADS");
-  threads_ = env && atoi(env) > 0 ? atoi(env) : std::max(1u, std::thread::hardware_concurrency());
-  // The per-call buffers here are a few hundred KB: above glibc's default
-  // mmap threshold, each call would map fresh pages and fault them in
-  // (measured: a quarter of a small-config step with 2 threads). Keep them
-  // on the heap.
-  static bool tuned = [] {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's maximum on 64-bit
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    return true;
-  }();
-  (void)tuned;
+  threads_ = std::max(1u, std::thread::hardware_concurrency());
   gpu_ = m.gpu();
   if (gpu_)
     threads_ = 1; // one call with the whole batch: the GPU parallelizes it
@@ -170,7 +157,7 @@ void callLossGrad(void *fn, const Prompts &p, const std::vector<double> &theta, 
   grad.assign(g.begin(), g.end());
 }
 
-template <typename T> double callAdam(void *fn, ResidentState &st, const Adam &opt) {
+template <typename T> double callAdam(void *fn, ResidentState &st, const AdamStep &opt) {
   using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, T, T, T,
                       T, T, MemRef<T, 1> *);
   constexpr int64_t kPartials = 256;
@@ -346,6 +333,6 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
   return true;
 }
 
-double ModelRunner::adamStep(ResidentState &st, const Adam &opt) const {
+double ModelRunner::adamStep(ResidentState &st, const AdamStep &opt) const {
   return f32_ ? callAdam<float>(adam_, st, opt) : callAdam<double>(adam_, st, opt);
 }

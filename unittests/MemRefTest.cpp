@@ -1,5 +1,5 @@
 //===- MemRefTest.cpp - C-interface memref descriptors -------------------===//
-#include "MemRef.h"
+#include "unroll/runtime/MemRef.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 //===- SafetensorsTest.cpp - the safetensors reader and writer -----------===//
-#include "Safetensors.h"
+#include "unroll/tooling/Safetensors.h"
 
 #include <gtest/gtest.h>
 

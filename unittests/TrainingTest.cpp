@@ -1,10 +1,10 @@
 //===- TrainingTest.cpp - Adam, baselines, curricula, checkpoints ---------===//
-#include "Adam.h"
-#include "Baselines.h"
-#include "Checkpoint.h"
-#include "Safetensors.h"
-#include "Tasks.h"
-#include "Train.h"
+#include "unroll/tooling/Adam.h"
+#include "unroll/tooling/Baselines.h"
+#include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Safetensors.h"
+#include "unroll/tooling/Tasks.h"
+#include "unroll/tooling/Train.h"
 
 #include <gtest/gtest.h>
 

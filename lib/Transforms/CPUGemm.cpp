@@ -9,6 +9,7 @@
 //
 //   unroll_gemm_<f32|f64>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc)
 //
+// (declared in runtime/include/unroll/runtime/CpuKernels.h)
 // (acc = 0 when the contraction's output was zero-filled just before: the
 // fill is dropped and the kernel overwrites),
 // of the packed, register-tiled kernel in runtime/cpu/Gemm.cpp, which
@@ -24,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/Transforms/Passes.h"
+#include "unroll/runtime/CpuKernels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -88,7 +90,7 @@ SmallVector<unsigned> dimsAt(AffineMap map, ArrayRef<unsigned> pos) {
   return dims;
 }
 
-struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
+struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     SmallVector<linalg::LinalgOp> named;
@@ -262,8 +264,8 @@ struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
     for (Value v : ops)
       ptrs.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, v));
     int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
-    std::string name = elem.isF32() ? "unroll_gemm_f32" : "unroll_gemm_f64";
-    declare(name, 13);
+    std::string name = ::unroll::abi::gemmName(elem.isF32());
+    declare(name, ::unroll::abi::kGemmArgs);
     // A zero fill of C right before, covering exactly what the calls write
     // (C indexed by loop dims only), is replaced by overwriting.
     Value accumulate = cst(1);
@@ -294,6 +296,7 @@ struct CPUGemm : public unroll::impl::UnrollCPUGemmBase<CPUGemm> {
       SmallVector<Value> args{M,       N,          K,       addr[0],    strides[0],
                               strides[1], addr[1], strides[2], strides[3], addr[2],
                               strides[4], strides[5], accumulate};
+      assert(args.size() == ::unroll::abi::kGemmArgs && "CpuKernels.h declares another signature");
       nb.create<func::CallOp>(loc, name, TypeRange{}, args);
     };
     auto emitCalls = [&](OpBuilder &b) {

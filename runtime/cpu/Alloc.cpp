@@ -96,6 +96,7 @@ void _mlir_memref_to_llvm_free(void *p) { release(p); }
 //===----------------------------------------------------------------------===//
 
 #include "../common/StateRegistry.h"
+#include "unroll/runtime/CpuKernels.h"
 
 #include <cstring>
 

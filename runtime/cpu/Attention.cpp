@@ -1,17 +1,14 @@
 //===- Attention.cpp - the CPU causal-attention kernel of compiled.so -----===//
 //
-// Causal multi-head attention of a looped transformer's block, f32 and f64:
-//
-//   void unroll_attention_f32(int64 B, int64 n, int64 H, int64 hd,
-//                             const float *qkv, int64 sQb, int64 sQi,
-//                             float *out, int64 sOb, int64 sOi);
-//
+// Causal multi-head attention of a looped transformer's block, f32 and f64
+// (unroll_attention_f32 / _f64, declared in
+// runtime/include/unroll/runtime/CpuKernels.h):
 // qkv[b, i, c·H·hd + h·hd + e] holds q (c = 0), k (1) and v (2) of token i
 // (contiguous in the last index, strides sQb and sQi in elements); out[b, i,
 // h·hd + e] = Σ_{j ≤ i} softmax_j(q_i · k_j / √hd) v_j.
 //
 // The lowering of a model for --lower-to-cpu calls this for its attention
-// (lib/Conversion/UnrollToLinalg/ModelToLinalg.cpp) instead of two batched
+// (lib/Conversion/UnrollToLinalg/Attention.cpp) instead of two batched
 // products and four passes over the [B, H, n, n] scores: at the looped
 // transformer's sizes (n = 2k ≤ 82 tokens, hd = 16 or 32) those were tiny
 // GEMM calls and scalar loops. Here each (b, h) is one pass over its rows:
@@ -19,14 +16,8 @@
 // the exponentials and the weighted sum of v rows are all contiguous vector
 // loops, each summed in four independent register accumulators.
 //
-// Its vector-Jacobian product, for the backward of a training step:
-//
-//   void unroll_attention_vjp_f32(int64 B, int64 n, int64 H, int64 hd,
-//                                 const float *qkv, int64 sQb, int64 sQi,
-//                                 const float *dout, int64 sDb, int64 sDi,
-//                                 float *dqkv, int64 sGb, int64 sGi);
-//
-// writes all of dqkv (same layout as qkv) from qkv and the output's adjoint
+// Its vector-Jacobian product, for the backward of a training step,
+// unroll_attention_vjp_f32 / _f64, writes all of dqkv (same layout as qkv) from qkv and the output's adjoint
 // dout (layout of out): per (b, h) it recomputes the row's probabilities P
 // as the forward does, then dP_ij = dO_i · v_j, dS = P ∘ (dP − Σ_j P dP),
 // dq_i = Σ_j dS_ij k_j / √hd, and accumulates dk_j += dS_ij q_i / √hd and
@@ -47,6 +38,7 @@
 #include <vector>
 
 #include "Isa.h"
+#include "unroll/runtime/CpuKernels.h"
 
 namespace {
 

@@ -1,14 +1,8 @@
 //===- Gemm.cpp - the CPU GEMM micro-kernel of compiled.so ----------------===//
 //
 // C += A · B (or C = A · B) for strided A [M, K], B [K, N], C [M, N], f32 and
-// f64:
-//
-//   void unroll_gemm_f32(int64 M, int64 N, int64 K,
-//                        const float *A, int64 sAm, int64 sAk,
-//                        const float *B, int64 sBk, int64 sBn,
-//                        float *C, int64 sCm, int64 sCn, int64 accumulate);
-//
-// accumulate = 0 overwrites C (the zero fill before a contraction is then
+// f64: unroll_gemm_f32 / unroll_gemm_f64, declared in
+// runtime/include/unroll/runtime/CpuKernels.h. accumulate = 0 overwrites C (the zero fill before a contraction is then
 // dropped by the compiler).
 //
 // `unroll-cpu-gemm` (lib/Transforms/CPUGemm.cpp) turns the contractions of
@@ -39,6 +33,7 @@
 #include <cstring>
 
 #include "Isa.h"
+#include "unroll/runtime/CpuKernels.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 // baselines.test compare the runtime's baselines with scikit-learn.
 //
 //===----------------------------------------------------------------------===//
-#include "Baselines.h"
+#include "unroll/tooling/Baselines.h"
 
 #include <nlohmann/json.hpp>
 

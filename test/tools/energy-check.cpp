@@ -13,8 +13,8 @@
 //       one step from random (n, d, scale): does E increase? (descent study)
 //
 //===----------------------------------------------------------------------===//
-#include "Energy.h"
-#include "Model.h"
+#include "unroll/runtime/Energy.h"
+#include "unroll/runtime/Model.h"
 
 #include <cmath>
 #include <cstdio>

@@ -15,9 +15,10 @@
 //                                       every tensor of two model.safetensors
 //
 //===----------------------------------------------------------------------===//
-#include "ModelRun.h"
-#include "Checkpoint.h"
-#include "Safetensors.h"
+#include "unroll/runtime/ModelRun.h"
+#include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Safetensors.h"
+#include "unroll/tooling/Process.h"
 
 #include <cmath>
 #include <cstdio>
@@ -258,6 +259,7 @@ int against(const Args &a, const Model &ma, const ModelRunner &ra, const nlohman
   if (!mbi) return fail(err);
   ModelRunner rb;
   if (!rb.init(mb, *mbi, err)) return fail(err);
+  configureRunner(rb);
   if (rb.numParams() != ra.numParams())
     return fail("the two libraries have different parameter counts");
   Vec pa, pb, la, lb, ga, gb;
@@ -343,6 +345,7 @@ int main(int argc, char **argv) {
   if (!mi) return fail(err);
   ModelRunner run;
   if (!run.init(m, *mi, err)) return fail(err);
+  configureRunner(run);
   bool f32 = m.info()["element_type"] == "f32";
   int64_t loops = a.loops > 0 ? a.loops : (*mi)["iterations"].get<int64_t>();
   int64_t window = a.window > 0 ? a.window : (*mi)["window"].get<int64_t>();

@@ -7,7 +7,7 @@
 // one plot, e.g. the loop studies of two models. Empty cells are skipped.
 //
 //===----------------------------------------------------------------------===//
-#include "Plot.h"
+#include "unroll/tooling/Plot.h"
 
 #include <cstdio>
 #include <cstdlib>

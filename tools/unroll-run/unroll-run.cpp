@@ -5,14 +5,15 @@
 //   unroll-run compiled.so --task energy --iterations 12 --seed 0 [--json]
 //
 //===----------------------------------------------------------------------===//
-#include "Checkpoint.h"
-#include "Energy.h"
-#include "Model.h"
-#include "ModelRun.h"
-#include "Plot.h"
-#include "Safetensors.h"
-#include "Tasks.h"
-#include "Train.h"
+#include "unroll/tooling/Checkpoint.h"
+#include "unroll/runtime/Energy.h"
+#include "unroll/runtime/Model.h"
+#include "unroll/runtime/ModelRun.h"
+#include "unroll/tooling/Plot.h"
+#include "unroll/tooling/Safetensors.h"
+#include "unroll/tooling/Tasks.h"
+#include "unroll/tooling/Train.h"
+#include "unroll/tooling/Process.h"
 
 #include <algorithm>
 #include <cmath>
@@ -467,6 +468,7 @@ int runModel(const Options &o, const Model &m, const std::string &task) {
   ModelRunner run;
   if (!run.init(m, *mi, err))
     return die(err);
+  configureRunner(run);
   TrainConfig cfg;
   cfg.task = task;
   if (!o.config.empty()) {

@@ -12,6 +12,7 @@
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"
+#include "unroll/runtime/CpuKernels.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -189,8 +190,9 @@ Value cpuAttention(OpBuilder &b, Location loc, Operation *op, Value qkv, Value d
   args.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, o));
   args.push_back(b.create<arith::MulIOp>(loc, n, c(outWidth)));
   args.push_back(c(outWidth));
-  std::string name = std::string(dy ? "unroll_attention_vjp_" : "unroll_attention_") +
-                     (el.isF32() ? "f32" : "f64");
+  std::string name = ::unroll::abi::attentionName(el.isF32(), /*vjp=*/bool(dy));
+  assert(args.size() == (dy ? ::unroll::abi::kAttentionVJPArgs : ::unroll::abi::kAttentionArgs) &&
+         "CpuKernels.h declares another signature");
   auto module = op->getParentOfType<ModuleOp>();
   if (!module.lookupSymbol(name)) {
     OpBuilder::InsertionGuard g(b);

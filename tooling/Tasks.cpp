@@ -1,5 +1,5 @@
 //===- Tasks.cpp ----------------------------------------------------------===//
-#include "Tasks.h"
+#include "unroll/tooling/Tasks.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 //===- Tasks.h - in-context learning tasks and curricula -------*- C++ -*-===//
-#ifndef UNROLL_RUNTIME_TASKS_H
-#define UNROLL_RUNTIME_TASKS_H
+#ifndef UNROLL_TOOLING_TASKS_H
+#define UNROLL_TOOLING_TASKS_H
 
-#include "ModelRun.h"
+#include "unroll/runtime/ModelRun.h"
 
 #include <cstdint>
 #include <random>

@@ -12,10 +12,10 @@
 // point leaves a complete checkpoint that `latest` names.
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_RUNTIME_CHECKPOINT_H
-#define UNROLL_RUNTIME_CHECKPOINT_H
+#ifndef UNROLL_TOOLING_CHECKPOINT_H
+#define UNROLL_TOOLING_CHECKPOINT_H
 
-#include "Adam.h"
+#include "unroll/tooling/Adam.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,8 @@
 //===- Adam.h - the Adam optimizer (PyTorch's formulation) -----*- C++ -*-===//
-#ifndef UNROLL_RUNTIME_ADAM_H
-#define UNROLL_RUNTIME_ADAM_H
+#ifndef UNROLL_TOOLING_ADAM_H
+#define UNROLL_TOOLING_ADAM_H
+
+#include "unroll/runtime/ModelRun.h"
 
 #include <cmath>
 #include <cstdint>
@@ -14,6 +16,9 @@ struct Adam {
   double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   int64_t step = 0;
   std::vector<double> m, v;
+
+  /// This step's settings for a library's compiled Adam (after ++step).
+  AdamStep compiledStep() const { return {lr, beta1, beta2, eps, step}; }
 
   void update(std::vector<double> &theta, const std::vector<double> &g) {
     if (m.size() != theta.size()) {

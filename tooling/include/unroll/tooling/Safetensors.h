@@ -6,8 +6,8 @@
 // offset against the file before touching data and never reads past it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_RUNTIME_SAFETENSORS_H
-#define UNROLL_RUNTIME_SAFETENSORS_H
+#ifndef UNROLL_TOOLING_SAFETENSORS_H
+#define UNROLL_TOOLING_SAFETENSORS_H
 
 #include <cstdint>
 #include <map>

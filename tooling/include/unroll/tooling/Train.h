@@ -1,9 +1,9 @@
 //===- Train.h - training, evaluation and prediction -----------*- C++ -*-===//
-#ifndef UNROLL_RUNTIME_TRAIN_H
-#define UNROLL_RUNTIME_TRAIN_H
+#ifndef UNROLL_TOOLING_TRAIN_H
+#define UNROLL_TOOLING_TRAIN_H
 
-#include "ModelRun.h"
-#include "Tasks.h"
+#include "unroll/runtime/ModelRun.h"
+#include "unroll/tooling/Tasks.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,10 +1,10 @@
 //===- Train.cpp - training, evaluation and prediction --------------------===//
-#include "Train.h"
-#include "Adam.h"
-#include "Baselines.h"
-#include "Checkpoint.h"
-#include "Plot.h"
-#include "Safetensors.h"
+#include "unroll/tooling/Train.h"
+#include "unroll/tooling/Adam.h"
+#include "unroll/tooling/Baselines.h"
+#include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Plot.h"
+#include "unroll/tooling/Safetensors.h"
 
 #include <chrono>
 #include <cmath>
@@ -281,7 +281,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
       ++st.adam.step;
       // (the step's update is in dev, but a non-finite run stops without
       // saving it: the last checkpoint stays what it was)
-      finite = finite && std::isfinite(run.adamStep(dev, st.adam));
+      finite = finite && std::isfinite(run.adamStep(dev, st.adam.compiledStep()));
     } else {
       for (double g : grad) finite = finite && std::isfinite(g);
     }

@@ -1,8 +1,14 @@
 //===- ModelRun.h - calling a compiled model --------------------*- C++ -*-===//
+//
+// Part of the runtime library (no process-level behaviour: no environment,
+// signals or printing): resolves a model's entry points and calls them on
+// prompts, splitting the batch over threads.
+//
+//===----------------------------------------------------------------------===//
 #ifndef UNROLL_RUNTIME_MODELRUN_H
 #define UNROLL_RUNTIME_MODELRUN_H
 
-#include "Model.h"
+#include "unroll/runtime/Model.h"
 
 #include <string>
 #include <vector>
@@ -22,7 +28,12 @@ std::vector<double> promptTokens(const Prompts &p);
 const nlohmann::json *findModel(const Model &m, const std::string &name,
                                 std::string &error);
 
-struct Adam;
+/// The hyperparameters of one step of a library's compiled Adam (@M_adam):
+/// PyTorch's formulation, `step` counting this step (1 for the first).
+struct AdamStep {
+  double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  int64_t step = 1;
+};
 
 /// Weights, gradient and Adam moments of a training run in memory from the
 /// library's own allocator (unroll_state_alloc, docs/abi.md), in the
@@ -67,7 +78,7 @@ public:
   bool init(const Model &m, const nlohmann::json &info, std::string &error);
   const nlohmann::json &info() const { return *info_; }
   int64_t numParams() const { return numParams_; }
-  /// Threads over the batch (default: $UNROLL_THREADS, else all cores).
+  /// Threads over the batch (default: all cores; tools read $UNROLL_THREADS).
   /// Results depend on the count only through summation order.
   /// GPU libraries take the whole batch in one call (threads stay 1).
   void setThreads(int n) { threads_ = gpu_ || n < 1 ? 1 : n; }
@@ -88,9 +99,9 @@ public:
   /// lossGrad on resident state: reads st.theta, writes st.grad.
   bool lossGrad(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
                 std::vector<double> &losses, std::string &error) const;
-  /// One Adam step on resident state with the library's @M_adam (opt.step
-  /// already counts this step); returns the squared norm of st.grad.
-  double adamStep(ResidentState &st, const Adam &opt) const;
+  /// One Adam step on resident state with the library's @M_adam; returns
+  /// the squared norm of st.grad.
+  double adamStep(ResidentState &st, const AdamStep &opt) const;
 
 private:
   bool check(const Prompts &p, int64_t thetaSize, int64_t loops, std::string &error) const;

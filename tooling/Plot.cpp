@@ -1,5 +1,5 @@
 //===- Plot.cpp - small SVG line plots ------------------------------------===//
-#include "Plot.h"
+#include "unroll/tooling/Plot.h"
 
 #include <algorithm>
 #include <cerrno>

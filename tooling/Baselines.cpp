@@ -1,7 +1,7 @@
 //===- Baselines.cpp ------------------------------------------------------===//
-#include "Baselines.h"
+#include "unroll/tooling/Baselines.h"
 
-#include "Adam.h"
+#include "unroll/tooling/Adam.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 //===- Safetensors.cpp ----------------------------------------------------===//
-#include "Safetensors.h"
+#include "unroll/tooling/Safetensors.h"
 
 #include <nlohmann/json.hpp>
 

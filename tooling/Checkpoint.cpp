@@ -1,6 +1,6 @@
 //===- Checkpoint.cpp -----------------------------------------------------===//
-#include "Checkpoint.h"
-#include "Safetensors.h"
+#include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Safetensors.h"
 
 #include <cerrno>
 #include <cmath>

@@ -5,8 +5,8 @@
 // written as a standalone SVG (atomically).
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_RUNTIME_PLOT_H
-#define UNROLL_RUNTIME_PLOT_H
+#ifndef UNROLL_TOOLING_PLOT_H
+#define UNROLL_TOOLING_PLOT_H
 
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 #ifndef UNROLL_RUNTIME_ENERGY_H
 #define UNROLL_RUNTIME_ENERGY_H
 
-#include "Model.h"
+#include "unroll/runtime/Model.h"
 
 #include <string>
 #include <vector>

@@ -5,8 +5,8 @@
 // (x_0, y_0, …, x_{i-1}, y_{i-1}) and x_i: what the transformer sees.
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_RUNTIME_BASELINES_H
-#define UNROLL_RUNTIME_BASELINES_H
+#ifndef UNROLL_TOOLING_BASELINES_H
+#define UNROLL_TOOLING_BASELINES_H
 
 #include <cstdint>
 #include <vector>

@@ -1,0 +1,90 @@
+/*===- CpuKernels.h - the C ABI of the kernels inside compiled.so -*- C -*-===//
+ *
+ * One declaration of every function that generated code calls and the CPU
+ * runtime (runtime/cpu/) defines, shared by the kernels, the compiler passes
+ * that emit the calls (lib/Transforms/CPUGemm.cpp,
+ * lib/Conversion/UnrollToLinalg/Attention.cpp: they take the names and the
+ * argument counts from here), the benchmarks and the tests. Generated code
+ * passes every argument as an index (a 64-bit integer: sizes, strides in
+ * elements, and addresses), which is why the compiler needs only the count.
+ *
+ *   unroll_gemm_<f32|f64>           C (+)= A · B, strided (runtime/cpu/Gemm.cpp)
+ *   unroll_attention_<f32|f64>      causal multi-head attention forward
+ *   unroll_attention_vjp_<f32|f64>  and its VJP (runtime/cpu/Attention.cpp)
+ *   unroll_state_*                  resident training state (runtime/cpu/Alloc.cpp;
+ *                                   the GPU runtime defines the same symbols)
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef UNROLL_RUNTIME_CPUKERNELS_H
+#define UNROLL_RUNTIME_CPUKERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* C[M, N] (+)= A[M, K] · B[K, N], element strides sXr (rows) and sXc
+ * (columns) per operand; accumulate = 0 overwrites C. */
+void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
+                     const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
+                     int64_t accumulate);
+void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm,
+                     int64_t sAk, const double *B, int64_t sBk, int64_t sBn, double *C,
+                     int64_t sCm, int64_t sCn, int64_t accumulate);
+
+/* out[b, i, h·hd + e] = Σ_{j ≤ i} softmax_j(q_i·k_j / √hd) v_j[e] for qkv
+ * [B, n, 3·H·hd] (q | k | v, heads contiguous); strides of the batch and
+ * token dimensions in elements, the last dimension contiguous. */
+void unroll_attention_f32(int64_t B, int64_t n, int64_t H, int64_t hd, const float *qkv,
+                          int64_t sQb, int64_t sQi, float *out, int64_t sOb, int64_t sOi);
+void unroll_attention_f64(int64_t B, int64_t n, int64_t H, int64_t hd, const double *qkv,
+                          int64_t sQb, int64_t sQi, double *out, int64_t sOb, int64_t sOi);
+/* dqkv (layout of qkv, every element written) from qkv and dout. */
+void unroll_attention_vjp_f32(int64_t B, int64_t n, int64_t H, int64_t hd, const float *qkv,
+                              int64_t sQb, int64_t sQi, const float *dout, int64_t sDb,
+                              int64_t sDi, float *dqkv, int64_t sGb, int64_t sGi);
+void unroll_attention_vjp_f64(int64_t B, int64_t n, int64_t H, int64_t hd, const double *qkv,
+                              int64_t sQb, int64_t sQi, const double *dout, int64_t sDb,
+                              int64_t sDi, double *dqkv, int64_t sGb, int64_t sGi);
+
+/* Resident training state (docs/abi.md): zeroed, 64-byte aligned buffers
+ * that the entry points use in place. */
+void *unroll_state_alloc(size_t bytes);
+void unroll_state_free(void *p);
+int32_t unroll_state_resident(uintptr_t addr);
+uint64_t unroll_state_hits(void);
+void unroll_state_write(void *state, const void *host, size_t bytes);
+void unroll_state_read(void *host, const void *state, size_t bytes);
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+namespace unroll::abi {
+
+/// The number of (index-typed) arguments of a kernel, from its declaration.
+template <typename F> struct Arity;
+template <typename R, typename... A> struct Arity<R(A...)> {
+  static constexpr unsigned value = sizeof...(A);
+};
+
+inline constexpr unsigned kGemmArgs = Arity<decltype(unroll_gemm_f32)>::value;
+inline constexpr unsigned kAttentionArgs = Arity<decltype(unroll_attention_f32)>::value;
+inline constexpr unsigned kAttentionVJPArgs = Arity<decltype(unroll_attention_vjp_f32)>::value;
+static_assert(Arity<decltype(unroll_gemm_f64)>::value == kGemmArgs &&
+                  Arity<decltype(unroll_attention_f64)>::value == kAttentionArgs &&
+                  Arity<decltype(unroll_attention_vjp_f64)>::value == kAttentionVJPArgs,
+              "the f32 and f64 kernels take the same arguments");
+
+/// Kernel names by element type (f32 or not).
+inline const char *gemmName(bool f32) { return f32 ? "unroll_gemm_f32" : "unroll_gemm_f64"; }
+inline const char *attentionName(bool f32, bool vjp) {
+  return vjp ? (f32 ? "unroll_attention_vjp_f32" : "unroll_attention_vjp_f64")
+             : (f32 ? "unroll_attention_f32" : "unroll_attention_f64");
+}
+
+} // namespace unroll::abi
+#endif /* __cplusplus */
+
+#endif /* UNROLL_RUNTIME_CPUKERNELS_H */
