@@ -7,7 +7,7 @@ BUILD ?= build
 OUT   ?= out
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup configure build run run-energy test check clean docs bench fuzz test-asan
+.PHONY: all setup configure build run run-energy test check clean docs bench fuzz test-asan format
 
 all: build
 
@@ -53,6 +53,10 @@ test-asan: setup
 
 bench: build
 	@bash bench/run.sh $(BUILD) $(OUT)/bench
+
+# clang-format-19 over every C/C++ source (scripts/format.sh --check only lists).
+format:
+	@bash scripts/format.sh
 
 docs: configure
 	cmake --build $(BUILD) --target mlir-doc

@@ -13,11 +13,11 @@
 //                                        benchmark's share-of-peak column
 //
 //===----------------------------------------------------------------------===//
+#include "unroll/runtime/CpuKernels.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include "unroll/runtime/CpuKernels.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -43,18 +43,23 @@ template <typename T> double checkOne(std::mt19937_64 &rng) {
   // Half the cases small enough for the unpacked path, half blocked.
   std::uniform_int_distribution<int64_t> dim(1, rng() % 2 ? 40 : 300);
   int64_t M = dim(rng), N = dim(rng), K = rng() % 4 == 0 ? dim(rng) * 3 : dim(rng);
-  if (rng() % 10 == 0) K = 0;
-  if (rng() % 4 == 0) N = (rng() % 4 + 1) * 4; // 4..16: the unpacked narrow kernel's widths
-  bool acc = rng() & 1; // C += A B, or C = A B
+  if (rng() % 10 == 0)
+    K = 0;
+  if (rng() % 4 == 0)
+    N = (rng() % 4 + 1) * 4; // 4..16: the unpacked narrow kernel's widths
+  bool acc = rng() & 1;      // C += A B, or C = A B
   bool ta = rng() & 1, tb = rng() & 1, tc = rng() & 1;
   int64_t padA = rng() % 3, padB = rng() % 3, padC = rng() % 3;
   // Row-major [M, K] (or its transpose) with padded leading dimensions.
   int64_t ldA = (ta ? M : K) + padA, ldB = (tb ? K : N) + padB, ldC = (tc ? M : N) + padC;
   std::vector<T> A((ta ? K : M) * ldA), B((tb ? N : K) * ldB), C((tc ? N : M) * ldC);
   std::normal_distribution<double> nd(0, 1);
-  for (T &v : A) v = nd(rng);
-  for (T &v : B) v = nd(rng);
-  for (T &v : C) v = nd(rng);
+  for (T &v : A)
+    v = nd(rng);
+  for (T &v : B)
+    v = nd(rng);
+  for (T &v : C)
+    v = nd(rng);
   int64_t sAm = ta ? 1 : ldA, sAk = ta ? ldA : 1, sBk = tb ? 1 : ldB, sBn = tb ? ldB : 1,
           sCm = tc ? 1 : ldC, sCn = tc ? ldC : 1;
   std::vector<double> want(M * N);
@@ -101,7 +106,8 @@ template <typename T> double checkAttentionOne(std::mt19937_64 &rng) {
   int64_t sOi = D + pick(rng) % 3, sOb = n * sOi;
   std::normal_distribution<double> g(0, 2);
   std::vector<T> qkv(B * sQb), out(B * sOb, T(0));
-  for (T &x : qkv) x = T(g(rng));
+  for (T &x : qkv)
+    x = T(g(rng));
   if constexpr (sizeof(T) == 4)
     unroll_attention_f32(B, n, H, hd, qkv.data(), sQb, sQi, out.data(), sOb, sOi);
   else
@@ -117,14 +123,17 @@ template <typename T> double checkAttentionOne(std::mt19937_64 &rng) {
         double m = -INFINITY, z = 0;
         for (int64_t j = 0; j <= i; ++j) {
           double s = 0;
-          for (int64_t e = 0; e < hd; ++e) s += at(i, 0, e) * at(j, 1, e);
+          for (int64_t e = 0; e < hd; ++e)
+            s += at(i, 0, e) * at(j, 1, e);
           p[j] = s / std::sqrt(double(hd));
           m = std::max(m, p[j]);
         }
-        for (int64_t j = 0; j <= i; ++j) z += (p[j] = std::exp(p[j] - m));
+        for (int64_t j = 0; j <= i; ++j)
+          z += (p[j] = std::exp(p[j] - m));
         for (int64_t e = 0; e < hd; ++e) {
           double o = 0;
-          for (int64_t j = 0; j <= i; ++j) o += p[j] / z * at(j, 2, e);
+          for (int64_t j = 0; j <= i; ++j)
+            o += p[j] / z * at(j, 2, e);
           err = std::max(err, std::abs(o - double(out[b * sOb + i * sOi + h * hd + e])));
           scale = std::max(scale, std::abs(o));
         }
@@ -145,8 +154,10 @@ template <typename T> struct AttnCase {
     sOi = D + pick(rng) % 3, sOb = n * sOi;
     std::normal_distribution<double> g(0, 2);
     qkv.resize(B * sQb), dout.resize(B * sOb);
-    for (T &x : qkv) x = T(g(rng));
-    for (T &x : dout) x = T(g(rng));
+    for (T &x : qkv)
+      x = T(g(rng));
+    for (T &x : dout)
+      x = T(g(rng));
   }
   void forward(const std::vector<T> &in, std::vector<T> &out) const {
     out.assign(B * sOb, T(0));
@@ -187,16 +198,19 @@ template <typename T> double checkVJPOne(std::mt19937_64 &rng) {
         double m = -INFINITY, z = 0;
         for (int64_t j = 0; j <= i; ++j) {
           double v = 0;
-          for (int64_t e = 0; e < c.hd; ++e) v += at(i, 0, e) * at(j, 1, e);
+          for (int64_t e = 0; e < c.hd; ++e)
+            v += at(i, 0, e) * at(j, 1, e);
           P[i * c.n + j] = v * s;
           m = std::max(m, v * s);
         }
-        for (int64_t j = 0; j <= i; ++j) z += (P[i * c.n + j] = std::exp(P[i * c.n + j] - m));
+        for (int64_t j = 0; j <= i; ++j)
+          z += (P[i * c.n + j] = std::exp(P[i * c.n + j] - m));
         double rowDot = 0;
         for (int64_t j = 0; j <= i; ++j) {
           P[i * c.n + j] /= z;
           double dp = 0;
-          for (int64_t e = 0; e < c.hd; ++e) dp += dO(i, e) * at(j, 2, e);
+          for (int64_t e = 0; e < c.hd; ++e)
+            dp += dO(i, e) * at(j, 2, e);
           dS[i * c.n + j] = dp;
           rowDot += P[i * c.n + j] * dp;
         }
@@ -206,7 +220,8 @@ template <typename T> double checkVJPOne(std::mt19937_64 &rng) {
       for (int64_t t = 0; t < c.n; ++t)
         for (int64_t e = 0; e < c.hd; ++e) {
           double dq = 0, dk = 0, dv = 0;
-          for (int64_t j = 0; j <= t; ++j) dq += dS[t * c.n + j] * at(j, 1, e) * s;
+          for (int64_t j = 0; j <= t; ++j)
+            dq += dS[t * c.n + j] * at(j, 1, e) * s;
           for (int64_t i = t; i < c.n; ++i) {
             dk += dS[i * c.n + t] * at(i, 0, e) * s;
             dv += P[i * c.n + t] * dO(i, e);
@@ -228,15 +243,19 @@ double checkVJPDirection(std::mt19937_64 &rng) {
   AttnCase<double> c(rng);
   std::vector<double> grad, out, shifted(c.qkv.size()), delta(c.qkv.size());
   std::normal_distribution<double> g(0, 1);
-  for (double &x : delta) x = g(rng);
+  for (double &x : delta)
+    x = g(rng);
   c.vjp(grad);
   double analytic = 0;
-  for (size_t k = 0; k < grad.size(); ++k) analytic += grad[k] * delta[k];
+  for (size_t k = 0; k < grad.size(); ++k)
+    analytic += grad[k] * delta[k];
   auto objective = [&](double eps) {
-    for (size_t k = 0; k < shifted.size(); ++k) shifted[k] = c.qkv[k] + eps * delta[k];
+    for (size_t k = 0; k < shifted.size(); ++k)
+      shifted[k] = c.qkv[k] + eps * delta[k];
     c.forward(shifted, out);
     double v = 0;
-    for (size_t k = 0; k < out.size(); ++k) v += out[k] * c.dout[k];
+    for (size_t k = 0; k < out.size(); ++k)
+      v += out[k] * c.dout[k];
     return v;
   };
   double h = 1e-5, fd = (objective(h) - objective(-h)) / (2 * h);
@@ -272,16 +291,21 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "--check-attention"))
     return checkAttention();
   if (argc < 4) {
-    fprintf(stderr, "usage: unroll-gemm-bench --check | M N K [--ta] [--tb] [--repeats R] [--threads T]\n");
+    fprintf(stderr,
+            "usage: unroll-gemm-bench --check | M N K [--ta] [--tb] [--repeats R] [--threads T]\n");
     return 2;
   }
   int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]), repeats = 5, threads = 1;
   bool ta = false, tb = false; // A stored [K, M] / B stored [N, K]
   for (int i = 4; i < argc; ++i) {
-    if (!strcmp(argv[i], "--ta")) ta = true;
-    else if (!strcmp(argv[i], "--tb")) tb = true;
-    else if (i + 1 < argc && !strcmp(argv[i], "--repeats")) repeats = atoll(argv[++i]);
-    else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoll(argv[++i]);
+    if (!strcmp(argv[i], "--ta"))
+      ta = true;
+    else if (!strcmp(argv[i], "--tb"))
+      tb = true;
+    else if (i + 1 < argc && !strcmp(argv[i], "--repeats"))
+      repeats = atoll(argv[++i]);
+    else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
+      threads = atoll(argv[++i]);
   }
   // Each thread multiplies its own matrices (as unroll's threads over the
   // batch do); GFLOP/s counts all threads.
@@ -302,16 +326,18 @@ int main(int argc, char **argv) {
     for (int64_t t = 1; t < threads; ++t)
       pool.emplace_back(run, t);
     run(0);
-    for (auto &th : pool) th.join();
+    for (auto &th : pool)
+      th.join();
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r > 0) secs.push_back(s); // the first run warms up
+    if (r > 0)
+      secs.push_back(s); // the first run warms up
   }
   std::sort(secs.begin(), secs.end());
   double med = secs[secs.size() / 2];
   double gflops = 2.0 * M * N * K * threads / med / 1e9;
   printf("{\"M\": %lld, \"N\": %lld, \"K\": %lld, \"A\": \"%s\", \"B\": \"%s\", "
-         "\"threads\": %lld, \"median_s\": %.6g, \"gflops\": %.2f}\n", (long long)M,
-         (long long)N, (long long)K, ta ? "transposed" : "row-major",
+         "\"threads\": %lld, \"median_s\": %.6g, \"gflops\": %.2f}\n",
+         (long long)M, (long long)N, (long long)K, ta ? "transposed" : "row-major",
          tb ? "transposed" : "row-major", (long long)threads, med, gflops);
   return 0;
 }

@@ -10,10 +10,10 @@
 // libraries (weights and moments stay on the GPU).
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/tooling/Adam.h"
 #include "unroll/runtime/ModelRun.h"
-#include "unroll/tooling/Tasks.h"
+#include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Process.h"
+#include "unroll/tooling/Tasks.h"
 
 #include <algorithm>
 #include <chrono>
@@ -24,7 +24,8 @@ using namespace unroll;
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N]\n");
+    fprintf(stderr,
+            "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N]\n");
     return 2;
   }
   int64_t batch = 64, points = -1, repeats = 5, threads = -1;
@@ -44,10 +45,14 @@ int main(int argc, char **argv) {
       continue;
     }
     int64_t v = std::stoll(argv[i + 1]);
-    if (a == "--batch") batch = v;
-    else if (a == "--points") points = v;
-    else if (a == "--repeats") repeats = v;
-    else if (a == "--threads") threads = v;
+    if (a == "--batch")
+      batch = v;
+    else if (a == "--points")
+      points = v;
+    else if (a == "--repeats")
+      repeats = v;
+    else if (a == "--threads")
+      threads = v;
   }
   Model m;
   std::string err;
@@ -69,7 +74,8 @@ int main(int argc, char **argv) {
     points = 2 * d + 1;
   Rng rng(0);
   std::vector<double> theta(run.numParams());
-  for (double &v : theta) v = 0.02 * rng.normal();
+  for (double &v : theta)
+    v = 0.02 * rng.normal();
   Prompts p = sampleLinear(batch, points, d, d, 0.0, rng);
   Adam adam;
   std::vector<double> losses, grad, preds;
@@ -112,13 +118,19 @@ int main(int argc, char **argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  nlohmann::json j{{"model", (*mi)["name"]}, {"batch", batch}, {"points", points},
-                   {"loops", b}, {"window", T}, {"threads", run.threads()},
+  nlohmann::json j{{"model", (*mi)["name"]},
+                   {"batch", batch},
+                   {"points", points},
+                   {"loops", b},
+                   {"window", T},
+                   {"threads", run.threads()},
                    {"optimizer", compiled ? "compiled" : "host"},
                    {"target", m.info().value("target", "cpu")},
                    {"device", m.gpu() ? m.device() : std::string("cpu")},
-                   {"train_step_s", ts}, {"forward_s", fs},
-                   {"train_step_median_s", median(ts)}, {"forward_median_s", median(fs)}};
+                   {"train_step_s", ts},
+                   {"forward_s", fs},
+                   {"train_step_median_s", median(ts)},
+                   {"forward_median_s", median(fs)}};
   printf("%s\n", j.dump().c_str());
   return 0;
 }

@@ -7,8 +7,7 @@ using namespace unroll;
 const nlohmann::json *unroll::findEnergy(const Model &m, const std::string &name,
                                          std::string &error) {
   const auto &info = m.info();
-  if (!info.contains("energies") || !info["energies"].is_array() ||
-      info["energies"].empty()) {
+  if (!info.contains("energies") || !info["energies"].is_array() || info["energies"].empty()) {
     error = m.path() + ": the model has no energy (model info lists none)";
     return nullptr;
   }
@@ -26,8 +25,7 @@ template <typename T> std::vector<T> convert(const std::vector<double> &v) {
 
 template <typename T>
 bool trace(void *fn, const EnergyInputs &in, int64_t iters, EnergyTrace &out) {
-  using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 1> *, MemRef<T, 2> *,
-                      MemRef<T, 1> *);
+  using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 1> *, MemRef<T, 2> *, MemRef<T, 1> *);
   std::vector<T> x = convert<T>(in.x), theta = convert<T>(in.theta);
   std::vector<T> y(in.x.size()), e(iters + 1);
   if (theta.empty())
@@ -42,8 +40,7 @@ bool trace(void *fn, const EnergyInputs &in, int64_t iters, EnergyTrace &out) {
   return true;
 }
 
-template <typename T>
-void weights(void *fn, const EnergyInputs &in, std::vector<double> &out) {
+template <typename T> void weights(void *fn, const EnergyInputs &in, std::vector<double> &out) {
   using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 1> *, MemRef<T, 2> *);
   std::vector<T> y = convert<T>(in.x), theta = convert<T>(in.theta);
   std::vector<T> a(in.n * in.n);
@@ -59,8 +56,8 @@ void weights(void *fn, const EnergyInputs &in, std::vector<double> &out) {
 template <typename T>
 void vjp(void *fn, const EnergyInputs &in, int64_t iters, const std::vector<double> &dyT,
          std::vector<double> &dx, std::vector<double> &grad) {
-  using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 1> *, int64_t, MemRef<T, 2> *,
-                      MemRef<T, 2> *, MemRef<T, 1> *);
+  using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 1> *, int64_t, MemRef<T, 2> *, MemRef<T, 2> *,
+                      MemRef<T, 1> *);
   std::vector<T> x = convert<T>(in.x), theta = convert<T>(in.theta), dy = convert<T>(dyT);
   std::vector<T> dxo(in.x.size()), g(std::max<size_t>(in.theta.size(), 1));
   if (theta.empty())
@@ -79,8 +76,8 @@ void vjp(void *fn, const EnergyInputs &in, int64_t iters, const std::vector<doub
 bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
                  std::string &error) {
   if (in.n <= 0 || in.d <= 0) {
-    error = "token count and dimension must be positive, got n = " +
-            std::to_string(in.n) + ", d = " + std::to_string(in.d);
+    error = "token count and dimension must be positive, got n = " + std::to_string(in.n) +
+            ", d = " + std::to_string(in.d);
     return false;
   }
   if ((int64_t)in.x.size() != in.n * in.d) {
@@ -89,13 +86,13 @@ bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in
     return false;
   }
   if (e.contains("dim") && e["dim"].is_number() && e["dim"] != in.d) {
-    error = "the energy '" + e.value("name", "") + "' is compiled for d = " +
-            e["dim"].dump() + ", got d = " + std::to_string(in.d);
+    error = "the energy '" + e.value("name", "") + "' is compiled for d = " + e["dim"].dump() +
+            ", got d = " + std::to_string(in.d);
     return false;
   }
   if (e.contains("tokens") && e["tokens"].is_number() && e["tokens"] != in.n) {
-    error = "the energy '" + e.value("name", "") + "' is compiled for n = " +
-            e["tokens"].dump() + " tokens, got n = " + std::to_string(in.n);
+    error = "the energy '" + e.value("name", "") + "' is compiled for n = " + e["tokens"].dump() +
+            " tokens, got n = " + std::to_string(in.n);
     return false;
   }
   if (e.contains("graph") && (int64_t)e["graph"].size() != in.n) {
@@ -113,8 +110,7 @@ bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in
 }
 
 /// The C-interface function named by the energy's `key` ("trace", "weights").
-void *lookupEntry(const Model &m, const nlohmann::json &e, const char *key,
-                  std::string &error) {
+void *lookupEntry(const Model &m, const nlohmann::json &e, const char *key, std::string &error) {
   std::string name = e.value(key, "");
   void *fn = m.entry(name);
   if (!fn)
@@ -125,9 +121,8 @@ void *lookupEntry(const Model &m, const nlohmann::json &e, const char *key,
 bool isF32(const Model &m) { return m.info().value("element_type", "") == "f32"; }
 } // namespace
 
-bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e,
-                            const EnergyInputs &in, int64_t iterations,
-                            EnergyTrace &out, std::string &error) {
+bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
+                            int64_t iterations, EnergyTrace &out, std::string &error) {
   if (iterations < 0) {
     error = "iterations must be >= 0, got " + std::to_string(iterations);
     return false;
@@ -137,13 +132,12 @@ bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e,
   void *fn = lookupEntry(m, e, "trace", error);
   if (!fn)
     return false;
-  return isF32(m) ? trace<float>(fn, in, iterations, out)
-                  : trace<double>(fn, in, iterations, out);
+  return isF32(m) ? trace<float>(fn, in, iterations, out) : trace<double>(fn, in, iterations, out);
 }
 
 bool unroll::energyVJP(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
-                       int64_t iterations, const std::vector<double> &dyT,
-                       std::vector<double> &dx, std::vector<double> &grad, std::string &error) {
+                       int64_t iterations, const std::vector<double> &dyT, std::vector<double> &dx,
+                       std::vector<double> &grad, std::string &error) {
   if (!checkInputs(m, e, in, error))
     return false;
   if (!e.contains("vjp") || !e["vjp"].is_string()) {
@@ -165,9 +159,8 @@ bool unroll::energyVJP(const Model &m, const nlohmann::json &e, const EnergyInpu
   return true;
 }
 
-bool unroll::attentionWeights(const Model &m, const nlohmann::json &e,
-                              const EnergyInputs &in, std::vector<double> &out,
-                              std::string &error) {
+bool unroll::attentionWeights(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
+                              std::vector<double> &out, std::string &error) {
   if (!checkInputs(m, e, in, error))
     return false;
   if (!e.contains("weights") || !e["weights"].is_string()) {

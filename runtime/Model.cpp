@@ -49,9 +49,8 @@ static bool checkElf(const std::string &path, uint64_t size, std::string &error)
         fread(&ph, sizeof ph, 1, f) != 1)
       return bad("not a loadable shared library (unreadable program header)");
     if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
-      return bad("not a loadable shared library (truncated: segment " +
-                 std::to_string(i) + " ends at byte " +
-                 std::to_string(ph.p_offset + ph.p_filesz) + ", the file has " +
+      return bad("not a loadable shared library (truncated: segment " + std::to_string(i) +
+                 " ends at byte " + std::to_string(ph.p_offset + ph.p_filesz) + ", the file has " +
                  std::to_string(size) + ")");
   }
   fclose(f);
@@ -87,8 +86,7 @@ bool Model::load(const std::string &path, std::string &error, bool useDevice) {
     return false;
   }
   if (int v = version(); v != kAbiVersion) {
-    error = path + ": ABI version " + std::to_string(v) +
-            ", but this unroll-run speaks version " +
+    error = path + ": ABI version " + std::to_string(v) + ", but this unroll-run speaks version " +
             std::to_string(kAbiVersion) + "; rebuild the model";
     return false;
   }

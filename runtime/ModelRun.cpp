@@ -88,8 +88,8 @@ bool ModelRunner::check(const Prompts &p, int64_t thetaSize, int64_t loops,
     return false;
   }
   if (p.dim != dim_) {
-    error = "the model reads d = " + std::to_string(dim_) + " dimensional x, got d = " +
-            std::to_string(p.dim);
+    error = "the model reads d = " + std::to_string(dim_) +
+            " dimensional x, got d = " + std::to_string(p.dim);
     return false;
   }
   if (positions_ > 0 && 2 * p.points > positions_) {
@@ -158,8 +158,8 @@ void callLossGrad(void *fn, const Prompts &p, const std::vector<double> &theta, 
 }
 
 template <typename T> double callAdam(void *fn, ResidentState &st, const AdamStep &opt) {
-  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, T, T, T,
-                      T, T, MemRef<T, 1> *);
+  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, T, T, T, T, T,
+                      MemRef<T, 1> *);
   constexpr int64_t kPartials = 256;
   std::vector<T> partial(kPartials);
   auto vec = [&](void *p) { return makeMemRef<T, 1>(static_cast<T *>(p), {st.size}); };
@@ -170,7 +170,8 @@ template <typename T> double callAdam(void *fn, ResidentState &st, const AdamSte
   reinterpret_cast<Fn>(fn)(&th, &g, &m, &v, T(opt.lr / bc1), T(std::sqrt(bc2)), T(opt.beta1),
                            T(opt.beta2), T(opt.eps), &pm);
   double sum = 0;
-  for (T x : partial) sum += x;
+  for (T x : partial)
+    sum += x;
   return sum;
 }
 } // namespace
@@ -195,8 +196,8 @@ bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, in
 }
 
 bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, int64_t loops,
-                           int64_t window, std::vector<double> &losses,
-                           std::vector<double> &grad, std::string &error) const {
+                           int64_t window, std::vector<double> &losses, std::vector<double> &grad,
+                           std::string &error) const {
   if (!check(p, (int64_t)theta.size(), loops, error))
     return false;
   if (window < 1) {
@@ -216,8 +217,10 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
   grad.assign(gs[0].size(), 0.0);
   for (size_t c = 0; c < ls.size(); ++c) {
     double w = double(std::min(p.batch, int64_t(c + 1) * per) - int64_t(c) * per) / p.batch;
-    for (size_t i = 0; i < losses.size(); ++i) losses[i] += w * ls[c][i];
-    for (size_t i = 0; i < grad.size(); ++i) grad[i] += w * gs[c][i];
+    for (size_t i = 0; i < losses.size(); ++i)
+      losses[i] += w * ls[c][i];
+    for (size_t i = 0; i < grad.size(); ++i)
+      grad[i] += w * gs[c][i];
   }
   return true;
 }
@@ -237,7 +240,8 @@ bool ResidentState::init(const Model &lib, int64_t n, bool isF32, std::string &e
   f32 = isF32;
   alloc_ = reinterpret_cast<void *(*)(size_t)>(lib.symbol("unroll_state_alloc"));
   free_ = reinterpret_cast<void (*)(void *)>(lib.symbol("unroll_state_free"));
-  write_ = reinterpret_cast<void (*)(void *, const void *, size_t)>(lib.symbol("unroll_state_write"));
+  write_ =
+      reinterpret_cast<void (*)(void *, const void *, size_t)>(lib.symbol("unroll_state_write"));
   read_ = reinterpret_cast<void (*)(void *, const void *, size_t)>(lib.symbol("unroll_state_read"));
   hits_ = reinterpret_cast<uint64_t (*)()>(lib.symbol("unroll_state_hits"));
   if (!alloc_ || !free_ || !write_ || !read_) {
@@ -320,8 +324,8 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
       callLossGradInto<float>(lossGrad_, p, (float *)st.theta, (float *)st.grad, st.size, loops,
                               window, losses);
     else
-      callLossGradInto<double>(lossGrad_, p, (double *)st.theta, (double *)st.grad, st.size,
-                               loops, window, losses);
+      callLossGradInto<double>(lossGrad_, p, (double *)st.theta, (double *)st.grad, st.size, loops,
+                               window, losses);
     return true;
   }
   // Threads over the batch (CPU): the chunks' gradients meet on the host.

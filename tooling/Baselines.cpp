@@ -14,24 +14,29 @@ using namespace unroll;
 bool unroll::solveSPD(std::vector<double> &a, std::vector<double> &b, int64_t d) {
   for (int64_t j = 0; j < d; ++j) {
     double s = a[j * d + j];
-    for (int64_t k = 0; k < j; ++k) s -= a[j * d + k] * a[j * d + k];
-    if (!(s > 0)) return false;
+    for (int64_t k = 0; k < j; ++k)
+      s -= a[j * d + k] * a[j * d + k];
+    if (!(s > 0))
+      return false;
     double l = std::sqrt(s);
     a[j * d + j] = l;
     for (int64_t i = j + 1; i < d; ++i) {
       double t = a[i * d + j];
-      for (int64_t k = 0; k < j; ++k) t -= a[i * d + k] * a[j * d + k];
+      for (int64_t k = 0; k < j; ++k)
+        t -= a[i * d + k] * a[j * d + k];
       a[i * d + j] = t / l;
     }
   }
   for (int64_t i = 0; i < d; ++i) { // L z = b
     double t = b[i];
-    for (int64_t k = 0; k < i; ++k) t -= a[i * d + k] * b[k];
+    for (int64_t k = 0; k < i; ++k)
+      t -= a[i * d + k] * b[k];
     b[i] = t / a[i * d + i];
   }
   for (int64_t i = d - 1; i >= 0; --i) { // Lᵀ w = z
     double t = b[i];
-    for (int64_t k = i + 1; k < d; ++k) t -= a[k * d + i] * b[k];
+    for (int64_t k = i + 1; k < d; ++k)
+      t -= a[k * d + i] * b[k];
     b[i] = t / a[i * d + i];
   }
   return true;
@@ -48,14 +53,18 @@ std::vector<double> unroll::leastSquaresPreds(const double *xs, const double *ys
     for (int64_t j = 0; j < i; ++j)
       for (int64_t p = 0; p < d; ++p) {
         b[p] += xs[j * d + p] * ys[j];
-        for (int64_t q = 0; q < d; ++q) a[p * d + q] += xs[j * d + p] * xs[j * d + q];
+        for (int64_t q = 0; q < d; ++q)
+          a[p * d + q] += xs[j * d + p] * xs[j * d + q];
       }
-    for (int64_t p = 0; p < d; ++p) tr += a[p * d + p];
+    for (int64_t p = 0; p < d; ++p)
+      tr += a[p * d + p];
     double lambda = 1e-10 * std::max(tr / d, 1e-300);
-    for (int64_t p = 0; p < d; ++p) a[p * d + p] += lambda;
+    for (int64_t p = 0; p < d; ++p)
+      a[p * d + p] += lambda;
     if (!solveSPD(a, b, d))
       continue; // all-zero examples: predict 0
-    for (int64_t p = 0; p < d; ++p) preds[i] += xs[i * d + p] * b[p];
+    for (int64_t p = 0; p < d; ++p)
+      preds[i] += xs[i * d + p] * b[p];
   }
   return preds;
 }
@@ -64,8 +73,10 @@ std::vector<double> unroll::averagingPreds(const double *xs, const double *ys, i
                                            int64_t d) {
   std::vector<double> preds(k, 0.0), w(d, 0.0);
   for (int64_t i = 1; i < k; ++i) {
-    for (int64_t p = 0; p < d; ++p) w[p] += xs[(i - 1) * d + p] * ys[i - 1];
-    for (int64_t p = 0; p < d; ++p) preds[i] += xs[i * d + p] * w[p] / i;
+    for (int64_t p = 0; p < d; ++p)
+      w[p] += xs[(i - 1) * d + p] * ys[i - 1];
+    for (int64_t p = 0; p < d; ++p)
+      preds[i] += xs[i * d + p] * w[p] / i;
   }
   return preds;
 }
@@ -78,13 +89,15 @@ std::vector<double> unroll::nearestNeighborPreds(const double *xs, const double 
     dist.clear();
     for (int64_t j = 0; j < i; ++j) {
       double s = 0;
-      for (int64_t p = 0; p < d; ++p) s += (xs[i * d + p] - xs[j * d + p]) * (xs[i * d + p] - xs[j * d + p]);
+      for (int64_t p = 0; p < d; ++p)
+        s += (xs[i * d + p] - xs[j * d + p]) * (xs[i * d + p] - xs[j * d + p]);
       dist.push_back({s, j});
     }
     int64_t m = std::min<int64_t>(nn, i);
     std::partial_sort(dist.begin(), dist.begin() + m, dist.end());
     double s = 0;
-    for (int64_t j = 0; j < m; ++j) s += ys[dist[j].second];
+    for (int64_t j = 0; j < m; ++j)
+      s += ys[dist[j].second];
     preds[i] = s / m;
   }
   return preds;
@@ -94,7 +107,8 @@ std::vector<double> unroll::lasso(const double *xs, const double *ys, int64_t n,
                                   double alpha, double tol, int maxSweeps) {
   std::vector<double> w(d, 0.0), r(ys, ys + n), sq(d, 0.0); // r = y − X w
   for (int64_t j = 0; j < d; ++j)
-    for (int64_t i = 0; i < n; ++i) sq[j] += xs[i * d + j] * xs[i * d + j];
+    for (int64_t i = 0; i < n; ++i)
+      sq[j] += xs[i * d + j] * xs[i * d + j];
   for (int sweep = 0; sweep < maxSweeps; ++sweep) {
     double moved = 0;
     for (int64_t j = 0; j < d; ++j) {
@@ -102,13 +116,17 @@ std::vector<double> unroll::lasso(const double *xs, const double *ys, int64_t n,
         continue;
       // Minimize over w_j alone: soft-threshold the partial correlation.
       double rho = 0;
-      for (int64_t i = 0; i < n; ++i) rho += xs[i * d + j] * (r[i] + xs[i * d + j] * w[j]);
+      for (int64_t i = 0; i < n; ++i)
+        rho += xs[i * d + j] * (r[i] + xs[i * d + j] * w[j]);
       double thr = alpha * n, wj = 0;
-      if (rho > thr) wj = (rho - thr) / sq[j];
-      else if (rho < -thr) wj = (rho + thr) / sq[j];
+      if (rho > thr)
+        wj = (rho - thr) / sq[j];
+      else if (rho < -thr)
+        wj = (rho + thr) / sq[j];
       double delta = wj - w[j];
       if (delta != 0) {
-        for (int64_t i = 0; i < n; ++i) r[i] -= xs[i * d + j] * delta;
+        for (int64_t i = 0; i < n; ++i)
+          r[i] -= xs[i * d + j] * delta;
         w[j] = wj;
         moved = std::max(moved, std::abs(delta));
       }
@@ -125,7 +143,8 @@ std::vector<double> unroll::lassoPreds(const double *xs, const double *ys, int64
   for (int64_t i = 1; i < k; ++i) {
     std::vector<double> w = lasso(xs, ys, i, d, alpha);
     double p = 0;
-    for (int64_t c = 0; c < d; ++c) p += w[c] * xs[i * d + c];
+    for (int64_t c = 0; c < d; ++c)
+      p += w[c] * xs[i * d + c];
     out[i] = p;
   }
   return out;
@@ -220,15 +239,18 @@ void BoostedTrees::fit(const double *xs, const double *ys, int64_t n, int64_t d,
   std::vector<double> f(n, init_), r(n);
   trees_.assign(trees, RegressionTree());
   for (int m = 0; m < trees; ++m) {
-    for (int64_t i = 0; i < n; ++i) r[i] = ys[i] - f[i];
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = ys[i] - f[i];
     trees_[m].fit(xs, r.data(), n, d, maxDepth);
-    for (int64_t i = 0; i < n; ++i) f[i] += lr * trees_[m].predict(xs + i * d);
+    for (int64_t i = 0; i < n; ++i)
+      f[i] += lr * trees_[m].predict(xs + i * d);
   }
 }
 
 double BoostedTrees::predict(const double *x) const {
   double f = init_;
-  for (const RegressionTree &t : trees_) f += lr_ * t.predict(x);
+  for (const RegressionTree &t : trees_)
+    f += lr_ * t.predict(x);
   return f;
 }
 
@@ -242,8 +264,10 @@ void TwoLayerNet::init(int64_t dim, int64_t hiddenUnits, uint64_t seed) {
   params.assign(hidden * d + 2 * hidden + 1, 0.0);
   std::mt19937_64 gen(seed);
   std::normal_distribution<double> nd(0.0, 1.0);
-  for (int64_t i = 0; i < hidden * d; ++i) params[i] = nd(gen) / std::sqrt((double)d);
-  for (int64_t h = 0; h < hidden; ++h) params[hidden * d + hidden + h] = nd(gen) / std::sqrt((double)hidden);
+  for (int64_t i = 0; i < hidden * d; ++i)
+    params[i] = nd(gen) / std::sqrt((double)d);
+  for (int64_t h = 0; h < hidden; ++h)
+    params[hidden * d + hidden + h] = nd(gen) / std::sqrt((double)hidden);
 }
 
 double TwoLayerNet::predict(const double *x) const {
@@ -251,8 +275,10 @@ double TwoLayerNet::predict(const double *x) const {
   double out = a[hidden];
   for (int64_t h = 0; h < hidden; ++h) {
     double z = c[h];
-    for (int64_t p = 0; p < d; ++p) z += w[h * d + p] * x[p];
-    if (z > 0) out += a[h] * z;
+    for (int64_t p = 0; p < d; ++p)
+      z += w[h * d + p] * x[p];
+    if (z > 0)
+      out += a[h] * z;
   }
   return out;
 }
@@ -269,9 +295,11 @@ double TwoLayerNet::lossGrad(const double *xs, const double *ys, int64_t n,
     double out = a[hidden];
     for (int64_t h = 0; h < hidden; ++h) {
       double s = c[h];
-      for (int64_t p = 0; p < d; ++p) s += w[h * d + p] * x[p];
+      for (int64_t p = 0; p < d; ++p)
+        s += w[h * d + p] * x[p];
       z[h] = s;
-      if (s > 0) out += a[h] * s;
+      if (s > 0)
+        out += a[h] * s;
     }
     double e = out - ys[i];
     loss += e * e / n;
@@ -283,7 +311,8 @@ double TwoLayerNet::lossGrad(const double *xs, const double *ys, int64_t n,
       ga[h] += g * z[h];
       double gz = g * a[h];
       gc[h] += gz;
-      for (int64_t p = 0; p < d; ++p) gw[h * d + p] += gz * x[p];
+      for (int64_t p = 0; p < d; ++p)
+        gw[h * d + p] += gz * x[p];
     }
   }
   return loss;
@@ -310,9 +339,11 @@ std::vector<double> atPositions(int64_t k, const std::vector<int64_t> &positions
       out[i] = i == 0 ? 0.0 : fn(i);
   };
   if (positions.empty())
-    for (int64_t i = 0; i < k; ++i) one(i);
+    for (int64_t i = 0; i < k; ++i)
+      one(i);
   else
-    for (int64_t i : positions) one(i);
+    for (int64_t i : positions)
+      one(i);
   return out;
 }
 } // namespace

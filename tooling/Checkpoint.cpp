@@ -33,8 +33,7 @@ bool unroll::makeDirs(const std::string &dir, std::string &error) {
   return true;
 }
 
-bool unroll::writeFileAtomic(const std::string &path, const std::string &text,
-                             std::string &error) {
+bool unroll::writeFileAtomic(const std::string &path, const std::string &text, std::string &error) {
   std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
@@ -99,8 +98,9 @@ static TensorMap named(const nlohmann::json &info, const std::vector<double> &v,
   TensorMap out;
   for (const auto &p : info["params"]) {
     int64_t off = p["offset"], n = numel(p);
-    out[prefix + p["name"].get<std::string>()] = {p["shape"].get<std::vector<int64_t>>(),
-                                                  std::vector<double>(v.begin() + off, v.begin() + off + n)};
+    out[prefix + p["name"].get<std::string>()] = {
+        p["shape"].get<std::vector<int64_t>>(),
+        std::vector<double>(v.begin() + off, v.begin() + off + n)};
   }
   return out;
 }
@@ -118,8 +118,9 @@ static bool unnamed(const nlohmann::json &info, TensorMap &t, const std::string 
     }
     auto shape = p["shape"].get<std::vector<int64_t>>();
     if (it->second.shape != shape) {
-      error = file + ": tensor '" + name + "' has shape " + nlohmann::json(it->second.shape).dump() +
-              ", the model expects " + nlohmann::json(shape).dump();
+      error = file + ": tensor '" + name + "' has shape " +
+              nlohmann::json(it->second.shape).dump() + ", the model expects " +
+              nlohmann::json(shape).dump();
       return false;
     }
     int64_t off = p["offset"];
@@ -135,9 +136,8 @@ static bool unnamed(const nlohmann::json &info, TensorMap &t, const std::string 
   return true;
 }
 
-bool unroll::saveCheckpoint(const std::string &dir, const nlohmann::json &info,
-                            const TrainState &s, const nlohmann::json &config,
-                            std::string &error) {
+bool unroll::saveCheckpoint(const std::string &dir, const nlohmann::json &info, const TrainState &s,
+                            const nlohmann::json &config, std::string &error) {
   if (!makeDirs(dir, error))
     return false;
   char name[32];
@@ -148,11 +148,16 @@ bool unroll::saveCheckpoint(const std::string &dir, const nlohmann::json &info,
     return false;
   TensorMap opt = named(info, s.theta, "master.");
   if (!s.adam.m.empty()) {
-    for (auto &[k, v] : named(info, s.adam.m, "exp_avg.")) opt[k] = v;
-    for (auto &[k, v] : named(info, s.adam.v, "exp_avg_sq.")) opt[k] = v;
+    for (auto &[k, v] : named(info, s.adam.m, "exp_avg."))
+      opt[k] = v;
+    for (auto &[k, v] : named(info, s.adam.v, "exp_avg_sq."))
+      opt[k] = v;
   }
-  nlohmann::json st{{"step", s.step}, {"adam_step", s.adam.step}, {"rng", s.rng},
-                    {"lr", s.adam.lr}, {"config", config}};
+  nlohmann::json st{{"step", s.step},
+                    {"adam_step", s.adam.step},
+                    {"rng", s.rng},
+                    {"lr", s.adam.lr},
+                    {"config", config}};
   if (!writeSafetensors(step + "/model.safetensors", named(info, s.theta, ""), "F32", error) ||
       !writeSafetensors(step + "/optimizer.safetensors", opt, "F64", error) ||
       !writeFileAtomic(step + "/state.json", st.dump(2) + "\n", error))
@@ -186,8 +191,8 @@ bool unroll::latestStep(const std::string &dir, std::string &stepDir, std::strin
   return true;
 }
 
-bool unroll::loadCheckpoint(const std::string &dir, const nlohmann::json &info,
-                            TrainState &s, nlohmann::json &config, std::string &error) {
+bool unroll::loadCheckpoint(const std::string &dir, const nlohmann::json &info, TrainState &s,
+                            nlohmann::json &config, std::string &error) {
   std::string step, text;
   if (!latestStep(dir, step, error) || !readText(step + "/state.json", text, error))
     return false;

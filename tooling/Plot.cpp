@@ -17,10 +17,14 @@ const char *kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
 std::string esc(const std::string &s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else
+      o += c;
   }
   return o;
 }
@@ -34,10 +38,14 @@ std::string num(double v) {
 /// About `n` "nice" ticks covering [lo, hi].
 std::vector<double> niceTicks(double lo, double hi, int n) {
   double span = hi - lo;
-  if (!(span > 0)) return {lo};
+  if (!(span > 0))
+    return {lo};
   double step = std::pow(10, std::floor(std::log10(span / n)));
   for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (span / (step * m) <= n) { step *= m; break; }
+    if (span / (step * m) <= n) {
+      step *= m;
+      break;
+    }
   std::vector<double> t;
   for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * span; v += step)
     t.push_back(std::abs(v) < 1e-12 * span ? 0.0 : v);
@@ -57,14 +65,28 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (spec.logY && s.y[i] <= 0))
         continue;
-      x0 = std::min(x0, s.x[i]); x1 = std::max(x1, s.x[i]);
-      y0 = std::min(y0, tr(s.y[i])); y1 = std::max(y1, tr(s.y[i]));
+      x0 = std::min(x0, s.x[i]);
+      x1 = std::max(x1, s.x[i]);
+      y0 = std::min(y0, tr(s.y[i]));
+      y1 = std::max(y1, tr(s.y[i]));
     }
-  if (!std::isfinite(x0)) { x0 = 0; x1 = 1; y0 = 0; y1 = 1; }
-  if (x1 == x0) { x0 -= 0.5; x1 += 0.5; }
-  if (y1 == y0) { y0 -= 0.5; y1 += 0.5; }
+  if (!std::isfinite(x0)) {
+    x0 = 0;
+    x1 = 1;
+    y0 = 0;
+    y1 = 1;
+  }
+  if (x1 == x0) {
+    x0 -= 0.5;
+    x1 += 0.5;
+  }
+  if (y1 == y0) {
+    y0 -= 0.5;
+    y1 += 0.5;
+  }
   double pad = 0.05 * (y1 - y0);
-  y0 -= pad; y1 += pad;
+  y0 -= pad;
+  y1 += pad;
   auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
   auto py = [&](double y) { return H - B - (tr(y) - y0) / (y1 - y0) * (H - T - B); };
   auto pyT = [&](double ty) { return H - B - (ty - y0) / (y1 - y0) * (H - T - B); };
@@ -73,8 +95,8 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" viewBox=\"0 0 " << W << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << (L + (W - L - R) / 2) << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">"
-    << esc(spec.title) << "</text>\n";
+    << "<text x=\"" << (L + (W - L - R) / 2)
+    << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << esc(spec.title) << "</text>\n";
   // Grid and ticks.
   for (double t : niceTicks(x0, x1, 8)) {
     o << "<line x1=\"" << px(t) << "\" x2=\"" << px(t) << "\" y1=\"" << T << "\" y2=\"" << H - B
@@ -83,18 +105,20 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
   }
   for (double t : niceTicks(y0, y1, 6)) {
     std::string label = spec.logY ? "1e" + num(t) : num(t);
-    if (spec.logY && std::abs(t - std::round(t)) > 1e-9) continue;
+    if (spec.logY && std::abs(t - std::round(t)) > 1e-9)
+      continue;
     o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << pyT(t) << "\" y2=\"" << pyT(t)
       << "\" stroke=\"#eee\"/><text x=\"" << L - 6 << "\" y=\"" << pyT(t) + 4
       << "\" text-anchor=\"end\">" << label << "</text>\n";
   }
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
     << H - T - B << "\" fill=\"none\" stroke=\"#333\"/>\n"
-    << "<text x=\"" << (L + (W - L - R) / 2) << "\" y=\"" << H - 14
-    << "\" text-anchor=\"middle\">" << esc(spec.xLabel) << "</text>\n"
+    << "<text x=\"" << (L + (W - L - R) / 2) << "\" y=\"" << H - 14 << "\" text-anchor=\"middle\">"
+    << esc(spec.xLabel) << "</text>\n"
     << "<text transform=\"translate(18," << (T + (H - T - B) / 2)
     << ") rotate(-90)\" text-anchor=\"middle\">" << esc(spec.yLabel)
-    << (spec.logY ? (spec.yFloor > 0 ? " (log, floor " + num(spec.yFloor) + ")" : " (log scale)") : "")
+    << (spec.logY ? (spec.yFloor > 0 ? " (log, floor " + num(spec.yFloor) + ")" : " (log scale)")
+                  : "")
     << "</text>\n";
   // Series with a legend.
   for (size_t k = 0; k < spec.series.size(); ++k) {
@@ -110,9 +134,9 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
         o << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"2.5\" fill=\""
           << c << "\"/>\n";
     double ly = T + 14 + 20 * k;
-    o << "<line x1=\"" << W - R + 14 << "\" x2=\"" << W - R + 38 << "\" y1=\"" << ly
-      << "\" y2=\"" << ly << "\" stroke=\"" << c << "\" stroke-width=\"2\"/><text x=\""
-      << W - R + 44 << "\" y=\"" << ly + 4 << "\">" << esc(s.name) << "</text>\n";
+    o << "<line x1=\"" << W - R + 14 << "\" x2=\"" << W - R + 38 << "\" y1=\"" << ly << "\" y2=\""
+      << ly << "\" stroke=\"" << c << "\" stroke-width=\"2\"/><text x=\"" << W - R + 44 << "\" y=\""
+      << ly + 4 << "\">" << esc(s.name) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,8 +14,7 @@
 
 using namespace unroll;
 
-static bool readAll(const std::string &path, std::vector<char> &buf,
-                    std::string &error) {
+static bool readAll(const std::string &path, std::vector<char> &buf, std::string &error) {
   FILE *f = fopen(path.c_str(), "rb");
   if (!f) {
     error = path + ": cannot open (" + strerror(errno) + ")";
@@ -32,8 +31,7 @@ static bool readAll(const std::string &path, std::vector<char> &buf,
   return !bad;
 }
 
-bool unroll::readSafetensors(const std::string &path, TensorMap &out,
-                             std::string &error) {
+bool unroll::readSafetensors(const std::string &path, TensorMap &out, std::string &error) {
   std::vector<char> buf;
   if (!readAll(path, buf, error))
     return false;
@@ -42,17 +40,14 @@ bool unroll::readSafetensors(const std::string &path, TensorMap &out,
     return false;
   };
   if (buf.size() < 8)
-    return fail("too short for a safetensors header (" +
-                std::to_string(buf.size()) + " bytes)");
+    return fail("too short for a safetensors header (" + std::to_string(buf.size()) + " bytes)");
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; --i)
     hlen = (hlen << 8) | static_cast<unsigned char>(buf[i]);
   if (hlen > buf.size() - 8)
-    return fail("header length " + std::to_string(hlen) +
-                " runs past the end of the file (" +
+    return fail("header length " + std::to_string(hlen) + " runs past the end of the file (" +
                 std::to_string(buf.size()) + " bytes)");
-  auto header = nlohmann::json::parse(buf.begin() + 8, buf.begin() + 8 + hlen,
-                                      nullptr, false);
+  auto header = nlohmann::json::parse(buf.begin() + 8, buf.begin() + 8 + hlen, nullptr, false);
   if (header.is_discarded() || !header.is_object())
     return fail("header is not a JSON object");
   const uint64_t dataSize = buf.size() - 8 - hlen;
@@ -90,13 +85,11 @@ bool unroll::readSafetensors(const std::string &path, TensorMap &out,
       return fail(where + "data_offsets must be two non-negative integers");
     uint64_t b = off[0], e = off[1];
     if (b > e || e > dataSize)
-      return fail(where + "data_offsets [" + std::to_string(b) + ", " +
-                  std::to_string(e) + "] are outside the data area (" +
-                  std::to_string(dataSize) + " bytes)");
+      return fail(where + "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
+                  "] are outside the data area (" + std::to_string(dataSize) + " bytes)");
     if (e - b != numel * es)
       return fail(where + "holds " + std::to_string(e - b) +
-                  " bytes but its shape and dtype need " +
-                  std::to_string(numel * es));
+                  " bytes but its shape and dtype need " + std::to_string(numel * es));
     ranges.push_back({b, e});
     tensor.data.resize(numel);
     for (uint64_t i = 0; i < numel; ++i) {
@@ -124,8 +117,7 @@ bool unroll::writeSafetensors(const std::string &path, const TensorMap &tensors,
   uint64_t off = 0;
   for (auto &[name, t] : tensors) {
     uint64_t bytes = t.data.size() * es;
-    header[name] = {{"dtype", dtype}, {"shape", t.shape},
-                    {"data_offsets", {off, off + bytes}}};
+    header[name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {off, off + bytes}}};
     off += bytes;
   }
   std::string h = header.dump();

@@ -56,7 +56,8 @@ Prompts unroll::sampleSparseLinear(int64_t batch, int64_t points, int64_t dim, i
   std::vector<int64_t> idx(active);
   for (int64_t b = 0; b < batch; ++b) {
     // A uniform `nonzero`-subset of the active coordinates (partial shuffle).
-    for (int64_t c = 0; c < active; ++c) idx[c] = c;
+    for (int64_t c = 0; c < active; ++c)
+      idx[c] = c;
     std::fill(w.begin(), w.end(), 0.0);
     for (int64_t j = 0; j < std::min(nonzero, active); ++j) {
       int64_t r = j + rng.below(active - j);
@@ -67,7 +68,8 @@ Prompts unroll::sampleSparseLinear(int64_t batch, int64_t points, int64_t dim, i
       double *x = &p.xs[(b * points + i) * dim];
       drawX(x, dim, active, rng);
       double y = 0;
-      for (int64_t c = 0; c < active; ++c) y += x[c] * w[c];
+      for (int64_t c = 0; c < active; ++c)
+        y += x[c] * w[c];
       p.ys[b * points + i] = y;
     }
   }
@@ -82,8 +84,10 @@ Prompts unroll::sampleDecisionTree(int64_t batch, int64_t points, int64_t dim, i
   std::vector<int64_t> split(internal);
   std::vector<double> leaf(leaves);
   for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t &s : split) s = rng.below(active);
-    for (double &v : leaf) v = rng.normal();
+    for (int64_t &s : split)
+      s = rng.below(active);
+    for (double &v : leaf)
+      v = rng.normal();
     for (int64_t i = 0; i < points; ++i) {
       double *x = &p.xs[(b * points + i) * dim];
       drawX(x, dim, active, rng);
@@ -103,15 +107,18 @@ Prompts unroll::sampleReluNet(int64_t batch, int64_t points, int64_t dim, int64_
   std::vector<double> w1(active * hidden), w2(hidden);
   double scale = std::sqrt(2.0 / hidden);
   for (int64_t b = 0; b < batch; ++b) {
-    for (double &v : w1) v = rng.normal();
-    for (double &v : w2) v = rng.normal();
+    for (double &v : w1)
+      v = rng.normal();
+    for (double &v : w2)
+      v = rng.normal();
     for (int64_t i = 0; i < points; ++i) {
       double *x = &p.xs[(b * points + i) * dim];
       drawX(x, dim, active, rng);
       double y = 0;
       for (int64_t h = 0; h < hidden; ++h) {
         double z = 0;
-        for (int64_t c = 0; c < active; ++c) z += x[c] * w1[c * hidden + h];
+        for (int64_t c = 0; c < active; ++c)
+          z += x[c] * w1[c * hidden + h];
         y += std::max(z, 0.0) * w2[h];
       }
       p.ys[b * points + i] = scale * y;
@@ -123,10 +130,8 @@ Prompts unroll::sampleReluNet(int64_t batch, int64_t points, int64_t dim, int64_
 // Defaults from P2 (PAPERS.md): points curricula at d = 20, noise, and the
 // zero predictor's error used for normalization.
 static const TaskSpec kTasks[] = {
-    {"icl_linear", 11, 41, 2, 0.0},
-    {"icl_noisy_linear", 11, 41, 2, 0.1},
-    {"icl_sparse_linear", 11, 41, 2, 0.0},
-    {"icl_decision_tree", 26, 101, 5, 0.0},
+    {"icl_linear", 11, 41, 2, 0.0},        {"icl_noisy_linear", 11, 41, 2, 0.1},
+    {"icl_sparse_linear", 11, 41, 2, 0.0}, {"icl_decision_tree", 26, 101, 5, 0.0},
     {"icl_relu2nn", 26, 101, 5, 0.0},
 };
 
@@ -140,8 +145,8 @@ double TaskSpec::zeroError(int64_t active, double noise) const {
   return active + noise * noise;
 }
 
-Prompts TaskSpec::sample(int64_t batch, int64_t points, int64_t dim, int64_t active,
-                         double noise, Rng &rng) const {
+Prompts TaskSpec::sample(int64_t batch, int64_t points, int64_t dim, int64_t active, double noise,
+                         Rng &rng) const {
   if (name == "icl_sparse_linear")
     return sampleSparseLinear(batch, points, dim, active, 3, rng);
   if (name == "icl_decision_tree")

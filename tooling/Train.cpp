@@ -11,8 +11,8 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 #include <functional>
+#include <unistd.h>
 
 using namespace unroll;
 using Clock = std::chrono::steady_clock;
@@ -26,14 +26,30 @@ static nlohmann::json curriculumJson(const Curriculum &c) {
 }
 
 nlohmann::json TrainConfig::toJson() const {
-  return {{"task", task}, {"steps", steps}, {"batch", batch}, {"lr", lr},
-          {"adam_beta1", beta1}, {"adam_beta2", beta2}, {"adam_eps", eps}, {"seed", seed},
-          {"out", out}, {"curriculum", curriculum}, {"loops", loops}, {"window", window},
-          {"loop_inc", loopInc}, {"loop_interval", loopInterval},
-          {"dims", curriculumJson(dims)}, {"points", curriculumJson(points)},
-          {"noise", noise}, {"log_every", logEvery}, {"save_every", saveEvery},
-          {"eval_prompts", evalPrompts}, {"eval_loops", evalLoops}, {"eval_batch", evalBatch},
-          {"optimizer", optimizer}, {"baseline_prompts", baselinePrompts}};
+  return {{"task", task},
+          {"steps", steps},
+          {"batch", batch},
+          {"lr", lr},
+          {"adam_beta1", beta1},
+          {"adam_beta2", beta2},
+          {"adam_eps", eps},
+          {"seed", seed},
+          {"out", out},
+          {"curriculum", curriculum},
+          {"loops", loops},
+          {"window", window},
+          {"loop_inc", loopInc},
+          {"loop_interval", loopInterval},
+          {"dims", curriculumJson(dims)},
+          {"points", curriculumJson(points)},
+          {"noise", noise},
+          {"log_every", logEvery},
+          {"save_every", saveEvery},
+          {"eval_prompts", evalPrompts},
+          {"eval_loops", evalLoops},
+          {"eval_batch", evalBatch},
+          {"optimizer", optimizer},
+          {"baseline_prompts", baselinePrompts}};
 }
 
 bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
@@ -44,8 +60,8 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
   for (auto &[k, v] : j.items()) {
     auto num = [&](int64_t &dst, int64_t lo) {
       if (!v.is_number_integer() || v.get<int64_t>() < lo) {
-        error = "config key '" + k + "' expects an integer >= " + std::to_string(lo) +
-                ", got " + v.dump();
+        error = "config key '" + k + "' expects an integer >= " + std::to_string(lo) + ", got " +
+                v.dump();
         return false;
       }
       dst = v;
@@ -54,8 +70,8 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
     auto real = [&](double &dst, bool positive) {
       if (!v.is_number() || !std::isfinite(v.get<double>()) ||
           (positive ? v.get<double>() <= 0 : v.get<double>() < 0)) {
-        error = "config key '" + k + "' expects a " +
-                (positive ? "positive" : "non-negative") + " number, got " + v.dump();
+        error = "config key '" + k + "' expects a " + (positive ? "positive" : "non-negative") +
+                " number, got " + v.dump();
         return false;
       }
       dst = v;
@@ -67,8 +83,11 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
         return false;
       }
       for (auto &[ck, cv] : v.items()) {
-        int64_t *dst = ck == "start" ? &c.start : ck == "end" ? &c.end : ck == "inc" ? &c.inc
-                     : ck == "interval" ? &c.interval : nullptr;
+        int64_t *dst = ck == "start"      ? &c.start
+                       : ck == "end"      ? &c.end
+                       : ck == "inc"      ? &c.inc
+                       : ck == "interval" ? &c.interval
+                                          : nullptr;
         if (!dst || !cv.is_number_integer() || cv.get<int64_t>() < 0) {
           error = "config key '" + k + "." + ck + "' is unknown or not an integer >= 0";
           return false;
@@ -79,39 +98,60 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
     };
     int64_t tmp;
     bool ok = true;
-    if (k == "task") ok = v.is_string() && (task = v.get<std::string>(), true);
-    else if (k == "steps") ok = num(steps, 0);
-    else if (k == "batch") ok = num(batch, 1);
-    else if (k == "lr") ok = real(lr, true);
+    if (k == "task")
+      ok = v.is_string() && (task = v.get<std::string>(), true);
+    else if (k == "steps")
+      ok = num(steps, 0);
+    else if (k == "batch")
+      ok = num(batch, 1);
+    else if (k == "lr")
+      ok = real(lr, true);
     else if (k == "adam_beta1" || k == "adam_beta2") {
       double &dst = k == "adam_beta1" ? beta1 : beta2;
       ok = real(dst, false) && dst < 1;
       if (!ok && error.empty())
         error = "config key '" + k + "' expects a number in [0, 1), got " + v.dump();
-    } else if (k == "adam_eps") ok = real(eps, true);
-    else if (k == "seed") ok = num(tmp, 0) && (seed = tmp, true);
-    else if (k == "out") ok = v.is_string() && (out = v.get<std::string>(), true);
-    else if (k == "curriculum") ok = v.is_boolean() && (curriculum = v.get<bool>(), true);
-    else if (k == "loops") ok = num(loops, 0);
-    else if (k == "window") ok = num(window, 0);
-    else if (k == "loop_inc") ok = num(loopInc, 0);
-    else if (k == "loop_interval") ok = num(loopInterval, 1);
-    else if (k == "dims") ok = curr(dims);
-    else if (k == "points") ok = curr(points);
-    else if (k == "noise") ok = real(noise, false);
-    else if (k == "log_every") ok = num(logEvery, 1);
-    else if (k == "save_every") ok = num(saveEvery, 1);
-    else if (k == "eval_prompts") ok = num(evalPrompts, 0);
-    else if (k == "eval_loops") ok = num(evalLoops, 0);
-    else if (k == "eval_batch") ok = num(evalBatch, 1);
-    else if (k == "baseline_prompts") ok = num(baselinePrompts, 0);
+    } else if (k == "adam_eps")
+      ok = real(eps, true);
+    else if (k == "seed")
+      ok = num(tmp, 0) && (seed = tmp, true);
+    else if (k == "out")
+      ok = v.is_string() && (out = v.get<std::string>(), true);
+    else if (k == "curriculum")
+      ok = v.is_boolean() && (curriculum = v.get<bool>(), true);
+    else if (k == "loops")
+      ok = num(loops, 0);
+    else if (k == "window")
+      ok = num(window, 0);
+    else if (k == "loop_inc")
+      ok = num(loopInc, 0);
+    else if (k == "loop_interval")
+      ok = num(loopInterval, 1);
+    else if (k == "dims")
+      ok = curr(dims);
+    else if (k == "points")
+      ok = curr(points);
+    else if (k == "noise")
+      ok = real(noise, false);
+    else if (k == "log_every")
+      ok = num(logEvery, 1);
+    else if (k == "save_every")
+      ok = num(saveEvery, 1);
+    else if (k == "eval_prompts")
+      ok = num(evalPrompts, 0);
+    else if (k == "eval_loops")
+      ok = num(evalLoops, 0);
+    else if (k == "eval_batch")
+      ok = num(evalBatch, 1);
+    else if (k == "baseline_prompts")
+      ok = num(baselinePrompts, 0);
     else if (k == "optimizer") {
       ok = v.is_string() && (v == "auto" || v == "host" || v == "compiled");
       if (ok)
         optimizer = v.get<std::string>();
       else
-        error = "config key 'optimizer' expects \"auto\", \"host\" or \"compiled\", got " +
-                v.dump();
+        error =
+            "config key 'optimizer' expects \"auto\", \"host\" or \"compiled\", got " + v.dump();
     } else {
       error = "unknown config key '" + k + "'";
       return false;
@@ -136,15 +176,18 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
     noise = spec->noise;
   int64_t d = mi.value("prompt_dim", (int64_t)0);
   int64_t b = mi.value("iterations", (int64_t)1), T = mi.value("window", (int64_t)1);
-  if (loops == 0) loops = b;
-  if (window == 0) window = T;
+  if (loops == 0)
+    loops = b;
+  if (window == 0)
+    window = T;
   if (window > loops) {
     error = "the loss window T = " + std::to_string(window) +
             " exceeds the loop count b = " + std::to_string(loops);
     return false;
   }
   int64_t maxPoints = mi.contains("positions") ? mi["positions"].get<int64_t>() / 2 : 1 << 20;
-  if (dims.end == 0) dims = {std::min<int64_t>(5, d), d, 1, 5000};
+  if (dims.end == 0)
+    dims = {std::min<int64_t>(5, d), d, 1, 5000};
   if (points.end == 0) {
     // P2's curricula at d = 20 (11 -> 41 by 2 for the linear tasks, 26 -> 101
     // by 5 for trees and ReLU nets) end at 2d + 1 and 5d + 1 points.
@@ -157,11 +200,12 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
     return false;
   }
   if (points.end > maxPoints || points.start < 1 || points.start > points.end) {
-    error = "the points curriculum must satisfy 1 <= start <= end <= " +
-            std::to_string(maxPoints) + " (the model's positions / 2)";
+    error = "the points curriculum must satisfy 1 <= start <= end <= " + std::to_string(maxPoints) +
+            " (the model's positions / 2)";
     return false;
   }
-  if (evalLoops == 0) evalLoops = loops;
+  if (evalLoops == 0)
+    evalLoops = loops;
   return true;
 }
 
@@ -175,8 +219,10 @@ static void onSignal(int sig) { gStop = sig; }
 static std::string hms(double s) {
   char b[32];
   long t = (long)s;
-  if (t >= 3600) snprintf(b, sizeof b, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-  else snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
+  if (t >= 3600)
+    snprintf(b, sizeof b, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else
+    snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
   return b;
 }
 
@@ -201,7 +247,8 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     st.theta.assign(run.numParams(), 0.0);
     for (const auto &p : mi["params"]) {
       int64_t off = p["offset"], n = 1;
-      for (int64_t s : p["shape"]) n *= s;
+      for (int64_t s : p["shape"])
+        n *= s;
       std::string init = p.value("init", "normal");
       double sd = p.value("std", 0.02);
       for (int64_t i = 0; i < n; ++i)
@@ -218,7 +265,8 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   bool compiled = cfg.optimizer == "compiled" || (cfg.optimizer == "auto" && m.gpu());
   if (compiled && !run.hasAdam())
     return die(m.path() + ": the library has no compiled optimizer step (@" +
-               mi.value("name", std::string("M")) + "_adam); rebuild it with this unroll-opt, "
+               mi.value("name", std::string("M")) +
+               "_adam); rebuild it with this unroll-opt, "
                "or train with --optimizer host");
   ResidentState dev;
   if (compiled) {
@@ -242,8 +290,10 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     toHost();
     st.rng = rng.save();
     if (!saveCheckpoint(ckptDir, mi, st, cfg.toJson(), err)) {
-      fprintf(stderr, "unroll-run: error: checkpoint at step %lld failed: %s (the previous "
-                      "checkpoint is kept)\n", (long long)st.step, err.c_str());
+      fprintf(stderr,
+              "unroll-run: error: checkpoint at step %lld failed: %s (the previous "
+              "checkpoint is kept)\n",
+              (long long)st.step, err.c_str());
       return false;
     }
     return true;
@@ -251,12 +301,14 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
 
-  fprintf(stderr, "training %s on %s: %lld steps, batch %lld, lr %g, b %lld, T %lld, %s curriculum; "
-                  "%lld parameters; Adam %s\n",
+  fprintf(stderr,
+          "training %s on %s: %lld steps, batch %lld, lr %g, b %lld, T %lld, %s curriculum; "
+          "%lld parameters; Adam %s\n",
           mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
           (long long)cfg.batch, cfg.lr, (long long)cfg.loops, (long long)cfg.window,
           cfg.curriculum ? "with" : "no", (long long)run.numParams(),
-          compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled") : "on the host");
+          compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled")
+                   : "on the host");
   int64_t d = mi["prompt_dim"];
   auto t0 = Clock::now();
   int64_t startStep = st.step;
@@ -267,14 +319,16 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     int64_t s = st.step;
     int64_t dims = cfg.curriculum ? cfg.dims.at(s) : cfg.dims.end;
     int64_t pts = cfg.curriculum ? cfg.points.at(s) : cfg.points.end;
-    int64_t b = cfg.curriculum ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
-                               : cfg.loops;
+    int64_t b = cfg.curriculum
+                    ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
+                    : cfg.loops;
     Prompts p = cfg.spec->sample(cfg.batch, pts, d, dims, cfg.noise, rng);
     if (!(compiled ? run.lossGrad(p, dev, b, cfg.window, losses, err)
                    : run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err)))
       return die(err);
     double loss = 0;
-    for (double l : losses) loss += l;
+    for (double l : losses)
+      loss += l;
     loss /= losses.size();
     bool finite = std::isfinite(loss);
     if (compiled) {
@@ -283,11 +337,13 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
       // saving it: the last checkpoint stays what it was)
       finite = finite && std::isfinite(run.adamStep(dev, st.adam.compiledStep()));
     } else {
-      for (double g : grad) finite = finite && std::isfinite(g);
+      for (double g : grad)
+        finite = finite && std::isfinite(g);
     }
     if (!finite) {
-      fprintf(stderr, "unroll-run: error: non-finite %s at step %lld; stopping (the last "
-                      "checkpoint in %s is kept)\n",
+      fprintf(stderr,
+              "unroll-run: error: non-finite %s at step %lld; stopping (the last "
+              "checkpoint in %s is kept)\n",
               std::isfinite(loss) ? "gradient" : "loss", (long long)s, ckptDir.c_str());
       return 3;
     }
@@ -297,12 +353,15 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     lossAvg += loss;
     ++lossN;
     double el = std::chrono::duration<double>(Clock::now() - t0).count();
-    metrics << nlohmann::json{{"step", s + 1}, {"loss", loss}, {"loops", b}, {"dims", dims},
-                              {"points", pts}, {"lr", cfg.lr}, {"elapsed_s", el}}.dump() << "\n";
+    metrics << nlohmann::json{{"step", s + 1}, {"loss", loss}, {"loops", b},     {"dims", dims},
+                              {"points", pts}, {"lr", cfg.lr}, {"elapsed_s", el}}
+                   .dump()
+            << "\n";
     bool last = s + 1 == cfg.steps;
     if ((s + 1) % cfg.logEvery == 0 || last || s == startStep) {
       double rate = (s + 1 - startStep) / std::max(el, 1e-9);
-      fprintf(stderr, "step %6lld/%lld | loss %.4f | b %lld d %lld k %lld | %.2f steps/s | ETA %s\n",
+      fprintf(stderr,
+              "step %6lld/%lld | loss %.4f | b %lld d %lld k %lld | %.2f steps/s | ETA %s\n",
               (long long)(s + 1), (long long)cfg.steps, lossAvg / lossN, (long long)b,
               (long long)dims, (long long)pts, rate, hms((cfg.steps - s - 1) / rate).c_str());
       lossAvg = 0;
@@ -322,7 +381,8 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   if (compiled)
     fprintf(stderr, "resident state: %llu entry-point arguments used in place (not copied)\n",
             (unsigned long long)dev.residentHits());
-  fprintf(stderr, "trained %lld steps in %s; checkpoint in %s\n", (long long)(cfg.steps - startStep),
+  fprintf(stderr, "trained %lld steps in %s; checkpoint in %s\n",
+          (long long)(cfg.steps - startStep),
           hms(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(), ckptDir.c_str());
   return cfg.evalPrompts > 0 ? evaluate(run, st.theta, cfg) : 0;
 }
@@ -332,8 +392,8 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
 //===----------------------------------------------------------------------===//
 
 void unroll::bootstrapBands(const std::vector<double> &errs, int64_t prompts, int64_t k,
-                            double norm, int64_t resamples, uint64_t seed,
-                            std::vector<double> &lo, std::vector<double> &hi) {
+                            double norm, int64_t resamples, uint64_t seed, std::vector<double> &lo,
+                            std::vector<double> &hi) {
   lo.assign(k, 0.0);
   hi.assign(k, 0.0);
   if (prompts <= 0)
@@ -342,10 +402,12 @@ void unroll::bootstrapBands(const std::vector<double> &errs, int64_t prompts, in
   std::vector<std::vector<double>> means(k, std::vector<double>(resamples));
   std::vector<int64_t> pick(prompts);
   for (int64_t r = 0; r < resamples; ++r) {
-    for (int64_t &p : pick) p = rng.below(prompts);
+    for (int64_t &p : pick)
+      p = rng.below(prompts);
     for (int64_t i = 0; i < k; ++i) {
       double s = 0;
-      for (int64_t p : pick) s += errs[p * k + i];
+      for (int64_t p : pick)
+        s += errs[p * k + i];
       means[i][r] = s / (prompts * norm);
     }
   }
@@ -410,23 +472,19 @@ std::vector<Baseline> baselinesFor(const std::string &task) {
         });
   if (task == "icl_decision_tree") {
     add("tree_depth4", "greedy tree (depth 4)", true,
-        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &pos) {
-          return treePreds(x, y, k, d, 4, pos);
-        });
+        [](const double *x, const double *y, int64_t k, int64_t d,
+           const std::vector<int64_t> &pos) { return treePreds(x, y, k, d, 4, pos); });
     add("tree_unlimited", "greedy tree (unlimited)", true,
-        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &pos) {
-          return treePreds(x, y, k, d, -1, pos);
-        });
+        [](const double *x, const double *y, int64_t k, int64_t d,
+           const std::vector<int64_t> &pos) { return treePreds(x, y, k, d, -1, pos); });
     add("boosted_trees", "boosted trees (50, depth 4, lr 0.1)", true,
-        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &pos) {
-          return boostedTreePreds(x, y, k, d, pos);
-        });
+        [](const double *x, const double *y, int64_t k, int64_t d,
+           const std::vector<int64_t> &pos) { return boostedTreePreds(x, y, k, d, pos); });
   }
   if (task == "icl_relu2nn")
     add("relu_net_adam", "2-layer ReLU net (Adam 5e-3)", true,
-        [](const double *x, const double *y, int64_t k, int64_t d, const std::vector<int64_t> &pos) {
-          return twoLayerNetPreds(x, y, k, d, pos);
-        });
+        [](const double *x, const double *y, int64_t k, int64_t d,
+           const std::vector<int64_t> &pos) { return twoLayerNetPreds(x, y, k, d, pos); });
   return b;
 }
 } // namespace
@@ -446,8 +504,10 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   // Where the costly baselines are fitted: every position up to 41 points,
   // else every 5th and the last.
   std::vector<int64_t> grid;
-  for (int64_t i = 0; i < k; i += k <= 41 ? 1 : 5) grid.push_back(i);
-  if (grid.back() != k - 1) grid.push_back(k - 1);
+  for (int64_t i = 0; i < k; i += k <= 41 ? 1 : 5)
+    grid.push_back(i);
+  if (grid.back() != k - 1)
+    grid.push_back(k - 1);
   int64_t costlyPrompts = std::min(cfg.baselinePrompts, cfg.evalPrompts);
   std::vector<double> perPrompt; // the model's squared errors [prompt, k], for the bands
   perPrompt.reserve(cfg.evalPrompts * k);
@@ -484,7 +544,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   }
   // P2 normalizes by the zero predictor's error E[y^2] (the task's).
   double zero = cfg.spec->zeroError(dims, cfg.noise), nan = std::nan("");
-  for (double &x : sModel) x /= cfg.evalPrompts * zero;
+  for (double &x : sModel)
+    x /= cfg.evalPrompts * zero;
   for (Baseline &bl : baselines)
     for (int64_t i = 0; i < k; ++i)
       bl.sum[i] = bl.count[i] ? bl.sum[i] / (bl.count[i] * zero) : nan;
@@ -493,7 +554,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
 
   // eval.csv: one column per estimator (empty where not fitted).
   std::string csv = "k,model,model_p05,model_p95";
-  for (const Baseline &bl : baselines) csv += "," + bl.key;
+  for (const Baseline &bl : baselines)
+    csv += "," + bl.key;
   csv += "\n";
   auto num = [](double v) {
     char b[32];
@@ -504,21 +566,24 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   };
   for (int64_t i = 0; i < k; ++i) {
     csv += std::to_string(i) + "," + num(sModel[i]) + "," + num(lo[i]) + "," + num(hi[i]);
-    for (const Baseline &bl : baselines) csv += "," + num(bl.sum[i]);
+    for (const Baseline &bl : baselines)
+      csv += "," + num(bl.sum[i]);
     csv += "\n";
   }
-  nlohmann::json j{{"task", cfg.task}, {"prompts", cfg.evalPrompts}, {"loops", cfg.evalLoops},
-                   {"dims", dims}};
+  nlohmann::json j{
+      {"task", cfg.task}, {"prompts", cfg.evalPrompts}, {"loops", cfg.evalLoops}, {"dims", dims}};
   j["normalization"] = "squared error / E[y^2] = " + std::to_string(zero) + " (zero predictor = 1)";
   j["k"] = nlohmann::json::array();
-  for (int64_t i = 0; i < k; ++i) j["k"].push_back(i);
+  for (int64_t i = 0; i < k; ++i)
+    j["k"].push_back(i);
   j["model"] = sModel;
   j["model_p05"] = lo;
   j["model_p95"] = hi;
   j["bands"] = "5-95% bootstrap over prompts, 1000 resamples";
   auto orNull = [](const std::vector<double> &v) {
     nlohmann::json a = nlohmann::json::array();
-    for (double x : v) a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
+    for (double x : v)
+      a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
     return a;
   };
   for (const Baseline &bl : baselines) {
@@ -527,16 +592,18 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
       j["fitted_on"][bl.key] = {{"prompts", costlyPrompts}, {"positions", grid}};
   }
   PlotSpec spec;
-  spec.title = mi["name"].get<std::string>() + " on " + cfg.task + " (d = " +
-               std::to_string(dims) + ", " + std::to_string(cfg.evalLoops) + " loops)";
+  spec.title = mi["name"].get<std::string>() + " on " + cfg.task + " (d = " + std::to_string(dims) +
+               ", " + std::to_string(cfg.evalLoops) + " loops)";
   spec.xLabel = "in-context examples k";
   spec.yLabel = "normalized squared error";
   spec.logY = true;
   spec.yFloor = 1e-3; // least squares reaches ~1e-19 on noiseless data
   std::vector<double> ks(k);
-  for (int64_t i = 0; i < k; ++i) ks[i] = i;
+  for (int64_t i = 0; i < k; ++i)
+    ks[i] = i;
   spec.series = {{"model", ks, sModel}, {"model 5%", ks, lo}, {"model 95%", ks, hi}};
-  for (const Baseline &bl : baselines) spec.series.push_back({bl.label, ks, bl.sum});
+  for (const Baseline &bl : baselines)
+    spec.series.push_back({bl.label, ks, bl.sum});
   if (!writeReport(cfg.out, "eval", csv, j, spec))
     return 2;
   printf("evaluation: %lld prompts, %lld loops, d = %lld, normalized squared error (%.1f s)\n",
@@ -547,7 +614,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
       printf("  %s: fitted on the first %lld prompts at %zu positions\n", bl.label.c_str(),
              (long long)costlyPrompts, grid.size());
   printf("%5s %10s", "k", "model");
-  for (const Baseline &bl : baselines) printf(" %*s", (int)std::max<size_t>(10, bl.key.size()), bl.key.c_str());
+  for (const Baseline &bl : baselines)
+    printf(" %*s", (int)std::max<size_t>(10, bl.key.size()), bl.key.c_str());
   printf("\n");
   for (int64_t i = 0; i < k; ++i) {
     if (k > 16 && i % 4 != 0 && i != 2 * dims && i != dims && i != k - 1)
@@ -555,8 +623,10 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
     printf("%5lld %10.4f", (long long)i, sModel[i]);
     for (const Baseline &bl : baselines) {
       int w = (int)std::max<size_t>(10, bl.key.size());
-      if (std::isfinite(bl.sum[i])) printf(" %*.4g", w, bl.sum[i]);
-      else printf(" %*s", w, "-");
+      if (std::isfinite(bl.sum[i]))
+        printf(" %*.4g", w, bl.sum[i]);
+      else
+        printf(" %*s", w, "-");
     }
     printf("%s\n", i == 2 * dims ? "   <- k = 2d" : "");
   }
@@ -571,7 +641,7 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
   const nlohmann::json &mi = run.info();
   int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
   int64_t maxL = loops.back(), nL = loops.size();
-  Rng rng(cfg.seed ^ 0x5eed5eedULL); // the same prompts as evaluate()'s
+  Rng rng(cfg.seed ^ 0x5eed5eedULL);                       // the same prompts as evaluate()'s
   std::vector<double> last(nL, 0), mean(nL, 0), perPrompt; // perPrompt [prompt, loop]
   int64_t done = 0;
   auto t0 = Clock::now();
@@ -599,7 +669,8 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
       }
     done += bsz;
     if (tty) // a progress line that rewrites itself; logs get none
-      fprintf(stderr, "loop study: %lld/%lld prompts\r", (long long)done, (long long)cfg.evalPrompts);
+      fprintf(stderr, "loop study: %lld/%lld prompts\r", (long long)done,
+              (long long)cfg.evalPrompts);
   }
   if (tty)
     fprintf(stderr, "\n");
@@ -629,8 +700,9 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
                    {"error_mean_over_positions", mean},
                    {"normalization", "squared error / E[y^2] = " + std::to_string(zero)}};
   PlotSpec spec;
-  spec.title = mi["name"].get<std::string>() + " on " + cfg.task + ": error vs loops (trained b = " +
-               std::to_string(cfg.loops) + ", k = " + std::to_string(k - 1) + ")";
+  spec.title = mi["name"].get<std::string>() + " on " + cfg.task +
+               ": error vs loops (trained b = " + std::to_string(cfg.loops) +
+               ", k = " + std::to_string(k - 1) + ")";
   spec.xLabel = "loop iterations";
   spec.yLabel = "normalized squared error";
   spec.logY = true;
@@ -679,8 +751,9 @@ int unroll::predict(const ModelRunner &run, const std::vector<double> &theta,
   if (!run.forward(p, theta, loops, preds, err))
     return die(err);
   TensorMap out;
-  out["preds"] = {{p.batch, p.points},
-                  std::vector<double>(preds.begin() + (loops - 1) * p.batch * p.points, preds.end())};
+  out["preds"] = {
+      {p.batch, p.points},
+      std::vector<double>(preds.begin() + (loops - 1) * p.batch * p.points, preds.end())};
   if (!writeSafetensors(output, out, "F32", err))
     return die(err);
   printf("wrote predictions for %lld prompts of %lld points (%lld loops) to %s\n",

@@ -17,15 +17,14 @@ std::string tmpPath(const std::string &name) {
 }
 
 /// Writes raw bytes: an 8-byte little-endian header length, the header, data.
-void writeRaw(const std::string &path, const std::string &header,
-              const std::string &data, uint64_t hlen) {
+void writeRaw(const std::string &path, const std::string &header, const std::string &data,
+              uint64_t hlen) {
   std::ofstream f(path, std::ios::binary);
   for (int i = 0; i < 8; ++i)
     f.put(static_cast<char>((hlen >> (8 * i)) & 0xff));
   f << header << data;
 }
-void writeRaw(const std::string &path, const std::string &header,
-              const std::string &data) {
+void writeRaw(const std::string &path, const std::string &header, const std::string &data) {
   writeRaw(path, header, data, header.size());
 }
 } // namespace
@@ -67,7 +66,8 @@ TEST(Safetensors, ReadsAHandWrittenFile) {
   double v[2] = {1.5, -4.0};
   std::string data(reinterpret_cast<char *>(v), sizeof v);
   std::string p = tmpPath("hand.safetensors"), err;
-  writeRaw(p, R"({"w":{"dtype":"F64","shape":[2],"data_offsets":[0,16]},"__metadata__":{"k":"v"}})", data);
+  writeRaw(p, R"({"w":{"dtype":"F64","shape":[2],"data_offsets":[0,16]},"__metadata__":{"k":"v"}})",
+           data);
   TensorMap out;
   ASSERT_TRUE(readSafetensors(p, out, err)) << err;
   EXPECT_EQ(out["w"].data, (std::vector<double>{1.5, -4.0}));
@@ -105,9 +105,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "outside the data area"},
         BadCase{"size", R"({"a":{"dtype":"F64","shape":[3],"data_offsets":[0,16]}})", 16, -1,
                 "holds 16 bytes but its shape and dtype need 24"},
-        BadCase{"overlap",
-                R"({"a":{"dtype":"F64","shape":[2],"data_offsets":[0,16]},"b":{"dtype":"F64","shape":[1],"data_offsets":[8,16]}})",
-                16, -1, "tensors overlap"},
+        BadCase{
+            "overlap",
+            R"({"a":{"dtype":"F64","shape":[2],"data_offsets":[0,16]},"b":{"dtype":"F64","shape":[1],"data_offsets":[8,16]}})",
+            16, -1, "tensors overlap"},
         BadCase{"dtype", R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}})", 2, -1,
                 "unsupported dtype 'BF16'"},
         BadCase{"shape", R"({"a":{"dtype":"F64","shape":[-1],"data_offsets":[0,8]}})", 8, -1,
@@ -116,13 +117,17 @@ INSTANTIATE_TEST_SUITE_P(
                 "outside the data area"},
         BadCase{"fields", R"({"a":{"dtype":"F64"}})", 0, -1,
                 "expected dtype, shape and data_offsets"},
-        BadCase{"huge", R"({"a":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
-                8, -1, "shape is too large"}),
+        BadCase{"huge",
+                R"({"a":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8,
+                -1, "shape is too large"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 TEST(Safetensors, ShortFile) {
   std::string p = tmpPath("short.safetensors"), err;
-  { std::ofstream f(p, std::ios::binary); f << "abc"; }
+  {
+    std::ofstream f(p, std::ios::binary);
+    f << "abc";
+  }
   TensorMap out;
   EXPECT_FALSE(readSafetensors(p, out, err));
   EXPECT_NE(err.find("too short"), std::string::npos) << err;

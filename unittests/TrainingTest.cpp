@@ -9,9 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
-#include <cstdlib>
 #include <unistd.h>
 
 using namespace unroll;
@@ -78,9 +78,9 @@ TEST(Baselines, AveragingAndNearestNeighbours) {
   EXPECT_DOUBLE_EQ(av[2], 5.0 * 3);
   EXPECT_NEAR(av[3], 28.0 / 3 * 4, 1e-12);
   auto nn = nearestNeighborPreds(xs.data(), ys.data(), 4, 1, 3);
-  EXPECT_DOUBLE_EQ(nn[1], 2.0);             // the only example
-  EXPECT_DOUBLE_EQ(nn[2], 3.0);             // mean of 2, 4
-  EXPECT_DOUBLE_EQ(nn[3], 4.0);             // mean of 2, 4, 6
+  EXPECT_DOUBLE_EQ(nn[1], 2.0); // the only example
+  EXPECT_DOUBLE_EQ(nn[2], 3.0); // mean of 2, 4
+  EXPECT_DOUBLE_EQ(nn[3], 4.0); // mean of 2, 4, 6
 }
 
 TEST(Tasks, CurriculumAndInactiveDims) {
@@ -98,7 +98,8 @@ TEST(Tasks, CurriculumAndInactiveDims) {
 
 TEST(Tasks, RngStateRoundTrip) {
   Rng a(42);
-  for (int i = 0; i < 10; ++i) a.normal();
+  for (int i = 0; i < 10; ++i)
+    a.normal();
   std::string s = a.save();
   Rng b;
   ASSERT_TRUE(b.restore(s));
@@ -109,8 +110,9 @@ TEST(Tasks, RngStateRoundTrip) {
 namespace {
 nlohmann::json twoParams() {
   return {{"num_params", 6},
-          {"params", {{{"name", "a.weight"}, {"shape", {2, 2}}, {"offset", 0}},
-                      {{"name", "a.bias"}, {"shape", {2}}, {"offset", 4}}}}};
+          {"params",
+           {{{"name", "a.weight"}, {"shape", {2, 2}}, {"offset", 0}},
+            {{"name", "a.bias"}, {"shape", {2}}, {"offset", 4}}}}};
 }
 } // namespace
 
@@ -166,7 +168,8 @@ TEST(Checkpoint, ErrorsNameTheProblem) {
   t["a.bias"] = {{3}, {1, 2, 3}};
   ASSERT_TRUE(writeSafetensors(f, t, "F32", err));
   EXPECT_FALSE(loadParameters(f, info, theta, err));
-  EXPECT_NE(err.find("tensor 'a.bias' has shape [3], the model expects [2]"), std::string::npos) << err;
+  EXPECT_NE(err.find("tensor 'a.bias' has shape [3], the model expects [2]"), std::string::npos)
+      << err;
   // An extra tensor.
   t["a.bias"] = {{2}, {1, 2}};
   t["extra"] = {{1}, {0}};
@@ -195,7 +198,8 @@ TEST(Tasks, ZeroPredictorErrorMatchesMonteCarlo) {
     int64_t active = 8;
     Prompts p = t->sample(4000, 8, 10, active, t->noise, rng);
     double m = 0;
-    for (double y : p.ys) m += y * y;
+    for (double y : p.ys)
+      m += y * y;
     m /= p.ys.size();
     // 32,000 draws (4,000 functions): within 6% of the task's constant.
     EXPECT_NEAR(m / t->zeroError(active, t->noise), 1.0, 0.06) << name;
@@ -218,12 +222,14 @@ TEST(Tasks, SparseLinearHasThreeNonzeroWeights) {
       const double *x = &p.xs[(b * n + i) * d];
       for (int64_t r = 0; r < d; ++r) {
         rhs[r] += x[r] * p.ys[b * n + i];
-        for (int64_t c = 0; c < d; ++c) A[r * d + c] += x[r] * x[c];
+        for (int64_t c = 0; c < d; ++c)
+          A[r * d + c] += x[r] * x[c];
       }
     }
     ASSERT_TRUE(solveSPD(A, rhs, d)); // rhs becomes w
     int nonzero = 0;
-    for (double v : rhs) nonzero += std::abs(v) > 1e-8;
+    for (double v : rhs)
+      nonzero += std::abs(v) > 1e-8;
     EXPECT_EQ(nonzero, 3) << "prompt " << b;
   }
 }
@@ -258,7 +264,8 @@ TEST(Evaluation, BootstrapBandsMatchTheNormalApproximation) {
     errs[p * k + 1] = 2.0; // constant: the band collapses to the mean
   }
   double mean = 0;
-  for (int64_t p = 0; p < prompts; ++p) mean += errs[p * k];
+  for (int64_t p = 0; p < prompts; ++p)
+    mean += errs[p * k];
   mean /= prompts;
   std::vector<double> lo, hi;
   bootstrapBands(errs, prompts, k, 1.0, 1000, 0, lo, hi);
@@ -276,15 +283,18 @@ TEST(Baselines, LassoSatisfiesKKT) {
   int64_t n = 30, d = 10;
   for (double alpha : {0.01, 0.1, 0.5}) {
     Prompts p = sampleSparseLinear(1, n, d, d, 3, rng);
-    for (double &y : p.ys) y += 0.1 * rng.normal();
+    for (double &y : p.ys)
+      y += 0.1 * rng.normal();
     std::vector<double> w = lasso(p.xs.data(), p.ys.data(), n, d, alpha);
     std::vector<double> r(p.ys);
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t c = 0; c < d; ++c) r[i] -= p.xs[i * d + c] * w[c];
+      for (int64_t c = 0; c < d; ++c)
+        r[i] -= p.xs[i * d + c] * w[c];
     int zeros = 0;
     for (int64_t c = 0; c < d; ++c) {
       double g = 0;
-      for (int64_t i = 0; i < n; ++i) g += p.xs[i * d + c] * r[i];
+      for (int64_t i = 0; i < n; ++i)
+        g += p.xs[i * d + c] * r[i];
       g /= n;
       if (w[c] != 0)
         EXPECT_NEAR(g, alpha * (w[c] > 0 ? 1 : -1), 1e-8) << "alpha " << alpha << ", w_" << c;
@@ -302,7 +312,8 @@ TEST(Baselines, LassoSatisfiesKKT) {
   std::vector<double> w = lasso(p.xs.data(), p.ys.data(), 40, 5, 1e-12, 1e-14, 100000);
   std::vector<double> ls = leastSquaresPreds(p.xs.data(), p.ys.data(), 40, 5);
   double pred = 0;
-  for (int64_t c = 0; c < 5; ++c) pred += w[c] * p.xs[39 * 5 + c];
+  for (int64_t c = 0; c < 5; ++c)
+    pred += w[c] * p.xs[39 * 5 + c];
   EXPECT_NEAR(pred, ls[39], 1e-6);
 }
 
@@ -311,11 +322,14 @@ TEST(Baselines, TwoLayerNetGradientMatchesFiniteDifferences) {
   // point where no hidden unit sits on the ReLU kink.
   int64_t d = 4, n = 7;
   std::vector<double> xs(n * d), ys(n);
-  for (int64_t i = 0; i < n * d; ++i) xs[i] = std::sin(1.7 * i + 0.3);
-  for (int64_t i = 0; i < n; ++i) ys[i] = std::cos(0.9 * i);
+  for (int64_t i = 0; i < n * d; ++i)
+    xs[i] = std::sin(1.7 * i + 0.3);
+  for (int64_t i = 0; i < n; ++i)
+    ys[i] = std::cos(0.9 * i);
   TwoLayerNet net;
   net.init(d, 6, 3);
-  for (size_t i = net.hidden * d; i < net.params.size(); ++i) net.params[i] += 0.1; // biases too
+  for (size_t i = net.hidden * d; i < net.params.size(); ++i)
+    net.params[i] += 0.1; // biases too
   std::vector<double> g, dummy;
   net.lossGrad(xs.data(), ys.data(), n, g);
   double worst = 0;
@@ -336,8 +350,10 @@ TEST(Baselines, TreesSplitExactlyWhereAStumpWould) {
   // with the smallest squared error; the tree must predict the same means.
   int64_t n = 30, d = 3;
   std::vector<double> xs(n * d), ys(n);
-  for (int64_t i = 0; i < n * d; ++i) xs[i] = std::sin(2.3 * i * i + 1.1);
-  for (int64_t i = 0; i < n; ++i) ys[i] = (xs[i * d + 1] > 0.2 ? 2.0 : -1.0) + 0.1 * std::cos(3.1 * i);
+  for (int64_t i = 0; i < n * d; ++i)
+    xs[i] = std::sin(2.3 * i * i + 1.1);
+  for (int64_t i = 0; i < n; ++i)
+    ys[i] = (xs[i * d + 1] > 0.2 ? 2.0 : -1.0) + 0.1 * std::cos(3.1 * i);
   double bestErr = 1e300, bestT = 0, lMean = 0, rMean = 0;
   int64_t bestF = -1;
   for (int64_t f = 0; f < d; ++f)
@@ -346,13 +362,15 @@ TEST(Baselines, TreesSplitExactlyWhereAStumpWould) {
       double sl = 0, sr = 0, nl = 0, nr = 0;
       for (int64_t i = 0; i < n; ++i)
         (xs[i * d + f] <= t ? (sl += ys[i], nl += 1) : (sr += ys[i], nr += 1));
-      if (nl == 0 || nr == 0) continue;
+      if (nl == 0 || nr == 0)
+        continue;
       double err = 0;
       for (int64_t i = 0; i < n; ++i) {
         double m = xs[i * d + f] <= t ? sl / nl : sr / nr;
         err += (ys[i] - m) * (ys[i] - m);
       }
-      if (err < bestErr - 1e-12) bestErr = err, bestF = f, bestT = t, lMean = sl / nl, rMean = sr / nr;
+      if (err < bestErr - 1e-12)
+        bestErr = err, bestF = f, bestT = t, lMean = sl / nl, rMean = sr / nr;
     }
   RegressionTree tree;
   tree.fit(xs.data(), ys.data(), n, d, 1);
@@ -363,13 +381,15 @@ TEST(Baselines, TreesSplitExactlyWhereAStumpWould) {
   // shrinks with every tree.
   RegressionTree full;
   full.fit(xs.data(), ys.data(), n, d, -1);
-  for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(full.predict(&xs[i * d]), ys[i], 1e-12);
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_NEAR(full.predict(&xs[i * d]), ys[i], 1e-12);
   double prev = 1e300;
   for (int trees : {1, 5, 20, 50}) {
     BoostedTrees bt;
     bt.fit(xs.data(), ys.data(), n, d, trees, 2, 0.1);
     double err = 0;
-    for (int64_t i = 0; i < n; ++i) err += std::pow(bt.predict(&xs[i * d]) - ys[i], 2);
+    for (int64_t i = 0; i < n; ++i)
+      err += std::pow(bt.predict(&xs[i * d]) - ys[i], 2);
     EXPECT_LT(err, prev);
     prev = err;
   }

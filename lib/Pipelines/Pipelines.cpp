@@ -8,11 +8,11 @@
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
-#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
-#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
@@ -26,10 +26,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -41,9 +41,9 @@ using namespace mlir::unroll;
 //===----------------------------------------------------------------------===//
 
 /// Energy level -> step level -> linalg on tensors -> buffers.
-static void buildFrontEnd(OpPassManager &pm, const std::string &target,
-                          const std::string &chip, bool recomputeWindow,
-                          bool fuseElementwise = false, bool cpuKernels = true) {
+static void buildFrontEnd(OpPassManager &pm, const std::string &target, const std::string &chip,
+                          bool recomputeWindow, bool fuseElementwise = false,
+                          bool cpuKernels = true) {
   pm.addPass(createUnrollDeriveSteps());
   pm.addPass(createUnrollDifferentiate());
   ConvertUnrollToEntryPointsOptions eo;

@@ -291,10 +291,11 @@ struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
               loc, off, nb.create<arith::MulIOp>(loc, ivs[j], meta[i].getStrides()[pos]));
         }
         addr[i] = nb.create<arith::AddIOp>(
-            loc, ptrs[i], nb.create<arith::MulIOp>(loc, off, nb.create<arith::ConstantIndexOp>(loc, bytes)));
+            loc, ptrs[i],
+            nb.create<arith::MulIOp>(loc, off, nb.create<arith::ConstantIndexOp>(loc, bytes)));
       }
-      SmallVector<Value> args{M,       N,          K,       addr[0],    strides[0],
-                              strides[1], addr[1], strides[2], strides[3], addr[2],
+      SmallVector<Value> args{M,          N,          K,          addr[0],    strides[0],
+                              strides[1], addr[1],    strides[2], strides[3], addr[2],
                               strides[4], strides[5], accumulate};
       assert(args.size() == ::unroll::abi::kGemmArgs && "CpuKernels.h declares another signature");
       nb.create<func::CallOp>(loc, name, TypeRange{}, args);

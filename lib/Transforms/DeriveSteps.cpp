@@ -34,10 +34,14 @@ Terms collectTerms(MinimizeOp min) {
   Terms t;
   for (Value v : min.getTerms()) {
     Operation *def = v.getDefiningOp();
-    if (auto p = dyn_cast<PairwiseOp>(def)) t.pairwise = p;
-    else if (auto q = dyn_cast<QuadraticOp>(def)) t.quadratic = q;
-    else if (auto r = dyn_cast<SqNormOp>(def)) t.sqnorm = r;
-    else if (auto n = dyn_cast<NonNegOp>(def)) t.nonneg = n;
+    if (auto p = dyn_cast<PairwiseOp>(def))
+      t.pairwise = p;
+    else if (auto q = dyn_cast<QuadraticOp>(def))
+      t.quadratic = q;
+    else if (auto r = dyn_cast<SqNormOp>(def))
+      t.sqnorm = r;
+    else if (auto n = dyn_cast<NonNegOp>(def))
+      t.nonneg = n;
   }
   return t;
 }
@@ -49,14 +53,13 @@ LogicalResult checkDerivative(Operation *op, Region &rho, Region &rhoPrime) {
     double want = evaluateScalarRegion(rho, z).d;
     double got = evaluateScalarRegion(rhoPrime, z).v;
     if (!(std::abs(got - want) <= 1e-9 * (1.0 + std::abs(want))))
-      return op->emitOpError() << "internal error: derived rho'(" << z
-                               << ") = " << got << " but expected " << want;
+      return op->emitOpError() << "internal error: derived rho'(" << z << ") = " << got
+                               << " but expected " << want;
   }
   return success();
 }
 
-struct DeriveStepsPass
-    : public unroll::impl::UnrollDeriveStepsBase<DeriveStepsPass> {
+struct DeriveStepsPass : public unroll::impl::UnrollDeriveStepsBase<DeriveStepsPass> {
   using UnrollDeriveStepsBase::UnrollDeriveStepsBase;
 
   LogicalResult derive(EnergyOp energy);
@@ -110,10 +113,9 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
   Value proj = operand(pw.getProj());
   if (pw.getProj() && !proj)
     return failure();
-  auto mm = b.create<MMStepOp>(
-      pw.getLoc(), tokenTy, y, proj, certified ? center : Value(), form,
-      min.getAttention(), pw.getMask(), pw.getGraphAttr(),
-      llvm::APFloat(certified ? coeff : 0.0));
+  auto mm = b.create<MMStepOp>(pw.getLoc(), tokenTy, y, proj, certified ? center : Value(), form,
+                               min.getAttention(), pw.getMask(), pw.getGraphAttr(),
+                               llvm::APFloat(certified ? coeff : 0.0));
   if (form == WeightForm::general) {
     Region rho;
     Region *rhoSrc = &pw.getRhoBody();
@@ -134,8 +136,8 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
     Value w = operand(q.getWeight());
     if (!w)
       return failure();
-    cur = b.create<GradStepOp>(q.getLoc(), tokenTy, cur, w, center,
-                               min.getAlphaAttr(), b.getF64FloatAttr(coeff));
+    cur = b.create<GradStepOp>(q.getLoc(), tokenTy, cur, w, center, min.getAlphaAttr(),
+                               b.getF64FloatAttr(coeff));
     ++numSteps;
   }
   // Nonlinearity: prox of the indicator.

@@ -17,11 +17,10 @@
 // loops, each summed in four independent register accumulators.
 //
 // Its vector-Jacobian product, for the backward of a training step,
-// unroll_attention_vjp_f32 / _f64, writes all of dqkv (same layout as qkv) from qkv and the output's adjoint
-// dout (layout of out): per (b, h) it recomputes the row's probabilities P
-// as the forward does, then dP_ij = dO_i · v_j, dS = P ∘ (dP − Σ_j P dP),
-// dq_i = Σ_j dS_ij k_j / √hd, and accumulates dk_j += dS_ij q_i / √hd and
-// dv_j += P_ij dO_i over the rows.
+// unroll_attention_vjp_f32 / _f64, writes all of dqkv (same layout as qkv) from qkv and the
+// output's adjoint dout (layout of out): per (b, h) it recomputes the row's probabilities P as the
+// forward does, then dP_ij = dO_i · v_j, dS = P ∘ (dP − Σ_j P dP), dq_i = Σ_j dS_ij k_j / √hd, and
+// accumulates dk_j += dS_ij q_i / √hd and dv_j += P_ij dO_i over the rows.
 //
 // f32 uses a Cephes-style exp (range reduction to [-ln2/2, ln2/2], degree-6
 // polynomial; relative error ~2e-7, like the polynomial --lower-to-cpu uses
@@ -64,7 +63,9 @@ template <typename T> INLINE typename Vec<T>::V load(const T *p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-template <typename T> INLINE void store(T *p, typename Vec<T>::V v) { std::memcpy(p, &v, sizeof v); }
+template <typename T> INLINE void store(T *p, typename Vec<T>::V v) {
+  std::memcpy(p, &v, sizeof v);
+}
 template <typename T> INLINE typename Vec<T>::V splat(T x) { return typename Vec<T>::V{} + x; }
 
 /// Σ_{r < count} rows[r · stride .. + W) · coef[r] · mul, in four
@@ -177,8 +178,8 @@ INLINE void weightedRows(int64_t len, int64_t hd, const T *w, const T *rows, int
 /// One (b, h): q, k, v point at token 0 of this head (token stride ld);
 /// kt is [hd, np] and p [np], np = n rounded up to whole vectors.
 template <typename T>
-INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, const T *v,
-                 int64_t ld, T *o, int64_t ldo, T *kt, T *p) {
+INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, const T *v, int64_t ld,
+                 T *o, int64_t ldo, T *kt, T *p) {
   const T scale = T(1) / std::sqrt(T(hd));
   transpose<T>(n, np, hd, k, ld, kt);
   for (int64_t i = 0; i < n; ++i) {
@@ -263,8 +264,8 @@ INLINE void attention(int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv,
 
 template <typename T>
 INLINE void attentionVJP(int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb,
-                         int64_t sQi, const T *dout, int64_t sDb, int64_t sDi, T *dqkv,
-                         int64_t sGb, int64_t sGi) {
+                         int64_t sQi, const T *dout, int64_t sDb, int64_t sDi, T *dqkv, int64_t sGb,
+                         int64_t sGi) {
   thread_local Scratch<T> s;
   const int64_t np = (n + Vec<T>::W - 1) / Vec<T>::W * Vec<T>::W;
   for (auto *v : {&s.kt, &s.vt})
@@ -286,33 +287,39 @@ INLINE void attentionVJP(int64_t B, int64_t n, int64_t H, int64_t hd, const T *q
     }
 }
 
-#define ARGS(T)                                                                                \
-  int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb, int64_t sQi, T *out,  \
+#define ARGS(T)                                                                                    \
+  int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb, int64_t sQi, T *out,     \
       int64_t sOb, int64_t sOi
 #define PASS B, n, H, hd, qkv, sQb, sQi, out, sOb, sOi
 
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
-f32Avx512(ARGS(float)) { attention<float>(PASS); }
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void f32Avx512(ARGS(float)) {
+  attention<float>(PASS);
+}
 __attribute__((target("avx2,fma"))) void f32Avx2(ARGS(float)) { attention<float>(PASS); }
 void f32Plain(ARGS(float)) { attention<float>(PASS); }
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
-f64Avx512(ARGS(double)) { attention<double>(PASS); }
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void f64Avx512(ARGS(double)) {
+  attention<double>(PASS);
+}
 __attribute__((target("avx2,fma"))) void f64Avx2(ARGS(double)) { attention<double>(PASS); }
 void f64Plain(ARGS(double)) { attention<double>(PASS); }
 
-#define VJP_ARGS(T)                                                                            \
-  int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb, int64_t sQi,          \
+#define VJP_ARGS(T)                                                                                \
+  int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb, int64_t sQi,             \
       const T *dout, int64_t sDb, int64_t sDi, T *dqkv, int64_t sGb, int64_t sGi
 #define VJP_PASS B, n, H, hd, qkv, sQb, sQi, dout, sDb, sDi, dqkv, sGb, sGi
 
 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
-vjpF32Avx512(VJP_ARGS(float)) { attentionVJP<float>(VJP_PASS); }
+vjpF32Avx512(VJP_ARGS(float)) {
+  attentionVJP<float>(VJP_PASS);
+}
 __attribute__((target("avx2,fma"))) void vjpF32Avx2(VJP_ARGS(float)) {
   attentionVJP<float>(VJP_PASS);
 }
 void vjpF32Plain(VJP_ARGS(float)) { attentionVJP<float>(VJP_PASS); }
 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
-vjpF64Avx512(VJP_ARGS(double)) { attentionVJP<double>(VJP_PASS); }
+vjpF64Avx512(VJP_ARGS(double)) {
+  attentionVJP<double>(VJP_PASS);
+}
 __attribute__((target("avx2,fma"))) void vjpF64Avx2(VJP_ARGS(double)) {
   attentionVJP<double>(VJP_PASS);
 }

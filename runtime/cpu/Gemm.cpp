@@ -2,8 +2,8 @@
 //
 // C += A · B (or C = A · B) for strided A [M, K], B [K, N], C [M, N], f32 and
 // f64: unroll_gemm_f32 / unroll_gemm_f64, declared in
-// runtime/include/unroll/runtime/CpuKernels.h. accumulate = 0 overwrites C (the zero fill before a contraction is then
-// dropped by the compiler).
+// runtime/include/unroll/runtime/CpuKernels.h. accumulate = 0 overwrites C (the zero fill before a
+// contraction is then dropped by the compiler).
 //
 // `unroll-cpu-gemm` (lib/Transforms/CPUGemm.cpp) turns the contractions of
 // the linear layers and their gradients into calls of these, and
@@ -120,45 +120,45 @@ void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out)
 /// Row r of A is at a + r·lda, contiguous in k: a packed sliver (lda = kc)
 /// or, for row-major A, the matrix itself (no packing). V is a GCC vector
 /// type of W elements; NR = 2 W.
-#define UNROLL_TILE(NAME, T, V, W, MR, ATTR)                                            \
-  ATTR void NAME(int64_t kc, const T *a, int64_t lda, const T *b, T *C, int64_t sCm,   \
-                 int64_t sCn, int64_t rows, int64_t cols, bool add) {                   \
-    V acc[MR][2];                                                                       \
-    const T *rp[MR];                                                                    \
-    for (int r = 0; r < MR; ++r) {                                                      \
-      acc[r][0] = acc[r][1] = V{};                                                      \
-      rp[r] = a + r * lda;                                                              \
-    }                                                                                   \
-    for (int64_t k = 0; k < kc; ++k) {                                                  \
-      V b0, b1;                                                                         \
-      memcpy(&b0, b + k * 2 * W, sizeof(V));                                            \
-      memcpy(&b1, b + k * 2 * W + W, sizeof(V));                                        \
-      for (int r = 0; r < MR; ++r) {                                                    \
-        V av = V{} + rp[r][k];                                                          \
-        acc[r][0] += av * b0;                                                           \
-        acc[r][1] += av * b1;                                                           \
-      }                                                                                 \
-    }                                                                                   \
-    if (rows == MR && cols == 2 * W && sCn == 1) {                                      \
-      for (int r = 0; r < MR; ++r) {                                                    \
-        V c0 = acc[r][0], c1 = acc[r][1];                                               \
-        if (add) {                                                                      \
-          V o0, o1;                                                                     \
-          memcpy(&o0, C + r * sCm, sizeof(V));                                          \
-          memcpy(&o1, C + r * sCm + W, sizeof(V));                                      \
-          c0 += o0;                                                                     \
-          c1 += o1;                                                                     \
-        }                                                                               \
-        memcpy(C + r * sCm, &c0, sizeof(V));                                            \
-        memcpy(C + r * sCm + W, &c1, sizeof(V));                                        \
-      }                                                                                 \
-      return;                                                                           \
-    }                                                                                   \
-    T tile[MR][2 * W];                                                                  \
-    memcpy(tile, acc, sizeof tile);                                                     \
-    for (int64_t r = 0; r < rows; ++r)                                                  \
-      for (int64_t c = 0; c < cols; ++c)                                                \
-        C[r * sCm + c * sCn] = add ? C[r * sCm + c * sCn] + tile[r][c] : tile[r][c];    \
+#define UNROLL_TILE(NAME, T, V, W, MR, ATTR)                                                       \
+  ATTR void NAME(int64_t kc, const T *a, int64_t lda, const T *b, T *C, int64_t sCm, int64_t sCn,  \
+                 int64_t rows, int64_t cols, bool add) {                                           \
+    V acc[MR][2];                                                                                  \
+    const T *rp[MR];                                                                               \
+    for (int r = 0; r < MR; ++r) {                                                                 \
+      acc[r][0] = acc[r][1] = V{};                                                                 \
+      rp[r] = a + r * lda;                                                                         \
+    }                                                                                              \
+    for (int64_t k = 0; k < kc; ++k) {                                                             \
+      V b0, b1;                                                                                    \
+      memcpy(&b0, b + k * 2 * W, sizeof(V));                                                       \
+      memcpy(&b1, b + k * 2 * W + W, sizeof(V));                                                   \
+      for (int r = 0; r < MR; ++r) {                                                               \
+        V av = V{} + rp[r][k];                                                                     \
+        acc[r][0] += av * b0;                                                                      \
+        acc[r][1] += av * b1;                                                                      \
+      }                                                                                            \
+    }                                                                                              \
+    if (rows == MR && cols == 2 * W && sCn == 1) {                                                 \
+      for (int r = 0; r < MR; ++r) {                                                               \
+        V c0 = acc[r][0], c1 = acc[r][1];                                                          \
+        if (add) {                                                                                 \
+          V o0, o1;                                                                                \
+          memcpy(&o0, C + r * sCm, sizeof(V));                                                     \
+          memcpy(&o1, C + r * sCm + W, sizeof(V));                                                 \
+          c0 += o0;                                                                                \
+          c1 += o1;                                                                                \
+        }                                                                                          \
+        memcpy(C + r * sCm, &c0, sizeof(V));                                                       \
+        memcpy(C + r * sCm + W, &c1, sizeof(V));                                                   \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
+    T tile[MR][2 * W];                                                                             \
+    memcpy(tile, acc, sizeof tile);                                                                \
+    for (int64_t r = 0; r < rows; ++r)                                                             \
+      for (int64_t c = 0; c < cols; ++c)                                                           \
+        C[r * sCm + c * sCn] = add ? C[r * sCm + c * sCn] + tile[r][c] : tile[r][c];               \
   }
 
 typedef float f32x16 __attribute__((vector_size(64)));
@@ -183,42 +183,42 @@ UNROLL_TILE(tileF64Plain, double, f64x2, 2, 4, PLAIN)
 /// (attention's P·V and its gradients, N = head dim). No packing at all: each
 /// row of C is one or two vectors accumulated over k from B's rows. Packing
 /// B for these small products cost as much as the arithmetic.
-#define UNROLL_NARROW(NAME, T, V, W, ATTR)                                              \
-  ATTR void NAME(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, \
-                 const T *B, int64_t sBk, T *C, int64_t sCm, bool add) {                \
-    constexpr int R = 8; /* rows at a time */                                           \
-    bool two = N == 2 * W;                                                              \
-    for (int64_t i = 0; i < M; i += R) {                                                \
-      int rows = int(std::min<int64_t>(R, M - i));                                      \
-      V acc[R][2];                                                                      \
-      for (int r = 0; r < R; ++r)                                                       \
-        acc[r][0] = acc[r][1] = V{};                                                    \
-      for (int64_t k = 0; k < K; ++k) {                                                 \
-        V b0, b1 = V{};                                                                 \
-        memcpy(&b0, B + k * sBk, sizeof(V));                                            \
-        if (two)                                                                        \
-          memcpy(&b1, B + k * sBk + W, sizeof(V));                                      \
-        for (int r = 0; r < R; ++r) {                                                   \
-          if (r >= rows)                                                                \
-            break;                                                                      \
-          V av = V{} + A[(i + r) * sAm + k * sAk];                                      \
-          acc[r][0] += av * b0;                                                         \
-          if (two)                                                                      \
-            acc[r][1] += av * b1;                                                       \
-        }                                                                               \
-      }                                                                                 \
-      for (int r = 0; r < rows; ++r)                                                    \
-        for (int h = 0; h < (two ? 2 : 1); ++h) {                                       \
-          T *c = C + (i + r) * sCm + h * W;                                             \
-          V v = acc[r][h];                                                              \
-          if (add) {                                                                    \
-            V o;                                                                        \
-            memcpy(&o, c, sizeof(V));                                                   \
-            v += o;                                                                     \
-          }                                                                             \
-          memcpy(c, &v, sizeof(V));                                                     \
-        }                                                                               \
-    }                                                                                   \
+#define UNROLL_NARROW(NAME, T, V, W, ATTR)                                                         \
+  ATTR void NAME(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,            \
+                 const T *B, int64_t sBk, T *C, int64_t sCm, bool add) {                           \
+    constexpr int R = 8; /* rows at a time */                                                      \
+    bool two = N == 2 * W;                                                                         \
+    for (int64_t i = 0; i < M; i += R) {                                                           \
+      int rows = int(std::min<int64_t>(R, M - i));                                                 \
+      V acc[R][2];                                                                                 \
+      for (int r = 0; r < R; ++r)                                                                  \
+        acc[r][0] = acc[r][1] = V{};                                                               \
+      for (int64_t k = 0; k < K; ++k) {                                                            \
+        V b0, b1 = V{};                                                                            \
+        memcpy(&b0, B + k * sBk, sizeof(V));                                                       \
+        if (two)                                                                                   \
+          memcpy(&b1, B + k * sBk + W, sizeof(V));                                                 \
+        for (int r = 0; r < R; ++r) {                                                              \
+          if (r >= rows)                                                                           \
+            break;                                                                                 \
+          V av = V{} + A[(i + r) * sAm + k * sAk];                                                 \
+          acc[r][0] += av * b0;                                                                    \
+          if (two)                                                                                 \
+            acc[r][1] += av * b1;                                                                  \
+        }                                                                                          \
+      }                                                                                            \
+      for (int r = 0; r < rows; ++r)                                                               \
+        for (int h = 0; h < (two ? 2 : 1); ++h) {                                                  \
+          T *c = C + (i + r) * sCm + h * W;                                                        \
+          V v = acc[r][h];                                                                         \
+          if (add) {                                                                               \
+            V o;                                                                                   \
+            memcpy(&o, c, sizeof(V));                                                              \
+            v += o;                                                                                \
+          }                                                                                        \
+          memcpy(c, &v, sizeof(V));                                                                \
+        }                                                                                          \
+    }                                                                                              \
   }
 
 UNROLL_NARROW(narrowF32Avx512, float, f32x16, 16, AVX512)
@@ -231,9 +231,8 @@ using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, in
                         int64_t, bool);
 
 template <typename T, int MR, int NR>
-void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm,
-          int64_t sAk, const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn,
-          bool accumulate) {
+void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
+          const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool accumulate) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
@@ -271,8 +270,8 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
             a = pa;
           }
           for (int64_t jr = 0; jr < nc; jr += NR)
-            tile(kc, a, lda, pb + jr * kc, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm, sCn,
-                 rows, std::min<int64_t>(NR, nc - jr), accumulate || pc > 0);
+            tile(kc, a, lda, pb + jr * kc, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm, sCn, rows,
+                 std::min<int64_t>(NR, nc - jr), accumulate || pc > 0);
         }
       }
     }
@@ -280,7 +279,6 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
 }
 
 using unroll::cpu::Isa;
-
 
 /// The kernels of one precision, per instruction set.
 template <typename T> struct Kernels;
@@ -297,16 +295,15 @@ template <> struct Kernels<double> {
 /// register tiles are 8 x 4W (AVX-512), 6 x 2W (AVX2), 4 x 2W (baseline),
 /// W = vector width in elements.
 template <typename T>
-void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
-              const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc) {
+void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
+              int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc) {
   using Kn = Kernels<T>;
   constexpr int64_t w512 = 64 / sizeof(T), w2 = 32 / sizeof(T), wPlain = 16 / sizeof(T);
   Isa isa = unroll::cpu::detectIsa();
   if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
     int64_t w = isa == Isa::Avx512 ? w512 : w2;
     if (N == w || N == 2 * w) {
-      (isa == Isa::Avx512 ? Kn::narrow512 : Kn::narrow2)(M, N, K, A, sAm, sAk, B, sBk, C, sCm,
-                                                        acc);
+      (isa == Isa::Avx512 ? Kn::narrow512 : Kn::narrow2)(M, N, K, A, sAm, sAk, B, sBk, C, sCm, acc);
       return;
     }
   }
@@ -326,14 +323,14 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
 extern "C" {
 
 void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
-                     const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
-                     int64_t sCn, int64_t accumulate) {
+                     const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
+                     int64_t accumulate) {
   dispatch<float>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
 }
 
-void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm,
-                     int64_t sAk, const double *B, int64_t sBk, int64_t sBn, double *C,
-                     int64_t sCm, int64_t sCn, int64_t accumulate) {
+void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
+                     const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
+                     int64_t accumulate) {
   dispatch<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
 }
 

@@ -18,8 +18,10 @@ enum class Isa { Plain, Avx2, Avx512 };
 inline Isa detectIsa() {
   static const Isa isa = [] {
     if (const char *e = getenv("UNROLL_GEMM_ISA")) {
-      if (!strcmp(e, "plain")) return Isa::Plain;
-      if (!strcmp(e, "avx2")) return Isa::Avx2;
+      if (!strcmp(e, "plain"))
+        return Isa::Plain;
+      if (!strcmp(e, "avx2"))
+        return Isa::Avx2;
     }
     __builtin_cpu_init();
     // The attention kernels' AVX-512 variant also uses VL, DQ and BW.

@@ -62,8 +62,8 @@ struct Driver {
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void **, void **);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
@@ -97,11 +97,11 @@ std::string errorName(CUresult r) {
   exit(70);
 }
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    CUresult r_ = (call);                                                             \
-    if (r_ != CUDA_SUCCESS)                                                           \
-      fatal(#call, r_);                                                               \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    if (r_ != CUDA_SUCCESS)                                                                        \
+      fatal(#call, r_);                                                                            \
   } while (0)
 
 /// Opens the driver and makes the primary context of device 0; idempotent.
@@ -297,8 +297,8 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY, intpt
                       intptr_t blockX, intptr_t blockY, intptr_t blockZ, int32_t smem,
                       CUstream stream, void **params, void **extra, size_t /*paramsCount*/) {
   ensureReady();
-  CHECK(gDriver.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ, smem,
-                               stream, params, extra));
+  CHECK(gDriver.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ, smem, stream,
+                               params, extra));
 }
 
 CUstream mgpuStreamCreate() {
@@ -405,14 +405,14 @@ UNROLL_EXPORT uint64_t unroll_state_hits(void) { return states().hits(); }
 
 UNROLL_EXPORT void unroll_state_write(void *state, const void *host, size_t bytes) {
   ensureReady();
-  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(state),
-                         reinterpret_cast<CUdeviceptr>(host), bytes));
+  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(state), reinterpret_cast<CUdeviceptr>(host),
+                         bytes));
 }
 
 UNROLL_EXPORT void unroll_state_read(void *host, const void *state, size_t bytes) {
   ensureReady();
-  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(host),
-                         reinterpret_cast<CUdeviceptr>(state), bytes));
+  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(host), reinterpret_cast<CUdeviceptr>(state),
+                         bytes));
 }
 
 } // extern "C"

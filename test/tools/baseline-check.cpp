@@ -34,7 +34,8 @@ int main(int argc, char **argv) {
   int64_t n = j["x"].size(), d = n ? (int64_t)j["x"][0].size() : 0;
   std::vector<double> xs, ys = j["y"].get<std::vector<double>>();
   for (auto &row : j["x"])
-    for (double v : row) xs.push_back(v);
+    for (double v : row)
+      xs.push_back(v);
   nlohmann::json out{{"pred", nlohmann::json::array()}};
   auto each = [&](auto predict) {
     for (auto &row : j["test"]) {
@@ -65,7 +66,8 @@ int main(int argc, char **argv) {
     out["coef"] = w;
     each([&](const double *x) {
       double s = 0;
-      for (int64_t c = 0; c < d; ++c) s += w[c] * x[c];
+      for (int64_t c = 0; c < d; ++c)
+        s += w[c] * x[c];
       return s;
     });
   } else {

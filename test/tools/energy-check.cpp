@@ -50,19 +50,25 @@ struct Ref {
       graph = e["graph"].get<std::vector<std::vector<int>>>();
     for (auto &t : e["terms"]) {
       std::string op = t["op"];
-      if (op == "pairwise" && t["proj"].is_string()) proj = t["proj"];
-      if (op == "quadratic") quadW = t["weight"];
+      if (op == "pairwise" && t["proj"].is_string())
+        proj = t["proj"];
+      if (op == "quadratic")
+        quadW = t["weight"];
       if (op == "sqnorm") {
         hasSq = true;
         sqCoeff = t["coeff"];
         sqCenterX = t["center"] == "X";
       }
-      if (op == "nonneg") hasNonNeg = true;
+      if (op == "nonneg")
+        hasNonNeg = true;
     }
   }
 
   /// A parameter as a matrix view (rows, cols, data).
-  struct P { int64_t r = 0, c = 0; const double *v = nullptr; };
+  struct P {
+    int64_t r = 0, c = 0;
+    const double *v = nullptr;
+  };
   P param(const std::string &name, const Mat &theta) const {
     for (auto &p : e["params"])
       if (p["name"] == name)
@@ -71,28 +77,41 @@ struct Ref {
   }
 
   double rhoOf(double z) const {
-    if (rho == "neg_exp") return -std::exp(-z);
-    if (rho == "log_plus_two") return std::log(z + 2);
-    if (rho == "log_plus_one") return std::log(z + 1);
-    if (rho == "custom") return 2 * std::sqrt(1 + z); // examples/custom_rho_energy.mlir
+    if (rho == "neg_exp")
+      return -std::exp(-z);
+    if (rho == "log_plus_two")
+      return std::log(z + 2);
+    if (rho == "log_plus_one")
+      return std::log(z + 1);
+    if (rho == "custom")
+      return 2 * std::sqrt(1 + z); // examples/custom_rho_energy.mlir
     abort();
   }
   double rhoPrime(double z) const {
-    if (rho == "neg_exp") return std::exp(-z);
-    if (rho == "log_plus_two") return 1 / (z + 2);
-    if (rho == "log_plus_one") return 1 / (z + 1);
-    if (rho == "custom") return 1 / std::sqrt(1 + z);
+    if (rho == "neg_exp")
+      return std::exp(-z);
+    if (rho == "log_plus_two")
+      return 1 / (z + 2);
+    if (rho == "log_plus_one")
+      return 1 / (z + 1);
+    if (rho == "custom")
+      return 1 / std::sqrt(1 + z);
     abort();
   }
   bool keep(int64_t i, int64_t j) const {
-    if (mask == "causal") return j <= i;
-    if (mask == "graph") return graph[i][j] != 0;
+    if (mask == "causal")
+      return j <= i;
+    if (mask == "graph")
+      return graph[i][j] != 0;
     return true;
   }
 
   /// U = Y W_a (or Y).
   Mat project(const Mat &y, int64_t n, int64_t d, const Mat &theta, int64_t &k) const {
-    if (proj.empty()) { k = d; return y; }
+    if (proj.empty()) {
+      k = d;
+      return y;
+    }
     P a = param(proj, theta);
     k = a.c;
     Mat u(n * k, 0.0);
@@ -123,7 +142,8 @@ struct Ref {
     double E = 0;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j)
-        if (keep(i, j)) E += rhoOf(z[i * n + j]);
+        if (keep(i, j))
+          E += rhoOf(z[i * n + j]);
     if (!quadW.empty()) { // ½ Σ_i y_i W y_iᵀ
       P w = param(quadW, theta);
       for (int64_t i = 0; i < n; ++i)
@@ -138,7 +158,8 @@ struct Ref {
       }
     if (hasNonNeg)
       for (double v : y)
-        if (v < 0) return INFINITY;
+        if (v < 0)
+          return INFINITY;
     return E;
   }
 
@@ -153,13 +174,17 @@ struct Ref {
         std::vector<double> l(n);
         for (int64_t j = 0; j < n; ++j) {
           l[j] = 0;
-          for (int64_t c = 0; c < k; ++c) l[j] += u[i * k + c] * u[j * k + c];
-          if (keep(i, j)) mx = std::max(mx, l[j]);
+          for (int64_t c = 0; c < k; ++c)
+            l[j] += u[i * k + c] * u[j * k + c];
+          if (keep(i, j))
+            mx = std::max(mx, l[j]);
         }
         double s = 0;
         for (int64_t j = 0; j < n; ++j)
-          if (keep(i, j)) s += (a[i * n + j] = std::exp(l[j] - mx));
-        for (int64_t j = 0; j < n; ++j) a[i * n + j] /= s;
+          if (keep(i, j))
+            s += (a[i * n + j] = std::exp(l[j] - mx));
+        for (int64_t j = 0; j < n; ++j)
+          a[i * n + j] /= s;
       }
       return a;
     }
@@ -168,9 +193,11 @@ struct Ref {
     for (int64_t i = 0; i < n; ++i) {
       double s = 0;
       for (int64_t j = 0; j < n; ++j)
-        if (keep(i, j)) s += (a[i * n + j] = rhoPrime(z[i * n + j]));
+        if (keep(i, j))
+          s += (a[i * n + j] = rhoPrime(z[i * n + j]));
       if (s > 0)
-        for (int64_t j = 0; j < n; ++j) a[i * n + j] /= s;
+        for (int64_t j = 0; j < n; ++j)
+          a[i * n + j] /= s;
       else
         a[i * n + i] = 1;
     }
@@ -194,23 +221,28 @@ struct Ref {
     Mat w(n * n, 0.0);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j)
-        if (keep(i, j)) w[i * n + j] = rhoPrime(z[i * n + j]);
+        if (keep(i, j))
+          w[i * n + j] = rhoPrime(z[i * n + j]);
     Mat S(d * d, 0.0);
     double frob = 1;
     if (!proj.empty()) {
       P a = param(proj, theta);
       frob = 0;
-      for (int64_t r = 0; r < a.r * a.c; ++r) frob += a.v[r] * a.v[r];
+      for (int64_t r = 0; r < a.r * a.c; ++r)
+        frob += a.v[r] * a.v[r];
       for (int64_t p = 0; p < d; ++p)
         for (int64_t q = 0; q < d; ++q)
-          for (int64_t c = 0; c < a.c; ++c) S[p * d + q] += a.v[p * a.c + c] * a.v[q * a.c + c];
+          for (int64_t c = 0; c < a.c; ++c)
+            S[p * d + q] += a.v[p * a.c + c] * a.v[q * a.c + c];
     } else {
-      for (int64_t p = 0; p < d; ++p) S[p * d + p] = 1;
+      for (int64_t p = 0; p < d; ++p)
+        S[p * d + p] = 1;
     }
     double dmax = 0, c = hasSq && attention == "certified" ? sqCoeff : 0;
     for (int64_t i = 0; i < n; ++i) {
       double deg = 0;
-      for (int64_t j = 0; j < n; ++j) deg += w[i * n + j] + w[j * n + i];
+      for (int64_t j = 0; j < n; ++j)
+        deg += w[i * n + j] + w[j * n + i];
       dmax = std::max(dmax, deg);
     }
     double L = 2 * dmax * frob + c;
@@ -218,9 +250,11 @@ struct Ref {
       std::vector<double> g(d, 0.0), diff(d, 0.0);
       for (int64_t j = 0; j < n; ++j) {
         double wt = w[i * n + j] + w[j * n + i];
-        for (int64_t p = 0; p < d; ++p) diff[p] = y[i * d + p] - y[j * d + p];
+        for (int64_t p = 0; p < d; ++p)
+          diff[p] = y[i * d + p] - y[j * d + p];
         for (int64_t q = 0; q < d; ++q)
-          for (int64_t p = 0; p < d; ++p) g[q] += wt * diff[p] * S[p * d + q];
+          for (int64_t p = 0; p < d; ++p)
+            g[q] += wt * diff[p] * S[p * d + q];
       }
       for (int64_t q = 0; q < d; ++q) {
         double r = y[i * d + q] - (sqCenterX ? x[i * d + q] : 0.0);
@@ -249,15 +283,18 @@ struct Ref {
 
   Mat step(const Mat &y, const Mat &x, int64_t n, int64_t d, const Mat &theta) const {
     Mat r = mmStep(y, x, n, d, theta);
-    if (schedule != "single") r = gradStep(r, x, n, d, theta);
+    if (schedule != "single")
+      r = gradStep(r, x, n, d, theta);
     if (schedule == "proximal_aim")
-      for (double &v : r) v = std::max(v, 0.0);
+      for (double &v : r)
+        v = std::max(v, 0.0);
     return r;
   }
 };
 
 double relErr(double got, double want) {
-  if (std::isinf(want) || std::isinf(got)) return got == want ? 0 : INFINITY;
+  if (std::isinf(want) || std::isinf(got))
+    return got == want ? 0 : INFINITY;
   return std::abs(got - want) / std::max(std::abs(want), 1e-12);
 }
 
@@ -275,19 +312,22 @@ int fail(const std::string &m) {
 }
 
 /// Random case: sizes (fixed ones from the info), X, theta.
-void drawCase(const nlohmann::json &e, std::mt19937_64 &rng, bool nonneg,
-              double scale, EnergyInputs &in) {
+void drawCase(const nlohmann::json &e, std::mt19937_64 &rng, bool nonneg, double scale,
+              EnergyInputs &in) {
   std::uniform_int_distribution<int64_t> nd(2, 12), dd(1, 8);
   std::normal_distribution<double> N(0, 1);
-  in.n = e.contains("graph") ? (int64_t)e["graph"].size()
-         : e["tokens"].is_number() ? e["tokens"].get<int64_t>() : nd(rng);
+  in.n = e.contains("graph")       ? (int64_t)e["graph"].size()
+         : e["tokens"].is_number() ? e["tokens"].get<int64_t>()
+                                   : nd(rng);
   in.d = e["dim"].is_number() ? e["dim"].get<int64_t>() : dd(rng);
   in.x.resize(in.n * in.d);
-  for (double &v : in.x) v = scale * (nonneg ? std::abs(N(rng)) : N(rng));
+  for (double &v : in.x)
+    v = scale * (nonneg ? std::abs(N(rng)) : N(rng));
   in.theta.assign(e["num_params"].get<int64_t>(), 0.0);
   for (auto &p : e["params"]) {
     int64_t off = p["offset"], numel = p["shape"][0].get<int64_t>() * p["shape"][1].get<int64_t>();
-    for (int64_t i = 0; i < numel; ++i) in.theta[off + i] = p["std"].get<double>() * N(rng);
+    for (int64_t i = 0; i < numel; ++i)
+      in.theta[off + i] = p["std"].get<double>() * N(rng);
   }
 }
 
@@ -303,29 +343,33 @@ int compare(const Args &a, const Model &m, const nlohmann::json &e) {
     drawCase(e, rng, ref.hasNonNeg, 1.0, in);
     EnergyTrace tr;
     std::string err;
-    if (!runEnergyTrace(m, e, in, iters, tr, err)) return fail(err);
+    if (!runEnergyTrace(m, e, in, iters, tr, err))
+      return fail(err);
     if (getenv("UNROLL_CHECK_VERBOSE")) {
       fprintf(stderr, "X =");
-      for (double v : in.x) fprintf(stderr, " %.17g", v);
+      for (double v : in.x)
+        fprintf(stderr, " %.17g", v);
       fprintf(stderr, "\n");
     }
     Mat y = in.x;
     for (int64_t t = 0; t <= iters; ++t) {
-      if (t > 0) y = ref.step(y, in.x, in.n, in.d, in.theta);
+      if (t > 0)
+        y = ref.step(y, in.x, in.n, in.d, in.theta);
       double want = ref.energy(y, in.x, in.n, in.d, in.theta);
       worstE = std::max(worstE, relErr(tr.energies[t], want));
       if (getenv("UNROLL_CHECK_VERBOSE"))
         fprintf(stderr, "case %lld (n %lld, d %lld) t %lld: compiled %.17g reference %.17g\n",
-                (long long)c, (long long)in.n, (long long)in.d, (long long)t,
-                tr.energies[t], want);
+                (long long)c, (long long)in.n, (long long)in.d, (long long)t, tr.energies[t], want);
     }
     double ymax = 0;
-    for (double v : y) ymax = std::max(ymax, std::abs(v));
+    for (double v : y)
+      ymax = std::max(ymax, std::abs(v));
     for (size_t i = 0; i < y.size(); ++i)
       worstY = std::max(worstY, std::abs(tr.y[i] - y[i]) / std::max(ymax, 1e-12));
     // Attention weights at X, element-wise relative.
     std::vector<double> got;
-    if (!attentionWeights(m, e, in, got, err)) return fail(err);
+    if (!attentionWeights(m, e, in, got, err))
+      return fail(err);
     Mat want = ref.attentionMatrix(in.x, in.n, in.d, in.theta);
     for (size_t i = 0; i < want.size(); ++i)
       if (want[i] > 1e-200 || got[i] != 0)
@@ -334,8 +378,8 @@ int compare(const Args &a, const Model &m, const nlohmann::json &e) {
   bool ok = worstE <= tol && worstY <= tol && worstA <= std::max(tol, 1e-6 * (f32 ? 100 : 1));
   printf("energy @%s: %lld cases x %lld iterations: max rel. error E %.3g, Y %.3g, "
          "attention weights %.3g (tolerance %.0e)\n",
-         e["name"].get<std::string>().c_str(), (long long)a.cases, (long long)iters,
-         worstE, worstY, worstA, tol);
+         e["name"].get<std::string>().c_str(), (long long)a.cases, (long long)iters, worstE, worstY,
+         worstA, tol);
   printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
@@ -357,15 +401,18 @@ int study(const Args &a, const Model &m, const nlohmann::json &e) {
     drawCase(e, rng, ref.hasNonNeg, std::exp(logScale(rng)), in);
     EnergyTrace tr;
     std::string err;
-    if (!runEnergyTrace(m, e, in, 1, tr, err)) return fail(err);
+    if (!runEnergyTrace(m, e, in, 1, tr, err))
+      return fail(err);
     // The compiled step must be the reference step ...
     Mat want = ref.step(in.x, in.x, in.n, in.d, in.theta);
     double ymax = 0, dev = 0;
-    for (double v : want) ymax = std::max(ymax, std::abs(v));
+    for (double v : want)
+      ymax = std::max(ymax, std::abs(v));
     for (size_t i = 0; i < want.size(); ++i)
       dev = std::max(dev, std::abs(tr.y[i] - want[i]) / std::max(ymax, 1e-12));
     worstStep = std::max(worstStep, dev);
-    if (dev > stepTol) ++mismatches;
+    if (dev > stepTol)
+      ++mismatches;
     // ... and E is judged by the reference energy, not the compiled one.
     double e0 = ref.energy(in.x, in.x, in.n, in.d, in.theta);
     double e1 = ref.energy(tr.y, in.x, in.n, in.d, in.theta);
@@ -373,7 +420,8 @@ int study(const Args &a, const Model &m, const nlohmann::json &e) {
       ++increases;
       double rel = (e1 - e0) / std::max(std::abs(e0), 1e-300);
       worst = std::max(worst, rel);
-      if (rel > roundTol) ++beyondRounding;
+      if (rel > roundTol)
+        ++beyondRounding;
     }
   }
   printf("descent study @%s (rho %s, attention %s, mask %s): %lld random cases "
@@ -381,13 +429,18 @@ int study(const Args &a, const Model &m, const nlohmann::json &e) {
          e["name"].get<std::string>().c_str(), ref.rho.c_str(), ref.attention.c_str(),
          ref.mask.c_str(), (long long)a.cases);
   printf("  steps that increased E: %lld (beyond %.0e relative: %lld; largest relative "
-         "increase %.3g)\n", (long long)increases, roundTol, (long long)beyondRounding, worst);
-  printf("  compiled step vs reference step: max rel. deviation %.3g, mismatches %lld\n",
-         worstStep, (long long)mismatches);
-  nlohmann::json j{{"energy", e["name"]}, {"rho", ref.rho}, {"attention", ref.attention},
-                   {"cases", a.cases}, {"increases", increases},
+         "increase %.3g)\n",
+         (long long)increases, roundTol, (long long)beyondRounding, worst);
+  printf("  compiled step vs reference step: max rel. deviation %.3g, mismatches %lld\n", worstStep,
+         (long long)mismatches);
+  nlohmann::json j{{"energy", e["name"]},
+                   {"rho", ref.rho},
+                   {"attention", ref.attention},
+                   {"cases", a.cases},
+                   {"increases", increases},
                    {"increases_beyond_rounding", beyondRounding},
-                   {"max_relative_increase", worst}, {"step_mismatches", mismatches}};
+                   {"max_relative_increase", worst},
+                   {"step_mismatches", mismatches}};
   printf("  json: %s\n", j.dump().c_str());
   bool ok = mismatches == 0 && (!a.expectNoIncrease || beyondRounding == 0);
   printf("%s\n", ok ? "PASS" : "FAIL");
@@ -407,21 +460,30 @@ int gradcheck(const Args &a, const Model &m, const nlohmann::json &e) {
     EnergyInputs in;
     drawCase(e, rng, ref.hasNonNeg, 1.0, in);
     std::vector<double> cot(in.x.size());
-    for (double &v : cot) v = N(rng);
+    for (double &v : cot)
+      v = N(rng);
     std::string err;
     auto f = [&](const EnergyInputs &q) {
       EnergyTrace tr;
-      if (!runEnergyTrace(m, e, q, iters, tr, err)) { fail(err); exit(2); }
+      if (!runEnergyTrace(m, e, q, iters, tr, err)) {
+        fail(err);
+        exit(2);
+      }
       double s = 0;
-      for (size_t i = 0; i < cot.size(); ++i) s += cot[i] * tr.y[i];
+      for (size_t i = 0; i < cot.size(); ++i)
+        s += cot[i] * tr.y[i];
       return s;
     };
     std::vector<double> dx, grad;
-    if (!energyVJP(m, e, in, iters, cot, dx, grad, err)) return fail(err);
+    if (!energyVJP(m, e, in, iters, cot, dx, grad, err))
+      return fail(err);
     // Every parameter tensor, then X; up to 8 entries each.
-    std::vector<std::tuple<std::string, std::vector<double> *, int64_t, int64_t, std::vector<double> *>> tensors;
+    std::vector<
+        std::tuple<std::string, std::vector<double> *, int64_t, int64_t, std::vector<double> *>>
+        tensors;
     for (auto &p : e["params"]) {
-      int64_t off = p["offset"], numel = p["shape"][0].get<int64_t>() * p["shape"][1].get<int64_t>();
+      int64_t off = p["offset"],
+              numel = p["shape"][0].get<int64_t>() * p["shape"][1].get<int64_t>();
       tensors.push_back({p["name"], &in.theta, off, numel, &grad});
     }
     tensors.push_back({"X", &in.x, 0, (int64_t)in.x.size(), &dx});
@@ -447,8 +509,9 @@ int gradcheck(const Args &a, const Model &m, const nlohmann::json &e) {
   }
   bool ok = worstAll <= tol;
   printf("gradient check @%s (rho %s, %lld iterations, %lld cases): max relative error %.3g "
-         "(tolerance %.0e)\n", e["name"].get<std::string>().c_str(), ref.rho.c_str(),
-         (long long)iters, (long long)a.cases, worstAll, tol);
+         "(tolerance %.0e)\n",
+         e["name"].get<std::string>().c_str(), ref.rho.c_str(), (long long)iters,
+         (long long)a.cases, worstAll, tol);
   printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
@@ -460,22 +523,33 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--compare" || s == "--study" || s == "--gradcheck") { a.mode = s.substr(2); a.model = next(); }
-    else if (s == "--cases") a.cases = std::stoll(next());
-    else if (s == "--seed") a.seed = std::stoull(next());
-    else if (s == "--tol") a.tol = std::stod(next());
-    else if (s == "--energy") a.energy = next();
-    else if (s == "--expect-no-increase") a.expectNoIncrease = true;
-    else return fail("unknown argument '" + s + "'");
+    if (s == "--compare" || s == "--study" || s == "--gradcheck") {
+      a.mode = s.substr(2);
+      a.model = next();
+    } else if (s == "--cases")
+      a.cases = std::stoll(next());
+    else if (s == "--seed")
+      a.seed = std::stoull(next());
+    else if (s == "--tol")
+      a.tol = std::stod(next());
+    else if (s == "--energy")
+      a.energy = next();
+    else if (s == "--expect-no-increase")
+      a.expectNoIncrease = true;
+    else
+      return fail("unknown argument '" + s + "'");
   }
   if (a.mode.empty() || a.model.empty())
     return fail("usage: unroll-energy-check (--compare|--study|--gradcheck) MODEL.so [--cases N] "
                 "[--seed S] [--tol T] [--energy NAME] [--expect-no-increase]");
   Model m;
   std::string err;
-  if (!m.load(a.model, err)) return fail(err);
+  if (!m.load(a.model, err))
+    return fail(err);
   const nlohmann::json *e = findEnergy(m, a.energy, err);
-  if (!e) return fail(err);
-  if (a.mode == "gradcheck") return gradcheck(a, m, *e);
+  if (!e)
+    return fail(err);
+  if (a.mode == "gradcheck")
+    return gradcheck(a, m, *e);
   return a.mode == "compare" ? compare(a, m, *e) : study(a, m, *e);
 }

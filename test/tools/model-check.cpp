@@ -17,8 +17,8 @@
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Checkpoint.h"
-#include "unroll/tooling/Safetensors.h"
 #include "unroll/tooling/Process.h"
+#include "unroll/tooling/Safetensors.h"
 
 #include <cmath>
 #include <cstdio>
@@ -70,12 +70,15 @@ Vec layerNorm(const Vec &x, int64_t n, int64_t f, const double *g, const double 
   Vec y(n * f);
   for (int64_t i = 0; i < n; ++i) {
     double mu = 0, var = 0;
-    for (int64_t c = 0; c < f; ++c) mu += x[i * f + c];
+    for (int64_t c = 0; c < f; ++c)
+      mu += x[i * f + c];
     mu /= f;
-    for (int64_t c = 0; c < f; ++c) var += (x[i * f + c] - mu) * (x[i * f + c] - mu);
+    for (int64_t c = 0; c < f; ++c)
+      var += (x[i * f + c] - mu) * (x[i * f + c] - mu);
     var /= f;
     double r = 1 / std::sqrt(var + 1e-5);
-    for (int64_t c = 0; c < f; ++c) y[i * f + c] = (x[i * f + c] - mu) * r * g[c] + b[c];
+    for (int64_t c = 0; c < f; ++c)
+      y[i * f + c] = (x[i * f + c] - mu) * r * g[c] + b[c];
   }
   return y;
 }
@@ -100,7 +103,8 @@ Vec attention(const Vec &qkv, int64_t n, int64_t D, int64_t H) {
         mx = std::max(mx, s[j]);
       }
       double z = 0;
-      for (int64_t j = 0; j <= i; ++j) z += (s[j] = std::exp(s[j] - mx));
+      for (int64_t j = 0; j <= i; ++j)
+        z += (s[j] = std::exp(s[j] - mx));
       for (int64_t j = 0; j <= i; ++j)
         for (int64_t e = 0; e < hd; ++e)
           out[i * D + h * hd + e] += s[j] / z * qkv[j * 3 * D + 2 * D + h * hd + e];
@@ -114,8 +118,7 @@ struct Reference {
   int64_t d, D, H, L;
   std::string inj;
 
-  Reference(const nlohmann::json &info, const Vec &theta, int64_t heads)
-      : info(info), H(heads) {
+  Reference(const nlohmann::json &info, const Vec &theta, int64_t heads) : info(info), H(heads) {
     for (auto &p : info["params"])
       P.at[p["name"]] = {p["offset"].get<int64_t>(), p["shape"].get<std::vector<int64_t>>()};
     P.theta = theta.data();
@@ -129,19 +132,26 @@ struct Reference {
   Vec body(const Vec &u, int64_t n) const {
     const double *wpe = P.get("_backbone.transformer.wpe.weight");
     Vec x(u);
-    for (int64_t i = 0; i < n * D; ++i) x[i] += wpe[i];
+    for (int64_t i = 0; i < n * D; ++i)
+      x[i] += wpe[i];
     for (int64_t l = 0; l < L; ++l) {
       std::string h = "_backbone.transformer.h." + std::to_string(l);
       Vec a = layerNorm(x, n, D, P.get(h + ".ln_1.weight"), P.get(h + ".ln_1.bias"));
-      Vec qkv = linear(a, n, D, P.get(h + ".attn.c_attn.weight"), P.get(h + ".attn.c_attn.bias"), 3 * D);
+      Vec qkv =
+          linear(a, n, D, P.get(h + ".attn.c_attn.weight"), P.get(h + ".attn.c_attn.bias"), 3 * D);
       Vec at = attention(qkv, n, D, H);
-      Vec pr = linear(at, n, D, P.get(h + ".attn.c_proj.weight"), P.get(h + ".attn.c_proj.bias"), D);
-      for (int64_t i = 0; i < n * D; ++i) x[i] += pr[i];
+      Vec pr =
+          linear(at, n, D, P.get(h + ".attn.c_proj.weight"), P.get(h + ".attn.c_proj.bias"), D);
+      for (int64_t i = 0; i < n * D; ++i)
+        x[i] += pr[i];
       Vec m = layerNorm(x, n, D, P.get(h + ".ln_2.weight"), P.get(h + ".ln_2.bias"));
       Vec fc = linear(m, n, D, P.get(h + ".mlp.c_fc.weight"), P.get(h + ".mlp.c_fc.bias"), 4 * D);
-      for (double &v : fc) v = gelu(v);
-      Vec mp = linear(fc, n, 4 * D, P.get(h + ".mlp.c_proj.weight"), P.get(h + ".mlp.c_proj.bias"), D);
-      for (int64_t i = 0; i < n * D; ++i) x[i] += mp[i];
+      for (double &v : fc)
+        v = gelu(v);
+      Vec mp =
+          linear(fc, n, 4 * D, P.get(h + ".mlp.c_proj.weight"), P.get(h + ".mlp.c_proj.bias"), D);
+      for (int64_t i = 0; i < n * D; ++i)
+        x[i] += mp[i];
     }
     return layerNorm(x, n, D, P.get("_backbone.transformer.ln_f.weight"),
                      P.get("_backbone.transformer.ln_f.bias"));
@@ -156,15 +166,20 @@ struct Reference {
   /// Y_t = M(inject(Y_{t-1}, P)).
   Vec step(const Vec &y, const Vec &p, int64_t n) const {
     Vec u(y);
-    if (inj == "add") for (int64_t i = 0; i < n * D; ++i) u[i] += p[i];
-    if (inj == "mul") for (int64_t i = 0; i < n * D; ++i) u[i] *= p[i];
+    if (inj == "add")
+      for (int64_t i = 0; i < n * D; ++i)
+        u[i] += p[i];
+    if (inj == "mul")
+      for (int64_t i = 0; i < n * D; ++i)
+        u[i] *= p[i];
     return body(u, n);
   }
   /// Predictions at the x positions.
   Vec readout(const Vec &y, int64_t k) const {
     Vec r = linear(y, 2 * k, D, P.get("_read_out.weight"), P.get("_read_out.bias"), 1);
     Vec at(k);
-    for (int64_t i = 0; i < k; ++i) at[i] = r[2 * i];
+    for (int64_t i = 0; i < k; ++i)
+      at[i] = r[2 * i];
     return at;
   }
   /// Predictions at the x positions after each of `loops` iterations: [loops][k].
@@ -183,8 +198,8 @@ struct Reference {
 /// P2's truncated objective: the first loops - T iterations run with the
 /// parameters `frozen` (no gradient flows through them), the window with
 /// `theta`; the mean over the window of the MSE at the x positions.
-double truncatedLoss(const nlohmann::json &info, int64_t heads, const Vec &frozen,
-                     const Vec &theta, const Prompts &pr, int64_t loops, int64_t window) {
+double truncatedLoss(const nlohmann::json &info, int64_t heads, const Vec &frozen, const Vec &theta,
+                     const Prompts &pr, int64_t loops, int64_t window) {
   Reference rf(info, frozen, heads), rw(info, theta, heads);
   auto tokens = promptTokens(pr);
   int64_t k = pr.points, n = 2 * k, tw = std::min(loops, window);
@@ -220,7 +235,8 @@ Vec initTheta(const nlohmann::json &info, uint64_t seed, double perturb) {
   Vec th(info["num_params"].get<int64_t>());
   for (auto &p : info["params"]) {
     int64_t off = p["offset"], numel = 1;
-    for (int64_t s : p["shape"]) numel *= s;
+    for (int64_t s : p["shape"])
+      numel *= s;
     std::string init = p["init"];
     for (int64_t i = 0; i < numel; ++i) {
       double base = init == "ones" ? 1.0 : init == "zeros" ? 0.0 : p.value("std", 0.02) * N(rng);
@@ -233,11 +249,12 @@ Vec initTheta(const nlohmann::json &info, uint64_t seed, double perturb) {
 Prompts drawPrompts(int64_t B, int64_t k, int64_t d, std::mt19937_64 &rng) {
   std::normal_distribution<double> N(0, 1);
   Prompts p{B, k, d, Vec(B * k * d), Vec(B * k)};
-  for (double &v : p.xs) v = N(rng);
-  for (double &v : p.ys) v = N(rng);
+  for (double &v : p.xs)
+    v = N(rng);
+  for (double &v : p.ys)
+    v = N(rng);
   return p;
 }
-
 
 /// max |a - b| / max |b| over a vector.
 double relErr(const Vec &got, const Vec &want) {
@@ -254,11 +271,14 @@ int against(const Args &a, const Model &ma, const ModelRunner &ra, const nlohman
             const Vec &theta, const Prompts &p, int64_t loops, int64_t window) {
   Model mb;
   std::string err;
-  if (!mb.load(a.other, err)) return fail(err);
+  if (!mb.load(a.other, err))
+    return fail(err);
   const nlohmann::json *mbi = findModel(mb, mi["name"], err);
-  if (!mbi) return fail(err);
+  if (!mbi)
+    return fail(err);
   ModelRunner rb;
-  if (!rb.init(mb, *mbi, err)) return fail(err);
+  if (!rb.init(mb, *mbi, err))
+    return fail(err);
   configureRunner(rb);
   if (rb.numParams() != ra.numParams())
     return fail("the two libraries have different parameter counts");
@@ -276,7 +296,8 @@ int against(const Args &a, const Model &ma, const ModelRunner &ra, const nlohman
          (long long)p.batch, (long long)p.points, (long long)loops,
          (long long)std::min(loops, window));
   printf("max rel. error: predictions %.3g, windowed losses %.3g, gradient %.3g "
-         "(tolerance %.0e)\n", ep, el, eg, tol);
+         "(tolerance %.0e)\n",
+         ep, el, eg, tol);
   printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
@@ -295,13 +316,15 @@ int compareCheckpoints(const Args &a) {
   double tol = a.tol > 0 ? a.tol : 1e-4, worstAll = 0;
   for (auto &[name, t] : tb) {
     auto it = ta.find(name);
-    if (it == ta.end()) return fail(file(a.model) + " has no tensor '" + name + "'");
+    if (it == ta.end())
+      return fail(file(a.model) + " has no tensor '" + name + "'");
     double e = relErr(it->second.data, t.data);
     worstAll = std::max(worstAll, e);
     printf("  %-48s %8lld entries: max |a - b| / max |b| = %.3g\n", name.c_str(),
            (long long)t.numel(), e);
   }
-  if (ta.size() != tb.size()) return fail("the checkpoints hold different tensors");
+  if (ta.size() != tb.size())
+    return fail("the checkpoints hold different tensors");
   bool ok = worstAll <= tol;
   printf("checkpoints %s vs %s: max relative error %.3g (tolerance %.0e)\n%s\n",
          file(a.model).c_str(), file(a.other).c_str(), worstAll, tol, ok ? "PASS" : "FAIL");
@@ -315,21 +338,31 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--forward" || s == "--gradcheck") { a.mode = s.substr(2); a.model = next(); }
-    else if (s == "--against" || s == "--compare-checkpoints") {
+    if (s == "--forward" || s == "--gradcheck") {
+      a.mode = s.substr(2);
+      a.model = next();
+    } else if (s == "--against" || s == "--compare-checkpoints") {
       a.mode = s.substr(2);
       a.model = next();
       a.other = next();
-    }
-    else if (s == "--batch") a.batch = std::stoll(next());
-    else if (s == "--points") a.points = std::stoll(next());
-    else if (s == "--loops") a.loops = std::stoll(next());
-    else if (s == "--window") a.window = std::stoll(next());
-    else if (s == "--samples") a.samples = std::stoll(next());
-    else if (s == "--seed") a.seed = std::stoull(next());
-    else if (s == "--perturb") a.perturb = std::stod(next());
-    else if (s == "--tol") a.tol = std::stod(next());
-    else return fail("unknown argument '" + s + "'");
+    } else if (s == "--batch")
+      a.batch = std::stoll(next());
+    else if (s == "--points")
+      a.points = std::stoll(next());
+    else if (s == "--loops")
+      a.loops = std::stoll(next());
+    else if (s == "--window")
+      a.window = std::stoll(next());
+    else if (s == "--samples")
+      a.samples = std::stoll(next());
+    else if (s == "--seed")
+      a.seed = std::stoull(next());
+    else if (s == "--perturb")
+      a.perturb = std::stod(next());
+    else if (s == "--tol")
+      a.tol = std::stod(next());
+    else
+      return fail("unknown argument '" + s + "'");
   }
   if (a.mode.empty())
     return fail("usage: unroll-model-check (--forward|--gradcheck) M.so [--batch B] [--points k] "
@@ -340,17 +373,21 @@ int main(int argc, char **argv) {
     return compareCheckpoints(a);
   Model m;
   std::string err;
-  if (!m.load(a.model, err)) return fail(err);
+  if (!m.load(a.model, err))
+    return fail(err);
   const nlohmann::json *mi = findModel(m, "", err);
-  if (!mi) return fail(err);
+  if (!mi)
+    return fail(err);
   ModelRunner run;
-  if (!run.init(m, *mi, err)) return fail(err);
+  if (!run.init(m, *mi, err))
+    return fail(err);
   configureRunner(run);
   bool f32 = m.info()["element_type"] == "f32";
   int64_t loops = a.loops > 0 ? a.loops : (*mi)["iterations"].get<int64_t>();
   int64_t window = a.window > 0 ? a.window : (*mi)["window"].get<int64_t>();
   int64_t H = mi->value("heads", (int64_t)0);
-  if (H <= 0) return fail("the model info has no 'heads'");
+  if (H <= 0)
+    return fail("the model info has no 'heads'");
   Vec theta = initTheta(*mi, a.seed, a.perturb);
   std::mt19937_64 rng(a.seed + 1);
   Prompts p = drawPrompts(a.batch, a.points, (*mi)["prompt_dim"], rng);
@@ -364,7 +401,8 @@ int main(int argc, char **argv) {
   if (a.mode == "forward") {
     double tol = a.tol > 0 ? a.tol : f32 ? 2e-4 : 1e-10;
     Vec preds;
-    if (!run.forward(p, theta, loops, preds, err)) return fail(err);
+    if (!run.forward(p, theta, loops, preds, err))
+      return fail(err);
     double worst = 0, scale = 0;
     Vec refLoss(loops, 0.0);
     for (int64_t b = 0; b < p.batch; ++b) {
@@ -381,7 +419,8 @@ int main(int argc, char **argv) {
     }
     worst /= std::max(scale, 1e-12);
     Vec losses, grad;
-    if (!run.lossGrad(p, theta, loops, window, losses, grad, err)) return fail(err);
+    if (!run.lossGrad(p, theta, loops, window, losses, grad, err))
+      return fail(err);
     int64_t tw = std::min(loops, window);
     double worstL = 0;
     for (int64_t w = 0; w < tw; ++w)
@@ -397,7 +436,8 @@ int main(int argc, char **argv) {
   }
 
   // Gradient check: central differences of the compiled loss.
-  if (f32) return fail("--gradcheck needs a model compiled in f64");
+  if (f32)
+    return fail("--gradcheck needs a model compiled in f64");
   double tol = a.tol > 0 ? a.tol : 1e-6;
   // With b == T the truncated objective is the loss itself: differentiate
   // the compiled loss. With b > T the first b - T iterations carry no
@@ -407,21 +447,31 @@ int main(int argc, char **argv) {
     if (truncated)
       return truncatedLoss(*mi, H, theta, th, p, loops, window);
     Vec l, g;
-    if (!run.lossGrad(p, th, loops, window, l, g, err)) { fail(err); exit(2); }
+    if (!run.lossGrad(p, th, loops, window, l, g, err)) {
+      fail(err);
+      exit(2);
+    }
     double s = 0;
-    for (double v : l) s += v;
+    for (double v : l)
+      s += v;
     return s / l.size();
   };
   Vec l0, grad;
-  if (!run.lossGrad(p, theta, loops, window, l0, grad, err)) return fail(err);
+  if (!run.lossGrad(p, theta, loops, window, l0, grad, err))
+    return fail(err);
   double worstAll = 0;
   std::mt19937_64 pick(a.seed + 7);
   for (auto &par : (*mi)["params"]) {
     int64_t off = par["offset"], numel = 1;
-    for (int64_t s : par["shape"]) numel *= s;
+    for (int64_t s : par["shape"])
+      numel *= s;
     std::vector<int64_t> idx;
-    if (numel <= a.samples) for (int64_t i = 0; i < numel; ++i) idx.push_back(i);
-    else for (int64_t s = 0; s < a.samples; ++s) idx.push_back(pick() % numel);
+    if (numel <= a.samples)
+      for (int64_t i = 0; i < numel; ++i)
+        idx.push_back(i);
+    else
+      for (int64_t s = 0; s < a.samples; ++s)
+        idx.push_back(pick() % numel);
     double worst = 0, scale = 0;
     for (int64_t i : idx) {
       Vec tp = theta, tm = theta;

@@ -31,7 +31,6 @@ int main(int argc, char **argv) {
   mlir::unroll::registerUnrollDialects(registry);
   mlir::unroll::registerAllUnrollPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv,
-      "unroll optimizer: derive descent steps from energies and lower them\n",
+      argc, argv, "unroll optimizer: derive descent steps from energies and lower them\n",
       registry));
 }

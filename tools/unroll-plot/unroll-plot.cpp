@@ -36,8 +36,10 @@ static std::vector<std::string> split(const std::string &s, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, sep)) out.push_back(item);
-  if (!s.empty() && s.back() == sep) out.push_back("");
+  while (std::getline(ss, item, sep))
+    out.push_back(item);
+  if (!s.empty() && s.back() == sep)
+    out.push_back("");
   return out;
 }
 
@@ -58,16 +60,26 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     auto value = [&]() -> const char * { return i + 1 < argc ? argv[++i] : nullptr; };
     const char *v = nullptr;
-    if (a == "--log-y") spec.logY = true;
-    else if (a == "--title" || a == "--x" || a == "--xlabel" || a == "--ylabel" || a == "--y-floor") {
-      if (!(v = value())) return fail(a + " needs a value");
-      if (a == "--title") spec.title = v;
-      else if (a == "--x") xCol = v;
-      else if (a == "--xlabel") spec.xLabel = v;
-      else if (a == "--ylabel") spec.yLabel = v;
-      else spec.yFloor = atof(v);
-    } else if (a.size() > 1 && a[0] == '-') return fail("unknown option '" + a + "' (see --help)");
-    else curves.push_back(a);
+    if (a == "--log-y")
+      spec.logY = true;
+    else if (a == "--title" || a == "--x" || a == "--xlabel" || a == "--ylabel" ||
+             a == "--y-floor") {
+      if (!(v = value()))
+        return fail(a + " needs a value");
+      if (a == "--title")
+        spec.title = v;
+      else if (a == "--x")
+        xCol = v;
+      else if (a == "--xlabel")
+        spec.xLabel = v;
+      else if (a == "--ylabel")
+        spec.yLabel = v;
+      else
+        spec.yFloor = atof(v);
+    } else if (a.size() > 1 && a[0] == '-')
+      return fail("unknown option '" + a + "' (see --help)");
+    else
+      curves.push_back(a);
   }
   if (curves.empty())
     return fail("no FILE.csv:COLUMN given (see --help)");
@@ -83,12 +95,14 @@ int main(int argc, char **argv) {
     std::vector<std::string> header = split(line, ',');
     auto col = [&](const std::string &name) {
       for (size_t j = 0; j < header.size(); ++j)
-        if (header[j] == name) return (int)j;
+        if (header[j] == name)
+          return (int)j;
       return -1;
     };
     int xi = xCol.empty() ? 0 : col(xCol), yi = col(parts[1]);
     if (xi < 0 || yi < 0)
-      return fail(parts[0] + ": no column '" + (xi < 0 ? xCol : parts[1]) + "' (columns: " + line + ")");
+      return fail(parts[0] + ": no column '" + (xi < 0 ? xCol : parts[1]) + "' (columns: " + line +
+                  ")");
     Series s{parts.size() == 3 ? parts[2] : parts[1], {}, {}};
     int row = 1;
     while (std::getline(in, line)) {

@@ -5,15 +5,15 @@
 //   unroll-run compiled.so --task energy --iterations 12 --seed 0 [--json]
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/tooling/Checkpoint.h"
 #include "unroll/runtime/Energy.h"
 #include "unroll/runtime/Model.h"
 #include "unroll/runtime/ModelRun.h"
+#include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Plot.h"
+#include "unroll/tooling/Process.h"
 #include "unroll/tooling/Safetensors.h"
 #include "unroll/tooling/Tasks.h"
 #include "unroll/tooling/Train.h"
-#include "unroll/tooling/Process.h"
 
 #include <algorithm>
 #include <cmath>
@@ -125,14 +125,12 @@ struct Options {
   nlohmann::json train = nlohmann::json::object();
 };
 
-bool parseInt(const std::string &flag, const char *v, int64_t lo, int64_t &out,
-              std::string &err) {
+bool parseInt(const std::string &flag, const char *v, int64_t lo, int64_t &out, std::string &err) {
   char *end = nullptr;
   errno = 0;
   long long x = strtoll(v, &end, 10);
   if (!*v || *end || errno || x < lo) {
-    err = flag + " expects an integer >= " + std::to_string(lo) + ", got '" +
-          v + "'";
+    err = flag + " expects an integer >= " + std::to_string(lo) + ", got '" + v + "'";
     return false;
   }
   out = x;
@@ -184,8 +182,7 @@ bool parseLoopList(const std::string &flag, const char *v, std::vector<int64_t> 
   return !out.empty() || bad();
 }
 
-bool parseDouble(const std::string &flag, const char *v, double &out,
-                 std::string &err) {
+bool parseDouble(const std::string &flag, const char *v, double &out, std::string &err) {
   char *end = nullptr;
   double x = strtod(v, &end);
   if (!*v || *end || !std::isfinite(x) || x <= 0) {
@@ -208,51 +205,98 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     };
     const char *v = nullptr;
     int64_t tmp;
-    if (a == "--info") o.info = true;
-    else if (a == "--json") o.json = true;
-    else if (a == "--task") { if (!(v = value())) return false; o.task = v; }
-    else if (a == "--energy") { if (!(v = value())) return false; o.energy = v; }
-    else if (a == "--input") { if (!(v = value())) return false; o.input = v; }
-    else if (a == "--output") { if (!(v = value())) return false; o.output = v; }
-    else if (a == "--plot") { if (!(v = value())) return false; o.plot = v; }
-    else if (a == "--model") { if (!(v = value())) return false; o.modelName = v; }
-    else if (a == "--checkpoint") { if (!(v = value())) return false; o.checkpoint = v; }
-    else if (a == "--config") { if (!(v = value())) return false; o.config = v; }
-    else if (a == "--resume") o.resume = true;
-    else if (a == "--predict") o.predict = true;
-    else if (a == "--no-curriculum") o.train["curriculum"] = false;
-    else if (a == "--optimizer") { if (!(v = value())) return false; o.train["optimizer"] = v; }
-    else if (a == "--out") { if (!(v = value())) return false; o.train["out"] = v; }
-    else if (a == "--lr" || a == "--adam-beta1" || a == "--adam-beta2" || a == "--adam-eps") {
+    if (a == "--info")
+      o.info = true;
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--task") {
+      if (!(v = value()))
+        return false;
+      o.task = v;
+    } else if (a == "--energy") {
+      if (!(v = value()))
+        return false;
+      o.energy = v;
+    } else if (a == "--input") {
+      if (!(v = value()))
+        return false;
+      o.input = v;
+    } else if (a == "--output") {
+      if (!(v = value()))
+        return false;
+      o.output = v;
+    } else if (a == "--plot") {
+      if (!(v = value()))
+        return false;
+      o.plot = v;
+    } else if (a == "--model") {
+      if (!(v = value()))
+        return false;
+      o.modelName = v;
+    } else if (a == "--checkpoint") {
+      if (!(v = value()))
+        return false;
+      o.checkpoint = v;
+    } else if (a == "--config") {
+      if (!(v = value()))
+        return false;
+      o.config = v;
+    } else if (a == "--resume")
+      o.resume = true;
+    else if (a == "--predict")
+      o.predict = true;
+    else if (a == "--no-curriculum")
+      o.train["curriculum"] = false;
+    else if (a == "--optimizer") {
+      if (!(v = value()))
+        return false;
+      o.train["optimizer"] = v;
+    } else if (a == "--out") {
+      if (!(v = value()))
+        return false;
+      o.train["out"] = v;
+    } else if (a == "--lr" || a == "--adam-beta1" || a == "--adam-beta2" || a == "--adam-eps") {
       double x;
-      if (!(v = value()) || !parseDouble(a, v, x, err)) return false;
+      if (!(v = value()) || !parseDouble(a, v, x, err))
+        return false;
       std::string key = a.substr(2);
-      for (char &c : key) if (c == '-') c = '_';
+      for (char &c : key)
+        if (c == '-')
+          c = '_';
       o.train[key] = x;
     } else if (a == "--steps" || a == "--batch" || a == "--window" || a == "--eval-prompts" ||
                a == "--log-every" || a == "--save-every" || a == "--baseline-prompts") {
       int64_t lo = a == "--steps" || a == "--eval-prompts" || a == "--baseline-prompts" ? 0 : 1;
-      if (!(v = value()) || !parseInt(a, v, lo, tmp, err)) return false;
+      if (!(v = value()) || !parseInt(a, v, lo, tmp, err))
+        return false;
       std::string key = a.substr(2);
-      for (char &c : key) if (c == '-') c = '_';
+      for (char &c : key)
+        if (c == '-')
+          c = '_';
       o.train[key] = tmp;
     } else if (a == "--loops") {
-      if (!(v = value()) || !parseInt(a, v, 1, o.loops, err)) return false;
+      if (!(v = value()) || !parseInt(a, v, 1, o.loops, err))
+        return false;
     } else if (a == "--eval-loops") {
-      if (!(v = value()) || !parseLoopList(a, v, o.evalLoops, err)) return false;
-    }
-    else if (a == "--iterations") {
-      if (!(v = value()) || !parseInt(a, v, 0, o.iterations, err)) return false;
+      if (!(v = value()) || !parseLoopList(a, v, o.evalLoops, err))
+        return false;
+    } else if (a == "--iterations") {
+      if (!(v = value()) || !parseInt(a, v, 0, o.iterations, err))
+        return false;
     } else if (a == "--tokens") {
-      if (!(v = value()) || !parseInt(a, v, 1, o.tokens, err)) return false;
+      if (!(v = value()) || !parseInt(a, v, 1, o.tokens, err))
+        return false;
     } else if (a == "--dim") {
-      if (!(v = value()) || !parseInt(a, v, 1, o.dim, err)) return false;
+      if (!(v = value()) || !parseInt(a, v, 1, o.dim, err))
+        return false;
     } else if (a == "--seed") {
-      if (!(v = value()) || !parseInt(a, v, 0, tmp, err)) return false;
+      if (!(v = value()) || !parseInt(a, v, 0, tmp, err))
+        return false;
       o.seed = static_cast<uint64_t>(tmp);
       o.train["seed"] = tmp;
     } else if (a == "--scale") {
-      if (!(v = value()) || !parseDouble(a, v, o.scale, err)) return false;
+      if (!(v = value()) || !parseDouble(a, v, o.scale, err))
+        return false;
     } else if (!a.empty() && a[0] == '-') {
       err = "unknown option '" + a + "' (see --help)";
       return false;
@@ -272,8 +316,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
 
 /// X and the parameters: from --input where given, else N(0, std²). A 3-d
 /// X [samples, n, d] leaves all samples in in.x and their count in `samples`.
-bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in,
-                int64_t &samples, std::string &err) {
+bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int64_t &samples,
+                std::string &err) {
   samples = 1;
   TensorMap file;
   if (!o.input.empty() && !readSafetensors(o.input, file, err))
@@ -330,14 +374,11 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in,
       const Tensor &t = file[name];
       if (t.shape != shape)
         return err = o.input + ": parameter '" + name + "' has shape " +
-                     nlohmann::json(t.shape).dump() + ", expected " +
-                     nlohmann::json(shape).dump(),
+                     nlohmann::json(t.shape).dump() + ", expected " + nlohmann::json(shape).dump(),
                false;
       for (int64_t i = 0; i < numel; ++i) {
         if (!std::isfinite(t.data[i]))
-          return err = o.input + ": parameter '" + name +
-                       "' holds a non-finite value",
-                 false;
+          return err = o.input + ": parameter '" + name + "' holds a non-finite value", false;
         in.theta[off + i] = t.data[i];
       }
     } else {
@@ -384,9 +425,11 @@ int runEnergy(const Options &o, const Model &m) {
     if (smp == 0)
       tr = one;
     else
-      for (size_t t = 0; t < one.energies.size(); ++t) tr.energies[t] += one.energies[t];
+      for (size_t t = 0; t < one.energies.size(); ++t)
+        tr.energies[t] += one.energies[t];
   }
-  for (double &v : tr.energies) v /= samples;
+  for (double &v : tr.energies)
+    v /= samples;
 
   if (!o.output.empty()) {
     TensorMap out;
@@ -405,10 +448,11 @@ int runEnergy(const Options &o, const Model &m) {
 
   if (!o.plot.empty()) {
     PlotSpec spec;
-    spec.title = "energy @" + (*e)["name"].get<std::string>() + " (" +
-                 e->value("schedule", "") + ", rho " + e->value("rho", "") + ")";
+    spec.title = "energy @" + (*e)["name"].get<std::string>() + " (" + e->value("schedule", "") +
+                 ", rho " + e->value("rho", "") + ")";
     spec.xLabel = "iteration t";
-    spec.yLabel = samples > 1 ? "mean E(Y_t) over " + std::to_string(samples) + " samples" : "E(Y_t)";
+    spec.yLabel =
+        samples > 1 ? "mean E(Y_t) over " + std::to_string(samples) + " samples" : "E(Y_t)";
     Series s{samples > 1 ? "mean E(Y_t)" : "E(Y_t)", {}, tr.energies};
     for (size_t t = 0; t < tr.energies.size(); ++t)
       s.x.push_back(static_cast<double>(t));
@@ -418,9 +462,13 @@ int runEnergy(const Options &o, const Model &m) {
   }
 
   if (o.json) {
-    nlohmann::json j{{"energy", (*e)["name"]}, {"n", in.n}, {"d", in.d},
-                     {"iterations", iters}, {"seed", o.seed},
-                     {"energies", tr.energies}, {"increases", increases},
+    nlohmann::json j{{"energy", (*e)["name"]},
+                     {"n", in.n},
+                     {"d", in.d},
+                     {"iterations", iters},
+                     {"seed", o.seed},
+                     {"energies", tr.energies},
+                     {"increases", increases},
                      {"max_relative_increase", worst}};
     if (samples > 1) {
       j["samples"] = samples;
@@ -432,12 +480,10 @@ int runEnergy(const Options &o, const Model &m) {
   }
   printf("energy @%s: schedule %s, attention %s, rho %s, mask %s; n = %lld, "
          "d = %lld, %s, seed %llu\n",
-         (*e)["name"].get<std::string>().c_str(),
-         e->value("schedule", "?").c_str(), e->value("attention", "?").c_str(),
-         e->value("rho", "?").c_str(), e->value("mask", "?").c_str(),
-         (long long)in.n, (long long)in.d,
-         m.info().value("element_type", "?").c_str(),
-         (unsigned long long)o.seed);
+         (*e)["name"].get<std::string>().c_str(), e->value("schedule", "?").c_str(),
+         e->value("attention", "?").c_str(), e->value("rho", "?").c_str(),
+         e->value("mask", "?").c_str(), (long long)in.n, (long long)in.d,
+         m.info().value("element_type", "?").c_str(), (unsigned long long)o.seed);
   if (samples > 1)
     printf("mean over %lld samples of %s\n", (long long)samples, o.input.c_str());
   printf("%6s  %22s  %14s\n", "t", samples > 1 ? "mean E(Y_t)" : "E(Y_t)", "E(Y_t)-E(Y_t-1)");
@@ -445,8 +491,7 @@ int runEnergy(const Options &o, const Model &m) {
     if (t == 0)
       printf("%6zu  %22.15g\n", t, tr.energies[t]);
     else
-      printf("%6zu  %22.15g  %+14.6e%s\n", t, tr.energies[t],
-             tr.energies[t] - tr.energies[t - 1],
+      printf("%6zu  %22.15g  %+14.6e%s\n", t, tr.energies[t], tr.energies[t] - tr.energies[t - 1],
              tr.energies[t] > tr.energies[t - 1] ? "  increase" : "");
   }
   if (samples > 1)

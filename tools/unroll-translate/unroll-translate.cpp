@@ -8,8 +8,9 @@
 // for the host CPU and links it with the system C compiler into a shared
 // library. GPU libraries also get the mgpu* runtime (libunroll_cuda_runtime.a,
 // which only needs libcuda.so.1 at run time); CPU libraries whose
-// contractions call the packed GEMM kernel get libunroll_cpu_kernels.a. The library is written to a temporary name and renamed into place,
-// so a failure never leaves a half-written compiled.so behind.
+// contractions call the packed GEMM kernel get libunroll_cpu_kernels.a. The library is written to a
+// temporary name and renamed into place, so a failure never leaves a half-written compiled.so
+// behind.
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/InitAll.h"
@@ -27,8 +28,8 @@
 
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/Operator.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -45,37 +46,36 @@
 using namespace llvm;
 
 static cl::OptionCategory cat("unroll-translate options");
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<lowered.mlir>"),
-                                      cl::init("-"), cl::cat(cat));
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<lowered.mlir>"), cl::init("-"),
+                                      cl::cat(cat));
 static cl::opt<std::string> outputFile("o", cl::desc("Output shared library"),
-                                       cl::value_desc("compiled.so"),
-                                       cl::init("compiled.so"), cl::cat(cat));
-static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
-                                  cl::init(3), cl::Prefix, cl::cat(cat));
-static cl::opt<bool> emitLLVM("emit-llvm",
-                              cl::desc("Write optimized LLVM IR instead of a .so"),
+                                       cl::value_desc("compiled.so"), cl::init("compiled.so"),
+                                       cl::cat(cat));
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"), cl::init(3),
+                                  cl::Prefix, cl::cat(cat));
+static cl::opt<bool> emitLLVM("emit-llvm", cl::desc("Write optimized LLVM IR instead of a .so"),
                               cl::cat(cat));
-static cl::opt<bool> fpReassoc(
-    "fp-reassoc",
-    cl::desc("Allow reassociation and contraction (FMA) of floating-point "
-             "operations, so reductions vectorize (default on; NaN/Inf "
-             "semantics are kept)"),
-    cl::init(true), cl::cat(cat));
-static cl::opt<std::string> gpuRuntime(
-    "gpu-runtime",
-    cl::desc("The mgpu* runtime archive linked into GPU libraries (default: "
-             "libunroll_cuda_runtime.a in ../lib next to this tool, else the "
-             "build tree's)"),
-    cl::init(""), cl::cat(cat));
-static cl::opt<std::string> cpuKernels(
-    "cpu-kernels",
-    cl::desc("The GEMM kernel archive linked into libraries that call it "
-             "(default: libunroll_cpu_kernels.a in ../lib next to this tool, "
-             "else the build tree's)"),
-    cl::init(""), cl::cat(cat));
-static cl::opt<std::string> linker(
-    "linker", cl::desc("C compiler used to link (default: $CC, else cc)"),
-    cl::init(""), cl::cat(cat));
+static cl::opt<bool>
+    fpReassoc("fp-reassoc",
+              cl::desc("Allow reassociation and contraction (FMA) of floating-point "
+                       "operations, so reductions vectorize (default on; NaN/Inf "
+                       "semantics are kept)"),
+              cl::init(true), cl::cat(cat));
+static cl::opt<std::string>
+    gpuRuntime("gpu-runtime",
+               cl::desc("The mgpu* runtime archive linked into GPU libraries (default: "
+                        "libunroll_cuda_runtime.a in ../lib next to this tool, else the "
+                        "build tree's)"),
+               cl::init(""), cl::cat(cat));
+static cl::opt<std::string>
+    cpuKernels("cpu-kernels",
+               cl::desc("The GEMM kernel archive linked into libraries that call it "
+                        "(default: libunroll_cpu_kernels.a in ../lib next to this tool, "
+                        "else the build tree's)"),
+               cl::init(""), cl::cat(cat));
+static cl::opt<std::string> linker("linker",
+                                   cl::desc("C compiler used to link (default: $CC, else cc)"),
+                                   cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {
   errs() << "unroll-translate: error: " << msg << "\n";
@@ -138,10 +138,9 @@ static bool callsExternal(mlir::ModuleOp module, StringRef prefix) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(cat);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "unroll-translate: turn `unroll-opt --lower-to-cpu` output into a "
-      "shared library\n(compiled.so) with the C ABI of docs/abi.md.\n");
+  cl::ParseCommandLineOptions(argc, argv,
+                              "unroll-translate: turn `unroll-opt --lower-to-cpu` output into a "
+                              "shared library\n(compiled.so) with the C ABI of docs/abi.md.\n");
 
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
@@ -173,10 +172,10 @@ int main(int argc, char **argv) {
                   "' is missing (build the unroll_cuda_runtime target or pass "
                   "--gpu-runtime)");
   }
-  bool usesGemm = !hasGpu && (callsExternal(*module, "unroll_gemm_") ||
-                              callsExternal(*module, "unroll_attention_") ||
-                              callsExternal(*module, "_mlir_memref_to_llvm_") ||
-                              callsExternal(*module, "unroll_state_"));
+  bool usesGemm =
+      !hasGpu &&
+      (callsExternal(*module, "unroll_gemm_") || callsExternal(*module, "unroll_attention_") ||
+       callsExternal(*module, "_mlir_memref_to_llvm_") || callsExternal(*module, "unroll_state_"));
   if (usesGemm && !emitLLVM) {
     cpuLib = findArchive(argv[0], cpuKernels, "libunroll_cpu_kernels.a", UNROLL_CPU_KERNELS_LIB);
     if (!sys::fs::exists(cpuLib))
@@ -256,15 +255,14 @@ int main(int argc, char **argv) {
   if (hasGpu) {
     // The runtime is C++ without exceptions: link its support statically so
     // the library needs only libc, libm and (at run time) libcuda.so.1.
-    args.append({gpuLib, "-l:libstdc++.a", "-static-libgcc",
-                 "-Wl,--exclude-libs,libstdc++.a", "-ldl", "-lpthread"});
+    args.append({gpuLib, "-l:libstdc++.a", "-static-libgcc", "-Wl,--exclude-libs,libstdc++.a",
+                 "-ldl", "-lpthread"});
   }
   args.push_back("-lm");
   std::string linkErr;
   int rc = sys::ExecuteAndWait(*ccPath, args, std::nullopt, {}, 0, 0, &linkErr);
   if (rc != 0)
-    return fail("linking with '" + *ccPath + "' failed" +
-                (linkErr.empty() ? "" : ": " + linkErr));
+    return fail("linking with '" + *ccPath + "' failed" + (linkErr.empty() ? "" : ": " + linkErr));
   if (auto ec = sys::fs::rename(tmp, outputFile))
     return fail("cannot write '" + outputFile + "': " + ec.message());
   return 0;

@@ -18,8 +18,8 @@ using namespace mlir::unroll::lowering;
 void mlir::unroll::lowering::emitAdam(OpBuilder &b, Location loc, StringRef name, Type t) {
   OpBuilder::InsertionGuard g(b);
   MemRefType vec = dynMemref(1, t);
-  func::FuncOp f = makeEntry(b, loc, (name + "_adam").str(),
-                             {vec, vec, vec, vec, t, t, t, t, t, vec});
+  func::FuncOp f =
+      makeEntry(b, loc, (name + "_adam").str(), {vec, vec, vec, vec, t, t, t, t, t, vec});
   Value theta = f.getArgument(0), grad = f.getArgument(1), m = f.getArgument(2),
         v = f.getArgument(3), lrBc1 = f.getArgument(4), sqrtBc2 = f.getArgument(5),
         beta1 = f.getArgument(6), beta2 = f.getArgument(7), eps = f.getArgument(8),
@@ -35,9 +35,10 @@ void mlir::unroll::lowering::emitAdam(OpBuilder &b, Location loc, StringRef name
         auto add = [&](Value x, Value y) { return pb.create<arith::AddFOp>(pl, x, y).getResult(); };
         Value gi = ld(grad);
         Value mi = add(mul(beta1, ld(m)), mul(pb.create<arith::SubFOp>(pl, one, beta1), gi));
-        Value vi = add(mul(beta2, ld(v)),
-                       mul(pb.create<arith::SubFOp>(pl, one, beta2), mul(gi, gi)));
-        Value den = add(pb.create<arith::DivFOp>(pl, pb.create<math::SqrtOp>(pl, vi), sqrtBc2), eps);
+        Value vi =
+            add(mul(beta2, ld(v)), mul(pb.create<arith::SubFOp>(pl, one, beta2), mul(gi, gi)));
+        Value den =
+            add(pb.create<arith::DivFOp>(pl, pb.create<math::SqrtOp>(pl, vi), sqrtBc2), eps);
         Value step = pb.create<arith::DivFOp>(pl, mul(lrBc1, mi), den);
         Value th = pb.create<arith::SubFOp>(pl, ld(theta), step);
         pb.create<memref::StoreOp>(pl, mi, m, iv);
@@ -60,7 +61,9 @@ void mlir::unroll::lowering::emitAdam(OpBuilder &b, Location loc, StringRef name
                     Value gi = tb.create<memref::LoadOp>(tl, grad, ValueRange{i});
                     tb.create<scf::YieldOp>(tl, ValueRange{tb.create<arith::MulFOp>(tl, gi, gi)});
                   },
-                  [&](OpBuilder &eb, Location el) { eb.create<scf::YieldOp>(el, ValueRange{zero}); });
+                  [&](OpBuilder &eb, Location el) {
+                    eb.create<scf::YieldOp>(el, ValueRange{zero});
+                  });
               fb.create<scf::YieldOp>(
                   fl, ValueRange{fb.create<arith::AddFOp>(fl, acc[0], sq.getResult(0))});
             });
@@ -68,4 +71,3 @@ void mlir::unroll::lowering::emitAdam(OpBuilder &b, Location loc, StringRef name
       });
   b.create<func::ReturnOp>(loc);
 }
-

@@ -38,15 +38,16 @@ Value accumulateTheta(OpBuilder &b, Location loc, Value theta, const ParamInfo &
       st{b.getIndexAttr(1)};
   auto ty = RankedTensorType::get({numel}, elem);
   Value cur = b.create<tensor::ExtractSliceOp>(loc, ty, theta, off, sz, st);
-  Value sum = b.create<linalg::GenericOp>(
-                   loc, ty, ValueRange{cur, flat},
-                   ValueRange{b.create<tensor::EmptyOp>(loc, ty, ValueRange{})},
-                   SmallVector<AffineMap>(3, b.getMultiDimIdentityMap(1)),
-                   SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
-                   [](OpBuilder &nb, Location l, ValueRange a) {
-                     nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::AddFOp>(l, a[0], a[1])});
-                   })
-                  .getResult(0);
+  Value sum =
+      b.create<linalg::GenericOp>(loc, ty, ValueRange{cur, flat},
+                                  ValueRange{b.create<tensor::EmptyOp>(loc, ty, ValueRange{})},
+                                  SmallVector<AffineMap>(3, b.getMultiDimIdentityMap(1)),
+                                  SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
+                                  [](OpBuilder &nb, Location l, ValueRange a) {
+                                    nb.create<linalg::YieldOp>(
+                                        l, ValueRange{nb.create<arith::AddFOp>(l, a[0], a[1])});
+                                  })
+          .getResult(0);
   return b.create<tensor::InsertSliceOp>(loc, sum, theta, off, sz, st);
 }
 
@@ -59,7 +60,8 @@ public:
   MMStepOp firstStep() {
     MMStepOp first;
     energy.getSteps().walk([&](MMStepOp m) {
-      if (!first) first = m;
+      if (!first)
+        first = m;
     });
     return first;
   }
@@ -78,16 +80,15 @@ private:
   void emitVJP(OpBuilder &b);
   /// An entry function `name(tokens, theta, extra...)` with the builder at
   /// its start; `y` gets the token tensor, `pt` the parameter tensors.
-  func::FuncOp beginEntry(OpBuilder &b, StringRef name, ArrayRef<Type> extra,
-                          Value &y, SmallVector<Value> &pt);
+  func::FuncOp beginEntry(OpBuilder &b, StringRef name, ArrayRef<Type> extra, Value &y,
+                          SmallVector<Value> &pt);
 
   EnergyOp energy;
   ParamTable table;
 };
 
-func::FuncOp EnergyLowering::beginEntry(OpBuilder &b, StringRef name,
-                                        ArrayRef<Type> extra, Value &y,
-                                        SmallVector<Value> &pt) {
+func::FuncOp EnergyLowering::beginEntry(OpBuilder &b, StringRef name, ArrayRef<Type> extra,
+                                        Value &y, SmallVector<Value> &pt) {
   SmallVector<Type> args{dynMemref(2, elem()), dynMemref(1, elem())};
   args.append(extra.begin(), extra.end());
   Location loc = energy.getLoc();
@@ -97,8 +98,7 @@ func::FuncOp EnergyLowering::beginEntry(OpBuilder &b, StringRef name,
   return f;
 }
 
-Value EnergyLowering::energyValue(OpBuilder &b, Value y, Value x,
-                                  ArrayRef<Value> pt) {
+Value EnergyLowering::energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> pt) {
   Block &body = energy.getBody().front();
   IRMapping map;
   map.map(body.getArgument(0), y);
@@ -114,15 +114,14 @@ Value EnergyLowering::energyValue(OpBuilder &b, Value y, Value x,
     Operation *term = b.clone(op, map);
     if (term->getNumResults() != 1 || !isa<EnergyType>(term->getResult(0).getType()))
       continue;
-    Value v = b.create<UnrealizedConversionCastOp>(op.getLoc(), elem(), term->getResult(0))
-                  .getResult(0);
+    Value v =
+        b.create<UnrealizedConversionCastOp>(op.getLoc(), elem(), term->getResult(0)).getResult(0);
     total = total ? b.create<arith::AddFOp>(op.getLoc(), total, v).getResult() : v;
   }
   return total;
 }
 
-Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x,
-                                ArrayRef<Value> pt) {
+Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> pt) {
   Grads none;
   return runRegion(b, energy.getSteps(), {y, x}, pt, none);
 }
@@ -172,19 +171,17 @@ void EnergyLowering::emit(OpBuilder &b) {
     OpBuilder::InsertionGuard g(b);
     Value x;
     SmallVector<Value> pt;
-    func::FuncOp f = beginEntry(b, (name + "_trace").str(),
-                                {dynMemref(2, elem()), dynMemref(1, elem())}, x, pt);
+    func::FuncOp f =
+        beginEntry(b, (name + "_trace").str(), {dynMemref(2, elem()), dynMemref(1, elem())}, x, pt);
     Value yOut = f.getArgument(2), eOut = f.getArgument(3);
     Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
     Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
     b.create<memref::StoreOp>(loc, energyValue(b, x, x, pt), eOut, ValueRange{c0});
     Value n = b.create<memref::DimOp>(loc, eOut, 0);
     auto loop = b.create<scf::ForOp>(
-        loc, c1, n, c1, ValueRange{x},
-        [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
+        loc, c1, n, c1, ValueRange{x}, [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
           Value next = stepValue(lb, iter[0], x, pt);
-          lb.create<memref::StoreOp>(ll, energyValue(lb, next, x, pt), eOut,
-                                     ValueRange{t});
+          lb.create<memref::StoreOp>(ll, energyValue(lb, next, x, pt), eOut, ValueRange{t});
           lb.create<scf::YieldOp>(ll, next);
         });
     storeTensor(b, loc, loop.getResult(0), yOut);
@@ -223,24 +220,26 @@ void EnergyLowering::emitVJP(OpBuilder &b) {
   OpBuilder::InsertionGuard g(b);
   Value x;
   SmallVector<Value> pt;
-  func::FuncOp f = beginEntry(b, (energy.getSymName() + "_vjp").str(),
-                              {b.getI64Type(), dynMemref(2, t), dynMemref(2, t), dynMemref(1, t)},
-                              x, pt);
+  func::FuncOp f =
+      beginEntry(b, (energy.getSymName() + "_vjp").str(),
+                 {b.getI64Type(), dynMemref(2, t), dynMemref(2, t), dynMemref(1, t)}, x, pt);
   Emitter e(b, loc, t);
   Type tokTy = energy.getTokenType();
   Value iters = b.create<arith::IndexCastOp>(loc, b.getIndexType(), f.getArgument(2));
   Value dyT = memrefToTensor(b, loc, f.getArgument(3), tokTy);
-  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
+        c1 = b.create<arith::ConstantIndexOp>(loc, 1);
   Value n = e.dim(x, 0), d = e.dim(x, 1);
-  auto statesTy = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, t);
+  auto statesTy =
+      RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, t);
   auto slice = [&](OpBuilder &lb, Value i) {
     return std::make_tuple(SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0)},
                            SmallVector<OpFoldResult>{lb.getIndexAttr(1), n, d},
                            SmallVector<OpFoldResult>(3, lb.getIndexAttr(1)));
   };
   Value xd = e.dynamic(x);
-  Value states = b.create<tensor::EmptyOp>(loc, statesTy,
-                                           ValueRange{b.create<arith::AddIOp>(loc, iters, c1), n, d});
+  Value states = b.create<tensor::EmptyOp>(
+      loc, statesTy, ValueRange{b.create<arith::AddIOp>(loc, iters, c1), n, d});
   {
     auto [o, sz, st] = slice(b, c0);
     states = b.create<tensor::InsertSliceOp>(loc, xd, states, o, sz, st);
@@ -257,7 +256,8 @@ void EnergyLowering::emitVJP(OpBuilder &b) {
   states = fwd.getResult(1);
   int64_t numParams = std::max<int64_t>(table.numParams, 1);
   auto gTy = RankedTensorType::get({numParams}, t);
-  Value g0 = b.create<linalg::FillOp>(loc, e.cst(0.0), b.create<tensor::EmptyOp>(loc, gTy, ValueRange{}).getResult())
+  Value g0 = b.create<linalg::FillOp>(loc, e.cst(0.0),
+                                      b.create<tensor::EmptyOp>(loc, gTy, ValueRange{}).getResult())
                  .getResult(0);
   Value dx0 = e.castTo(e.filled({n, d}, 0.0), tokTy);
   auto bwd = b.create<scf::ForOp>(
@@ -270,7 +270,8 @@ void EnergyLowering::emitVJP(OpBuilder &b) {
         Value yt = lb.create<tensor::ExtractSliceOp>(ll, sTy, states, o, sz, st);
         Grads gr{it[0], it[1]};
         Value dy = runRegion(lb, energy.getReverse(), {le.castTo(yt, tokTy), x, it[2]}, pt, gr);
-        lb.create<scf::YieldOp>(ll, ValueRange{gr.theta, le.castTo(gr.x, tokTy), le.castTo(dy, tokTy)});
+        lb.create<scf::YieldOp>(ll,
+                                ValueRange{gr.theta, le.castTo(gr.x, tokTy), le.castTo(dy, tokTy)});
       });
   // Y_0 = X: the gradient reaching Y_0 is X's too.
   Value dx = e.map2({bwd.getResult(1), bwd.getResult(2)}, {e.id2(), e.id2()}, x,
@@ -294,8 +295,10 @@ llvm::json::Object EnergyLowering::info() {
     return nullptr;
   };
   auto centerName = [&](Value v) -> llvm::json::Value {
-    if (!v) return "zero";
-    if (v == energy.getInput()) return "X";
+    if (!v)
+      return "zero";
+    if (v == energy.getInput())
+      return "X";
     return paramName(v);
   };
   llvm::json::Array terms;
@@ -319,14 +322,16 @@ llvm::json::Object EnergyLowering::info() {
       {"trace", (energy.getSymName() + "_trace").str()},
       {"weights", firstStep() ? llvm::json::Value((energy.getSymName() + "_weights").str())
                               : llvm::json::Value(nullptr)},
-      {"vjp", energy.getReverse().empty() ? llvm::json::Value(nullptr)
-                                          : llvm::json::Value((energy.getSymName() + "_vjp").str())},
-      {"weight_form", firstStep() ? llvm::json::Value(stringifyWeightForm(firstStep().getForm()).str())
-                                  : llvm::json::Value(nullptr)},
-      {"tokens", tok.isDynamicDim(0) ? llvm::json::Value(nullptr)
-                                     : llvm::json::Value(tok.getDimSize(0))},
-      {"dim", tok.isDynamicDim(1) ? llvm::json::Value(nullptr)
-                                  : llvm::json::Value(tok.getDimSize(1))},
+      {"vjp", energy.getReverse().empty()
+                  ? llvm::json::Value(nullptr)
+                  : llvm::json::Value((energy.getSymName() + "_vjp").str())},
+      {"weight_form", firstStep()
+                          ? llvm::json::Value(stringifyWeightForm(firstStep().getForm()).str())
+                          : llvm::json::Value(nullptr)},
+      {"tokens",
+       tok.isDynamicDim(0) ? llvm::json::Value(nullptr) : llvm::json::Value(tok.getDimSize(0))},
+      {"dim",
+       tok.isDynamicDim(1) ? llvm::json::Value(nullptr) : llvm::json::Value(tok.getDimSize(1))},
       {"schedule", stringifySchedule(min.getSchedule()).str()},
       {"attention", stringifyAttentionVariant(min.getAttention()).str()},
       {"iterations", min.getIterations()},

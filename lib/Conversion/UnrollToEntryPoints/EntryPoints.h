@@ -40,8 +40,8 @@ public:
       if (index.count(p.getName()))
         return;
       index[p.getName()] = params.size();
-      params.push_back({p.getName().str(), p.getType(), p.getStd().convertToDouble(),
-                        p.getInit(), numParams});
+      params.push_back(
+          {p.getName().str(), p.getType(), p.getStd().convertToDouble(), p.getInit(), numParams});
       numParams += p.getType().getNumElements();
     });
   }
@@ -60,8 +60,8 @@ Value memrefToTensor(OpBuilder &b, Location loc, Value m, Type to);
 /// Writes a tensor into a memref argument (cast to the memref's shape).
 void storeTensor(OpBuilder &b, Location loc, Value t, Value m);
 /// Views of every parameter inside theta (zero-copy reinterpret_casts).
-SmallVector<Value> paramTensors(OpBuilder &b, Location loc, Value theta,
-                                const ParamTable &table, Type elem);
+SmallVector<Value> paramTensors(OpBuilder &b, Location loc, Value theta, const ParamTable &table,
+                                Type elem);
 /// A C-interface entry function with the builder at its start.
 func::FuncOp makeEntry(OpBuilder &b, Location loc, StringRef name, ArrayRef<Type> args);
 MemRefType dynMemref(unsigned rank, Type elem);

@@ -40,8 +40,10 @@ struct Loss : TokenEmitter {
 
   /// Σ_{b,i} (pred[b, 2i, 0] − ys[b, i])² as a scalar.
   Value sqErr(Value pred, Value ys) {
-    Value init = b.create<linalg::FillOp>(loc, cst(0.0), b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
-                     .getResult(0);
+    Value init =
+        b.create<linalg::FillOp>(loc, cst(0.0),
+                                 b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
+            .getResult(0);
     Value r = generic({pred, ys}, {map(2, {d(0), d(1) * 2, c(0)}), id(2)}, init,
                       AffineMap::get(2, 0, {}, b.getContext()), iters("rr"),
                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
@@ -60,11 +62,11 @@ struct Loss : TokenEmitter {
                      Value z = nb.create<arith::ConstantIndexOp>(l, 0);
                      Value even = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq,
                                                            nb.create<arith::RemUIOp>(l, j, two), z);
-                     Value g = nb.create<arith::MulFOp>(l, coef, nb.create<arith::SubFOp>(l, a[0], a[1]));
+                     Value g =
+                         nb.create<arith::MulFOp>(l, coef, nb.create<arith::SubFOp>(l, a[0], a[1]));
                      return nb.create<arith::SelectOp>(l, even, g, zero);
                    });
   }
-
 };
 
 class ModelLowering {
@@ -130,8 +132,8 @@ LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map,
   return success();
 }
 
-FailureOr<SmallVector<Value>> ModelLowering::run(OpBuilder &b, Region &r, ValueRange args,
-                                                 Ctx &ctx, IRMapping *given,
+FailureOr<SmallVector<Value>> ModelLowering::run(OpBuilder &b, Region &r, ValueRange args, Ctx &ctx,
+                                                 IRMapping *given,
                                                  const DenseSet<Operation *> *skip) {
   Block &blk = r.front();
   IRMapping local;
@@ -232,9 +234,11 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     if (failed(p))
       return failure();
     Value nb = idx(f.getArgument(2));
-    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
+          c1 = b.create<arith::ConstantIndexOp>(loc, 1);
     Value bsz = nn.dim(z, 0), n = nn.dim(z, 1);
-    Value preds0 = b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{nb, bsz, n});
+    Value preds0 =
+        b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{nb, bsz, n});
     LogicalResult ok = success();
     auto forLoop = b.create<scf::ForOp>(
         loc, c0, nb, c1, ValueRange{initState(nn, *p), preds0},
@@ -248,7 +252,8 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
             lb.create<scf::YieldOp>(ll, it);
             return;
           }
-          Value p2 = lb.create<tensor::CollapseShapeOp>(ll, *pred, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+          Value p2 = lb.create<tensor::CollapseShapeOp>(
+              ll, *pred, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
           SmallVector<OpFoldResult> off{tIdx, lb.getIndexAttr(0), lb.getIndexAttr(0)};
           SmallVector<OpFoldResult> sz{lb.getIndexAttr(1), bsz, n};
           SmallVector<OpFoldResult> st(3, lb.getIndexAttr(1));
@@ -272,7 +277,8 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   Value ys = memrefToTensor(b, loc, f.getArgument(1), nn.tensorTy({kDyn, kDyn}));
   Value nb = idx(f.getArgument(3)), nT = idx(f.getArgument(4));
   Value lossesOut = f.getArgument(5), gradOut = f.getArgument(6);
-  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
+        c1 = b.create<arith::ConstantIndexOp>(loc, 1);
   Value tw = b.create<arith::MinUIOp>(loc, nb, nT);
   Value nfree = b.create<arith::SubIOp>(loc, nb, tw);
   FailureOr<Value> pOr = embed(b, z, ctx);
@@ -286,15 +292,16 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   };
 
   // Iterations without gradient.
-  auto freeLoop = b.create<scf::ForOp>(
-      loc, c0, nfree, c1, ValueRange{initState(nn, p)},
-      [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
-        Loss ln(lb, ll, t);
-        FailureOr<SmallVector<Value>> y = run(lb, loop.getBody(), {inject(ln, it[0], p)}, ctx);
-        if (failed(y))
-          return fail(lb, ll, it);
-        lb.create<scf::YieldOp>(ll, ValueRange{ln.castTo((*y)[0], stateTy)});
-      });
+  auto freeLoop =
+      b.create<scf::ForOp>(loc, c0, nfree, c1, ValueRange{initState(nn, p)},
+                           [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
+                             Loss ln(lb, ll, t);
+                             FailureOr<SmallVector<Value>> y =
+                                 run(lb, loop.getBody(), {inject(ln, it[0], p)}, ctx);
+                             if (failed(y))
+                               return fail(lb, ll, it);
+                             lb.create<scf::YieldOp>(ll, ValueRange{ln.castTo((*y)[0], stateTy)});
+                           });
   Value yFree = freeLoop.getResult(0);
 
   // The window, forward: store Y_{b-T} .. Y_b and each iterate's loss.
@@ -303,9 +310,10 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   auto statesTy = nn.tensorTy({kDyn, kDyn, kDyn, dState});
   Value twp1 = b.create<arith::AddIOp>(loc, tw, c1);
   auto stateSlice = [&](OpBuilder &lb, Value i) {
-    return std::make_tuple(SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0), lb.getIndexAttr(0)},
-                           SmallVector<OpFoldResult>{lb.getIndexAttr(1), bsz, n, lb.getIndexAttr(dState)},
-                           SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
+    return std::make_tuple(
+        SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0), lb.getIndexAttr(0)},
+        SmallVector<OpFoldResult>{lb.getIndexAttr(1), bsz, n, lb.getIndexAttr(dState)},
+        SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
   };
   Value states = b.create<tensor::EmptyOp>(loc, statesTy, ValueRange{twp1, bsz, n});
   {
@@ -315,9 +323,10 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   // The tape: [T, B, n, F] per activation the VJPs read.
   auto tapeSlice = [&](OpBuilder &lb, Value i, Value v) {
     int64_t f = cast<RankedTensorType>(v.getType()).getDimSize(2);
-    return std::make_tuple(SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0), lb.getIndexAttr(0)},
-                           SmallVector<OpFoldResult>{lb.getIndexAttr(1), bsz, n, lb.getIndexAttr(f)},
-                           SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
+    return std::make_tuple(
+        SmallVector<OpFoldResult>{i, lb.getIndexAttr(0), lb.getIndexAttr(0), lb.getIndexAttr(0)},
+        SmallVector<OpFoldResult>{lb.getIndexAttr(1), bsz, n, lb.getIndexAttr(f)},
+        SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
   };
   SmallVector<Value> winInit{yFree, states};
   for (Value v : tape.body)
@@ -325,11 +334,11 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         loc, nn.tensorTy({kDyn, kDyn, kDyn, cast<RankedTensorType>(v.getType()).getDimSize(2)}),
         ValueRange{tw, bsz, n}));
   Value k = nn.dim(ys, 1);
-  Value bk = b.create<arith::IndexCastOp>(loc, b.getI64Type(), b.create<arith::MulIOp>(loc, bsz, k));
+  Value bk =
+      b.create<arith::IndexCastOp>(loc, b.getI64Type(), b.create<arith::MulIOp>(loc, bsz, k));
   Value invBK = b.create<arith::DivFOp>(loc, nn.cst(1.0), b.create<arith::SIToFPOp>(loc, t, bk));
   auto winLoop = b.create<scf::ForOp>(
-      loc, c0, tw, c1, winInit,
-      [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
+      loc, c0, tw, c1, winInit, [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
         Loss ln(lb, ll, t);
         IRMapping acts;
         FailureOr<SmallVector<Value>> y =
@@ -360,7 +369,8 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   SmallVector<Value> tapes(winLoop.getResults().drop_front(2));
 
   // The window, backward.
-  Value twF = b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tw));
+  Value twF =
+      b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tw));
   Value coef = b.create<arith::DivFOp>(loc, b.create<arith::MulFOp>(loc, nn.cst(2.0), invBK), twF);
   Value grad0 = nn.full(nn.tensorTy({table.numParams}), {}, 0.0);
   Value zerosP = nn.fullLike(p, 0.0);
@@ -393,8 +403,8 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
                                                          tp, to, ts, tst)
                            .getResult());
         }
-        FailureOr<SmallVector<Value>> du = run(lb, loop.getReverse(), {inject(ln, yprev, p), dy},
-                                               c, &acts, tape.empty() ? nullptr : &tape.primal);
+        FailureOr<SmallVector<Value>> du = run(lb, loop.getReverse(), {inject(ln, yprev, p), dy}, c,
+                                               &acts, tape.empty() ? nullptr : &tape.primal);
         if (failed(du))
           return fail(lb, ll, it);
         Value d = ln.castTo((*du)[0], stateTy), dyNext = d, dp = it[2];
@@ -404,7 +414,8 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
           dyNext = ln.mul(d, p);
           dp = ln.add(dp, ln.mul(d, yprev));
         }
-        lb.create<scf::YieldOp>(ll, ValueRange{c.grad, ln.castTo(dyNext, stateTy), ln.castTo(dp, stateTy)});
+        lb.create<scf::YieldOp>(
+            ll, ValueRange{c.grad, ln.castTo(dyNext, stateTy), ln.castTo(dp, stateTy)});
       });
   if (failed(ok))
     return failure();

@@ -10,8 +10,7 @@ MemRefType mlir::unroll::lowering::dynMemref(unsigned rank, Type elem) {
   return MemRefType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic), elem);
 }
 
-Value mlir::unroll::lowering::memrefToTensor(OpBuilder &b, Location loc, Value m,
-                                             Type to) {
+Value mlir::unroll::lowering::memrefToTensor(OpBuilder &b, Location loc, Value m, Type to) {
   auto mt = cast<MemRefType>(m.getType());
   auto tt = RankedTensorType::get(mt.getShape(), mt.getElementType());
   Value t = b.create<bufferization::ToTensorOp>(loc, tt, m, /*restrict=*/true,
@@ -29,10 +28,8 @@ void mlir::unroll::lowering::storeTensor(OpBuilder &b, Location loc, Value t, Va
   op.setWritable(true);
 }
 
-SmallVector<Value> mlir::unroll::lowering::paramTensors(OpBuilder &b, Location loc,
-                                                        Value theta,
-                                                        const ParamTable &table,
-                                                        Type elem) {
+SmallVector<Value> mlir::unroll::lowering::paramTensors(OpBuilder &b, Location loc, Value theta,
+                                                        const ParamTable &table, Type elem) {
   SmallVector<Value> out;
   for (auto &p : table.params) {
     auto shape = p.type.getShape();
@@ -41,15 +38,14 @@ SmallVector<Value> mlir::unroll::lowering::paramTensors(OpBuilder &b, Location l
       strides[i] = strides[i + 1] * shape[i + 1];
     auto layout = StridedLayoutAttr::get(b.getContext(), p.offset, strides);
     auto mt = MemRefType::get(shape, elem, layout);
-    Value view = b.create<memref::ReinterpretCastOp>(loc, mt, theta, p.offset,
-                                                     shape, strides);
+    Value view = b.create<memref::ReinterpretCastOp>(loc, mt, theta, p.offset, shape, strides);
     out.push_back(memrefToTensor(b, loc, view, p.type));
   }
   return out;
 }
 
-func::FuncOp mlir::unroll::lowering::makeEntry(OpBuilder &b, Location loc,
-                                               StringRef name, ArrayRef<Type> args) {
+func::FuncOp mlir::unroll::lowering::makeEntry(OpBuilder &b, Location loc, StringRef name,
+                                               ArrayRef<Type> args) {
   auto f = b.create<func::FuncOp>(loc, name, b.getFunctionType(args, {}));
   f->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   b.setInsertionPointToStart(f.addEntryBlock());

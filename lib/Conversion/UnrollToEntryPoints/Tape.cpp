@@ -68,4 +68,3 @@ Tape mlir::unroll::lowering::planTape(LoopOp loop) {
   }
   return t;
 }
-

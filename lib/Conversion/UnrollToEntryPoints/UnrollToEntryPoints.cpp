@@ -33,16 +33,16 @@ void emitAbi(OpBuilder &b, Location loc, const std::string &json) {
   b.create<LLVM::GlobalOp>(loc, arr, /*isConstant=*/true, LLVM::Linkage::Internal,
                            "__unroll_model_info", b.getStringAttr(data));
 
-  auto info = b.create<LLVM::LLVMFuncOp>(loc, "unroll_model_info",
-                                         LLVM::LLVMFunctionType::get(ptr, {}));
+  auto info =
+      b.create<LLVM::LLVMFuncOp>(loc, "unroll_model_info", LLVM::LLVMFunctionType::get(ptr, {}));
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(info.addEntryBlock(b));
     Value addr = b.create<LLVM::AddressOfOp>(loc, ptr, "__unroll_model_info");
     b.create<LLVM::ReturnOp>(loc, addr);
   }
-  auto ver = b.create<LLVM::LLVMFuncOp>(loc, "unroll_abi_version",
-                                        LLVM::LLVMFunctionType::get(i32, {}));
+  auto ver =
+      b.create<LLVM::LLVMFuncOp>(loc, "unroll_abi_version", LLVM::LLVMFunctionType::get(i32, {}));
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(ver.addEntryBlock(b));
   Value v = b.create<LLVM::ConstantOp>(loc, i32, b.getI32IntegerAttr(kAbiVersion));
@@ -61,8 +61,8 @@ struct ConvertUnrollToEntryPointsPass
   using Base::Base;
   void runOnOperation() override {
     if (target != "cpu" && target != "gpu") {
-      getOperation().emitError() << "convert-unroll-to-entry-points: unknown target '"
-                                 << target << "' (expected cpu or gpu)";
+      getOperation().emitError() << "convert-unroll-to-entry-points: unknown target '" << target
+                                 << "' (expected cpu or gpu)";
       return signalPassFailure();
     }
     ModuleOp module = getOperation();
@@ -77,8 +77,8 @@ struct ConvertUnrollToEntryPointsPass
     auto checkElem = [&](Operation *op, Type t) {
       std::string s = typeName(t);
       if (!elem.empty() && elem != s) {
-        op->emitOpError() << "uses element type " << s
-                          << " but an earlier energy or model uses " << elem;
+        op->emitOpError() << "uses element type " << s << " but an earlier energy or model uses "
+                          << elem;
         return false;
       }
       elem = s;
@@ -102,8 +102,7 @@ struct ConvertUnrollToEntryPointsPass
                           "first (or use --lower-to-cpu)");
         return signalPassFailure();
       }
-      if (!checkElem(model, cast<RankedTensorType>(model.getPrompt().getType())
-                                .getElementType()))
+      if (!checkElem(model, cast<RankedTensorType>(model.getPrompt().getType()).getElementType()))
         return signalPassFailure();
       b.setInsertionPoint(model);
       FailureOr<llvm::json::Object> info = lowerModel(b, model, recomputeWindow);

@@ -7,15 +7,15 @@
 // (whose signatures runtime/include/unroll/runtime/CpuKernels.h declares).
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
-#include "mlir/Transforms/DialectConversion.h"
-#include "unroll/runtime/CpuKernels.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "unroll/runtime/CpuKernels.h"
 
 #include <cmath>
 #include <limits>
@@ -40,9 +40,9 @@ struct AttentionKernels : TokenEmitter {
     Heads s{{}, heads, hd, dim(qkv, 0), dim(qkv, 1)};
     SmallVector<OpFoldResult> shape{s.bsz, s.n, b.getIndexAttr(3), b.getIndexAttr(heads),
                                     b.getIndexAttr(hd)};
-    s.q5 = b.create<tensor::ExpandShapeOp>(loc, tensorTy({kDyn, kDyn, 3, heads, hd}), qkv,
-                                           ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3, 4}},
-                                           shape);
+    s.q5 =
+        b.create<tensor::ExpandShapeOp>(loc, tensorTy({kDyn, kDyn, 3, heads, hd}), qkv,
+                                        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3, 4}}, shape);
     return s;
   }
   Value i1Causal(OpBuilder &nb, Location l, unsigned iDim, unsigned jDim) {
@@ -54,9 +54,10 @@ struct AttentionKernels : TokenEmitter {
     auto ty4 = tensorTy({kDyn, s.h, kDyn, kDyn});
     auto z4 = [&] { return full(ty4, {s.bsz, s.n, s.n}, 0.0); };
     // (b, h, i, j, e)
-    Value sc = generic({s.q5, s.q5},
-                       {map(5, {d(0), d(2), c(0), d(1), d(4)}), map(5, {d(0), d(3), c(1), d(1), d(4)})},
-                       z4(), map(5, {d(0), d(1), d(2), d(3)}), iters("ppppr"), fma);
+    Value sc =
+        generic({s.q5, s.q5},
+                {map(5, {d(0), d(2), c(0), d(1), d(4)}), map(5, {d(0), d(3), c(1), d(1), d(4)})},
+                z4(), map(5, {d(0), d(1), d(2), d(3)}), iters("ppppr"), fma);
     Value scale = cst(1.0 / std::sqrt(double(s.hd)));
     Value ninf = cst(-std::numeric_limits<double>::infinity()), zero = cst(0.0);
     auto ty3 = tensorTy({kDyn, s.h, kDyn});
@@ -88,7 +89,8 @@ struct AttentionKernels : TokenEmitter {
     return full(tensorTy({kDyn, kDyn, s.h, s.hd}), {s.bsz, s.n}, 0.0);
   }
   Value mergeHeads(Value o4) {
-    return b.create<tensor::CollapseShapeOp>(loc, o4, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    return b.create<tensor::CollapseShapeOp>(loc, o4,
+                                             ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
   }
   Value attention(Value qkv, int64_t heads) {
     Heads s = split(qkv, heads);
@@ -104,9 +106,9 @@ struct AttentionKernels : TokenEmitter {
     Heads s = split(qkv, heads);
     Value a = probs(s);
     SmallVector<OpFoldResult> shape{s.bsz, s.n, b.getIndexAttr(s.h), b.getIndexAttr(s.hd)};
-    Value d4 = b.create<tensor::ExpandShapeOp>(loc, tensorTy({kDyn, kDyn, s.h, s.hd}), dy,
-                                               ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}},
-                                               shape);
+    Value d4 =
+        b.create<tensor::ExpandShapeOp>(loc, tensorTy({kDyn, kDyn, s.h, s.hd}), dy,
+                                        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}}, shape);
     auto ty4 = tensorTy({kDyn, s.h, kDyn, kDyn});
     auto z4 = [&] { return full(ty4, {s.bsz, s.n, s.n}, 0.0); };
     AffineMap out5 = map(5, {d(0), d(1), d(2), d(3)});
@@ -115,9 +117,9 @@ struct AttentionKernels : TokenEmitter {
                        {map(5, {d(0), d(2), d(1), d(4)}), map(5, {d(0), d(3), c(2), d(1), d(4)})},
                        z4(), out5, iters("ppppr"), fma);
     // dV[b, j, h, e] = Σ_i A[b, h, i, j] dO[b, i, h, e]   loops (b, h, i, j, e)
-    Value dv = generic({a, d4},
-                       {map(5, {d(0), d(1), d(2), d(3)}), map(5, {d(0), d(2), d(1), d(4)})},
-                       zeros4(s), map(5, {d(0), d(3), d(1), d(4)}), iters("pprpp"), fma);
+    Value dv =
+        generic({a, d4}, {map(5, {d(0), d(1), d(2), d(3)}), map(5, {d(0), d(2), d(1), d(4)})},
+                zeros4(s), map(5, {d(0), d(3), d(1), d(4)}), iters("pprpp"), fma);
     // dS = A (dA − Σ_j A dA) / sqrt(hd)
     auto ty3 = tensorTy({kDyn, s.h, kDyn});
     AffineMap m4 = id(4), r3 = map(4, {d(0), d(1), d(2)});
@@ -140,19 +142,20 @@ struct AttentionKernels : TokenEmitter {
     // Interleave into [B, n, 3, H, hd] and flatten.
     AffineMap pick = map(5, {d(0), d(1), d(3), d(4)});
     Value z5 = full(tensorTy({kDyn, kDyn, 3, s.h, s.hd}), {s.bsz, s.n}, 0.0);
-    Value d5 = generic({dq, dk, dv}, {pick, pick, pick}, z5, id(5), iters("ppppp"),
-                       [](OpBuilder &nb, Location l, ValueRange v) -> Value {
-                         Value which = nb.create<linalg::IndexOp>(l, 2);
-                         Value c0 = nb.create<arith::ConstantIndexOp>(l, 0);
-                         Value c1 = nb.create<arith::ConstantIndexOp>(l, 1);
-                         Value isQ = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, which, c0);
-                         Value isK = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, which, c1);
-                         Value kv = nb.create<arith::SelectOp>(l, isK, v[1], v[2]);
-                         return nb.create<arith::SelectOp>(l, isQ, v[0], kv);
-                       });
-    return b.create<tensor::CollapseShapeOp>(loc, d5, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
+    Value d5 =
+        generic({dq, dk, dv}, {pick, pick, pick}, z5, id(5), iters("ppppp"),
+                [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                  Value which = nb.create<linalg::IndexOp>(l, 2);
+                  Value c0 = nb.create<arith::ConstantIndexOp>(l, 0);
+                  Value c1 = nb.create<arith::ConstantIndexOp>(l, 1);
+                  Value isQ = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, which, c0);
+                  Value isK = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, which, c1);
+                  Value kv = nb.create<arith::SelectOp>(l, isK, v[1], v[2]);
+                  return nb.create<arith::SelectOp>(l, isQ, v[0], kv);
+                });
+    return b.create<tensor::CollapseShapeOp>(loc, d5,
+                                             ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
   }
-
 };
 
 /// Attention (dy null) or its VJP as one call of the CPU kernels
@@ -175,7 +178,8 @@ Value cpuAttention(OpBuilder &b, Location loc, Operation *op, Value qkv, Value d
                               StridedLayoutAttr::get(b.getContext(), kDyn, {kDyn, kDyn, 1}));
     Value m = b.create<bufferization::ToMemrefOp>(loc, mt, t, /*read_only=*/true);
     auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, m);
-    args.push_back(b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m),
+    args.push_back(b.create<arith::AddIOp>(loc,
+                                           b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m),
                                            b.create<arith::MulIOp>(loc, meta.getOffset(), bytes)));
     args.push_back(meta.getStrides()[0]);
     args.push_back(meta.getStrides()[1]);
@@ -213,8 +217,9 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     AttentionKernels k(rewriter, op.getLoc(), elementOf(op.getQkv()));
-    Value y = cpuKernels ? cpuAttention(rewriter, op.getLoc(), op, a.getQkv(), Value(), op.getHeads())
-                         : k.attention(a.getQkv(), op.getHeads());
+    Value y = cpuKernels
+                  ? cpuAttention(rewriter, op.getLoc(), op, a.getQkv(), Value(), op.getHeads())
+                  : k.attention(a.getQkv(), op.getHeads());
     rewriter.replaceOp(op, k.castTo(y, op.getType()));
     return success();
   }

@@ -5,8 +5,8 @@
 // learned position embedding (a broadcast add; its VJP sums over the batch).
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"
@@ -35,7 +35,8 @@ struct ElementwiseKernels : TokenEmitter {
   }
   /// d/dx [½x(1 + tanh u)] = ½(1 + t) + ½x(1 − t²) c (1 + 3a x²), u = c(x + a x³).
   Value geluVJP(Value x, Value dy) {
-    Value half = cst(0.5), one = cst(1.0), cc = cst(kGeluC), ca = cst(kGeluA), c3a = cst(3 * kGeluA);
+    Value half = cst(0.5), one = cst(1.0), cc = cst(kGeluC), ca = cst(kGeluA),
+          c3a = cst(3 * kGeluA);
     return ew({x, dy}, x, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
       Value xx = nb.create<arith::MulFOp>(l, a[0], a[0]);
       Value x3 = nb.create<arith::MulFOp>(l, xx, a[0]);
@@ -43,7 +44,8 @@ struct ElementwiseKernels : TokenEmitter {
       Value t = nb.create<math::TanhOp>(l, nb.create<arith::MulFOp>(l, cc, in));
       Value p1 = nb.create<arith::MulFOp>(l, half, nb.create<arith::AddFOp>(l, one, t));
       Value sech2 = nb.create<arith::SubFOp>(l, one, nb.create<arith::MulFOp>(l, t, t));
-      Value du = nb.create<arith::MulFOp>(l, cc, nb.create<arith::AddFOp>(l, one, nb.create<arith::MulFOp>(l, c3a, xx)));
+      Value du = nb.create<arith::MulFOp>(
+          l, cc, nb.create<arith::AddFOp>(l, one, nb.create<arith::MulFOp>(l, c3a, xx)));
       Value p2 = nb.create<arith::MulFOp>(l, nb.create<arith::MulFOp>(l, half, a[0]),
                                           nb.create<arith::MulFOp>(l, sech2, du));
       return nb.create<arith::MulFOp>(l, a[1], nb.create<arith::AddFOp>(l, p1, p2));
@@ -59,8 +61,8 @@ struct ElementwiseKernels : TokenEmitter {
   }
   Value positionEmbed(Value x, Value table) {
     Value rowsT = tableRows(x, table);
-    return generic({x, rowsT}, {id(3), map(3, {d(1), d(2)})}, fullLike(x, 0.0), id(3),
-                   iters("ppp"), [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    return generic({x, rowsT}, {id(3), map(3, {d(1), d(2)})}, fullLike(x, 0.0), id(3), iters("ppp"),
+                   [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                      return nb.create<arith::AddFOp>(l, a[0], a[1]);
                    });
   }
@@ -68,17 +70,16 @@ struct ElementwiseKernels : TokenEmitter {
     auto tt = cast<RankedTensorType>(table.getType());
     int64_t f = tt.getDimSize(1);
     // s[i, f] = Σ_b dy[b, i, f]   loops (b, i, f)
-    Value s = generic({dy}, {id(3)}, full(tensorTy({kDyn, f}), {dim(dy, 1)}, 0.0),
-                      map(3, {d(1), d(2)}), iters("rpp"),
-                      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                        return nb.create<arith::AddFOp>(l, a[1], a[0]);
-                      });
+    Value s =
+        generic({dy}, {id(3)}, full(tensorTy({kDyn, f}), {dim(dy, 1)}, 0.0), map(3, {d(1), d(2)}),
+                iters("rpp"), [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                  return nb.create<arith::AddFOp>(l, a[1], a[0]);
+                });
     SmallVector<OpFoldResult> off{b.getIndexAttr(0), b.getIndexAttr(0)};
     SmallVector<OpFoldResult> sz{dim(dy, 1), b.getIndexAttr(f)};
     SmallVector<OpFoldResult> st{b.getIndexAttr(1), b.getIndexAttr(1)};
     return b.create<tensor::InsertSliceOp>(loc, s, full(tt, {}, 0.0), off, sz, st);
   }
-
 };
 
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }

@@ -4,8 +4,8 @@
 // normalization, gain and bias; the VJP recomputes the moments.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"
@@ -31,11 +31,12 @@ struct LayerNormKernels : TokenEmitter {
                          [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                            return nb.create<arith::MulFOp>(l, a[0], invF);
                          });
-    Value ssq = generic({x, mean}, {id(3), tok}, m0(), tok, iters("ppr"),
-                        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                          Value c = nb.create<arith::SubFOp>(l, a[0], a[1]);
-                          return nb.create<arith::AddFOp>(l, a[2], nb.create<arith::MulFOp>(l, c, c));
-                        });
+    Value ssq =
+        generic({x, mean}, {id(3), tok}, m0(), tok, iters("ppr"),
+                [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                  Value c = nb.create<arith::SubFOp>(l, a[0], a[1]);
+                  return nb.create<arith::AddFOp>(l, a[2], nb.create<arith::MulFOp>(l, c, c));
+                });
     Value rstd = generic({ssq}, {id(2)}, m0(), id(2), iters("pp"),
                          [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                            Value v = nb.create<arith::MulFOp>(l, a[0], invF);
@@ -63,10 +64,11 @@ struct LayerNormKernels : TokenEmitter {
     auto m0 = [&] { return zeros2(x); };
     auto z3 = [&] { return zeros3(x, f); };
     AffineMap tok = map(3, {d(0), d(1)}), feat = map(3, {d(2)});
-    Value xhat = generic({x, mean, rstd}, {id(3), tok, tok}, z3(), id(3), iters("ppp"),
-                         [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                           return nb.create<arith::MulFOp>(l, nb.create<arith::SubFOp>(l, a[0], a[1]), a[2]);
-                         });
+    Value xhat =
+        generic({x, mean, rstd}, {id(3), tok, tok}, z3(), id(3), iters("ppp"),
+                [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                  return nb.create<arith::MulFOp>(l, nb.create<arith::SubFOp>(l, a[0], a[1]), a[2]);
+                });
     Value gh = generic({dy, g}, {id(3), feat}, z3(), id(3), iters("ppp"),
                        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                          return nb.create<arith::MulFOp>(l, a[0], a[1]);
@@ -88,7 +90,6 @@ struct LayerNormKernels : TokenEmitter {
     Value dbias = generic({dy}, {id(3)}, f0(), feat, iters("rrp"), sum);
     return {dx, dg, dbias};
   }
-
 };
 
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }

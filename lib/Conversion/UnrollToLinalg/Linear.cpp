@@ -7,8 +7,8 @@
 // the GEMM kernel.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"
@@ -38,17 +38,16 @@ struct LinearKernels : TokenEmitter {
     // Loop orders keep every inner loop contiguous (the last dim of each
     // operand), so it vectorizes.
     // dx[b,i,k] = Σ_o dy[b,i,o] W[o,k]          loops (b, i, o, k)
-    Value dx = generic({dy, w}, {map(4, {d(0), d(1), d(2)}), map(4, {d(2), d(3)})},
-                       zeros3(x, k), map(4, {d(0), d(1), d(3)}), iters("pprp"), fma);
+    Value dx = generic({dy, w}, {map(4, {d(0), d(1), d(2)}), map(4, {d(2), d(3)})}, zeros3(x, k),
+                       map(4, {d(0), d(1), d(3)}), iters("pprp"), fma);
     // dW[o,k] = Σ_{b,i} dy[b,i,o] x[b,i,k]      loops (b, i, o, k)
     Value dw = generic({dy, x}, {map(4, {d(0), d(1), d(2)}), map(4, {d(0), d(1), d(3)})},
                        full(wt, {}, 0.0), map(4, {d(2), d(3)}), iters("rrpp"), fma);
     // db[o] = Σ_{b,i} dy[b,i,o]                 loops (b, i, o)
-    Value db = generic({dy}, {id(3)}, full(tensorTy({o}), {}, 0.0),
-                       map(3, {d(2)}), iters("rrp"), sum);
+    Value db =
+        generic({dy}, {id(3)}, full(tensorTy({o}), {}, 0.0), map(3, {d(2)}), iters("rrp"), sum);
     return {dx, dw, db};
   }
-
 };
 
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }

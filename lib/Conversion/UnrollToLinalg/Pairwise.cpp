@@ -28,7 +28,8 @@ Value Mask::keep(OpBuilder &b, Location loc, Value gval) const {
     return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, j, i);
   }
   case MaskKind::graph: {
-    Value zero = b.create<arith::ConstantOp>(loc, gval.getType(), b.getFloatAttr(gval.getType(), 0));
+    Value zero =
+        b.create<arith::ConstantOp>(loc, gval.getType(), b.getFloatAttr(gval.getType(), 0));
     return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::ONE, gval, zero);
   }
   }
@@ -46,8 +47,7 @@ Mask makeMask(Emitter &e, MaskKind kind, std::optional<ElementsAttr> graph) {
   for (const APInt &v : ints.getValues<APInt>())
     vals.push_back(e.b.getFloatAttr(e.t, v.isZero() ? 0.0 : 1.0));
   auto ty = RankedTensorType::get(shape, e.t);
-  m.graph = e.b.create<arith::ConstantOp>(e.loc, ty,
-                                          DenseElementsAttr::get(ty, vals));
+  m.graph = e.b.create<arith::ConstantOp>(e.loc, ty, DenseElementsAttr::get(ty, vals));
   return m;
 }
 
@@ -72,11 +72,11 @@ AttnSpec specOf(MMStepVJPOp op) {
 
 /// z_ij = max(0, ½|u_i|² + ½|u_j|² − u_i·u_j) = ½|u_i − u_j|² for U = Y W_a.
 Value pairwiseZ(Emitter &e, Value u) {
-  Value sq = e.rowReduce({u}, {e.id2()}, u, 0.0,
-                         [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                           Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
-                           return b.create<arith::AddFOp>(l, a[1], p);
-                         });
+  Value sq =
+      e.rowReduce({u}, {e.id2()}, u, 0.0, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
+        return b.create<arith::AddFOp>(l, a[1], p);
+      });
   Value g = e.matmulTransposeB(u, u);
   Value half = e.cst(0.5), zero = e.cst(0.0);
   return e.map2({g, sq, sq}, {e.id2(), e.row2(), e.col2()}, g,
@@ -90,8 +90,7 @@ Value pairwiseZ(Emitter &e, Value u) {
 
 /// Masked, unnormalized weights w_ij = m_ij rho'(z_ij) of a general MM step
 /// (or m_ij rho''(z_ij) with idx = 1 on a VJP's region).
-Value generalWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m,
-                     unsigned idx) {
+Value generalWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m, unsigned idx) {
   Value z = pairwiseZ(e, u);
   SmallVector<Value> ins{z};
   SmallVector<AffineMap> maps{e.id2()};
@@ -115,10 +114,10 @@ Value identityEntry(OpBuilder &b, Location l, Value onDiag, Value offDiag) {
 /// Row-normalizes non-negative weights; a row summing to 0 (every pair masked
 /// or underflowed) becomes the identity row, i.e. that token stays put.
 Value normalizeRows(Emitter &e, Value w) {
-  Value s = e.rowReduce({w}, {e.id2()}, w, 0.0,
-                        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                          return b.create<arith::AddFOp>(l, a[1], a[0]);
-                        });
+  Value s =
+      e.rowReduce({w}, {e.id2()}, w, 0.0, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return b.create<arith::AddFOp>(l, a[1], a[0]);
+      });
   Value zero = e.cst(0.0), one = e.cst(1.0);
   return e.map2({w, s}, {e.id2(), e.row2()}, w,
                 [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -135,11 +134,11 @@ Value softmaxWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m) {
   Value g = e.matmulTransposeB(u, u);
   Value logits = g;
   if (op.form == WeightForm::reweighted_softmax) {
-    Value sq = e.rowReduce({u}, {e.id2()}, u, 0.0,
-                           [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                             Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
-                             return b.create<arith::AddFOp>(l, a[1], p);
-                           });
+    Value sq =
+        e.rowReduce({u}, {e.id2()}, u, 0.0, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
+          return b.create<arith::AddFOp>(l, a[1], p);
+        });
     Value half = e.cst(0.5);
     logits = e.map2({g, sq}, {e.id2(), e.col2()}, g,
                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -155,8 +154,7 @@ Value softmaxWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m) {
     Value keep = m.keep(b, l, m.graph ? a[1] : Value());
     return b.create<arith::SelectOp>(l, keep, a[0], ninf);
   });
-  Value mx = e.rowReduce({masked}, {e.id2()}, masked,
-                         -std::numeric_limits<double>::infinity(),
+  Value mx = e.rowReduce({masked}, {e.id2()}, masked, -std::numeric_limits<double>::infinity(),
                          [](OpBuilder &b, Location l, ValueRange a) -> Value {
                            return b.create<arith::MaximumFOp>(l, a[1], a[0]);
                          });

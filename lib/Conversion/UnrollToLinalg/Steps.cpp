@@ -20,13 +20,12 @@ namespace {
 Value stepMatrix(Emitter &e, Value w, double alpha, double c) {
   Value one = e.cst(1.0 - alpha * c), zero = e.cst(0.0), ha = e.cst(0.5 * alpha);
   return e.map2({w, w}, {e.id2(), e.tr2()}, w,
-                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      Value d = identityEntry(b, l, one, zero);
-                      Value s = b.create<arith::AddFOp>(l, a[0], a[1]);
-                      return b.create<arith::SubFOp>(l, d, b.create<arith::MulFOp>(l, ha, s));
-                    });
+                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  Value d = identityEntry(b, l, one, zero);
+                  Value s = b.create<arith::AddFOp>(l, a[0], a[1]);
+                  return b.create<arith::SubFOp>(l, d, b.create<arith::MulFOp>(l, ha, s));
+                });
 }
-
 
 //===----------------------------------------------------------------------===//
 // VJPs of the steps
@@ -34,8 +33,9 @@ Value stepMatrix(Emitter &e, Value w, double alpha, double c) {
 
 Value matmulTransposeA(Emitter &e, Value a, Value bm) {
   Value out = e.filled({e.dim(a, 1), e.dim(bm, 1)}, 0.0);
-  return e.b.create<linalg::MatmulTransposeAOp>(e.loc, ValueRange{e.dynamic(a), e.dynamic(bm)},
-                                                ValueRange{out})
+  return e.b
+      .create<linalg::MatmulTransposeAOp>(e.loc, ValueRange{e.dynamic(a), e.dynamic(bm)},
+                                          ValueRange{out})
       .getResult(0);
 }
 
@@ -50,18 +50,19 @@ std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
   Value dyd = matmulTransposeA(e, a, dy);
   Value da = e.matmulTransposeB(dy, y);
   // rd_i = Σ_k dA_ik A_ik: dA through the row normalization.
-  Value rd = e.rowReduce({da, a}, {e.id2(), e.id2()}, a, 0.0,
-                         [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                           return b.create<arith::AddFOp>(l, v[2], b.create<arith::MulFOp>(l, v[0], v[1]));
-                         });
+  Value rd = e.rowReduce(
+      {da, a}, {e.id2(), e.id2()}, a, 0.0, [](OpBuilder &b, Location l, ValueRange v) -> Value {
+        return b.create<arith::AddFOp>(l, v[2], b.create<arith::MulFOp>(l, v[0], v[1]));
+      });
   Value zero = e.cst(0.0);
   Value du;
   if (op.getForm() == WeightForm::softmax) {
     // logits u_i·u_j: dl = A (dA − rd); dU = (dl + dlᵀ) U.
-    Value dl = e.map2({a, da, rd}, {e.id2(), e.id2(), e.row2()}, a,
-                      [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                        return b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
-                      });
+    Value dl =
+        e.map2({a, da, rd}, {e.id2(), e.id2(), e.row2()}, a,
+               [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                 return b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
+               });
     Value g = e.map2({dl, dl}, {e.id2(), e.tr2()}, dl,
                      [](OpBuilder &b, Location l, ValueRange v) -> Value {
                        return b.create<arith::AddFOp>(l, v[0], v[1]);
@@ -73,20 +74,22 @@ std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
       // w = exp(−z) up to row factors: dz = −A (dA − rd).
       dz = e.map2({a, da, rd}, {e.id2(), e.id2(), e.row2()}, a,
                   [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                    Value t = b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
+                    Value t =
+                        b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
                     return b.create<arith::NegFOp>(l, t);
                   });
     } else {
       // dz = m rho''(z) (dA − rd) / s, s the row sums of the weights.
       Value w = generalWeights(e, spec, u, m);
-      Value s = e.rowReduce({w}, {e.id2()}, w, 0.0,
-                            [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                              return b.create<arith::AddFOp>(l, v[1], v[0]);
-                            });
+      Value s =
+          e.rowReduce({w}, {e.id2()}, w, 0.0, [](OpBuilder &b, Location l, ValueRange v) -> Value {
+            return b.create<arith::AddFOp>(l, v[1], v[0]);
+          });
       Value wp = generalWeights(e, spec, u, m, /*idx=*/1);
       dz = e.map2({wp, da, rd, s}, {e.id2(), e.id2(), e.row2(), e.row2()}, a,
                   [&](OpBuilder &b, Location l, ValueRange v) -> Value {
-                    Value t = b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
+                    Value t =
+                        b.create<arith::MulFOp>(l, v[0], b.create<arith::SubFOp>(l, v[1], v[2]));
                     Value q = b.create<arith::DivFOp>(l, t, v[3]);
                     Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, v[3], zero);
                     return b.create<arith::SelectOp>(l, pos, q, zero);
@@ -97,10 +100,10 @@ std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
                      [](OpBuilder &b, Location l, ValueRange v) -> Value {
                        return b.create<arith::AddFOp>(l, v[0], v[1]);
                      });
-    Value gs = e.rowReduce({g}, {e.id2()}, g, 0.0,
-                           [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                             return b.create<arith::AddFOp>(l, v[1], v[0]);
-                           });
+    Value gs =
+        e.rowReduce({g}, {e.id2()}, g, 0.0, [](OpBuilder &b, Location l, ValueRange v) -> Value {
+          return b.create<arith::AddFOp>(l, v[1], v[0]);
+        });
     Value gu = e.matmul(g, u);
     du = e.map2({u, gs, gu}, {e.id2(), e.row2(), e.id2()}, u,
                 [](OpBuilder &b, Location l, ValueRange v) -> Value {
@@ -123,10 +126,10 @@ std::array<Value, 3> gradStepVJP(Emitter &e, GradStepVJPOp op, Value y, Value w,
   Value dx = e.matmul(dy, ws);
   Value dws = matmulTransposeA(e, y, dy);
   Value nha = e.cst(-0.5 * alpha), ac = e.cst(alpha * c);
-  Value dw = e.map2({dws, dws}, {e.id2(), e.tr2()}, dws,
-                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      return b.create<arith::MulFOp>(l, nha, b.create<arith::AddFOp>(l, a[0], a[1]));
-                    });
+  Value dw = e.map2(
+      {dws, dws}, {e.id2(), e.tr2()}, dws, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return b.create<arith::MulFOp>(l, nha, b.create<arith::AddFOp>(l, a[0], a[1]));
+      });
   Value dc = e.map2({dy}, {e.id2()}, dy, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
     return b.create<arith::MulFOp>(l, ac, a[0]);
   });
@@ -135,10 +138,11 @@ std::array<Value, 3> gradStepVJP(Emitter &e, GradStepVJPOp op, Value y, Value w,
 
 Value proxVJP(Emitter &e, Value y, Value dy) {
   Value zero = e.cst(0.0);
-  return e.map2({y, dy}, {e.id2(), e.id2()}, y, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[0], zero);
-    return b.create<arith::SelectOp>(l, pos, a[1], zero);
-  });
+  return e.map2({y, dy}, {e.id2(), e.id2()}, y,
+                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[0], zero);
+                  return b.create<arith::SelectOp>(l, pos, a[1], zero);
+                });
 }
 
 /// Certified variant: Y − (L_w̃ Y S + c (Y − C)) / L, w̃ = w + wᵀ,
@@ -148,14 +152,14 @@ Value certifiedStep(Emitter &e, MMStepOp op, Value y, Value proj, Value center) 
   Value u = proj ? e.matmul(y, proj) : y;
   Mask m = makeMask(e, op.getMask(), op.getGraph());
   Value w = generalWeights(e, specOf(op), u, m);
-  Value ws = e.map2({w, w}, {e.id2(), e.tr2()}, w,
-                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      return b.create<arith::AddFOp>(l, a[0], a[1]);
-                    });
-  Value deg = e.rowReduce({ws}, {e.id2()}, ws, 0.0,
-                          [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                            return b.create<arith::AddFOp>(l, a[1], a[0]);
-                          });
+  Value ws =
+      e.map2({w, w}, {e.id2(), e.tr2()}, w, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return b.create<arith::AddFOp>(l, a[0], a[1]);
+      });
+  Value deg =
+      e.rowReduce({ws}, {e.id2()}, ws, 0.0, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return b.create<arith::AddFOp>(l, a[1], a[0]);
+      });
   // max_i deg_i (degrees are >= 0, so 0 is a valid initial maximum).
   Value degMax = e.fullReduce(
       {deg}, {e.map(1, {0})},

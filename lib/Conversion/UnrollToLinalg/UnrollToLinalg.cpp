@@ -5,8 +5,8 @@
 // terms and their scalar values and writes the tape's marked slices in place.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/Passes.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Conversion/Passes.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"

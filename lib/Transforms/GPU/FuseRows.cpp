@@ -60,7 +60,8 @@ bool collectAccesses(scf::ParallelOp p, SmallVector<Access> &out) {
       out.push_back({ld.getMemRef(), ld.getIndices(), false});
     else if (auto st = dyn_cast<memref::StoreOp>(op))
       out.push_back({st.getMemRef(), st.getIndices(), true});
-    else if (!isMemoryEffectFree(op) && !isa<scf::ForOp, scf::IfOp, scf::YieldOp, scf::ReduceOp>(op))
+    else if (!isMemoryEffectFree(op) &&
+             !isa<scf::ForOp, scf::IfOp, scf::YieldOp, scf::ReduceOp>(op))
       ok = false;
   });
   return ok;

@@ -36,8 +36,8 @@ namespace {
 void serialize(scf::ParallelOp par) {
   OpBuilder b(par);
   Block *body = par.getBody();
-  scf::buildLoopNest(b, par.getLoc(), par.getLowerBound(), par.getUpperBound(),
-                     par.getStep(), [&](OpBuilder &nb, Location, ValueRange ivs) {
+  scf::buildLoopNest(b, par.getLoc(), par.getLowerBound(), par.getUpperBound(), par.getStep(),
+                     [&](OpBuilder &nb, Location, ValueRange ivs) {
                        IRMapping map;
                        map.map(par.getInductionVars(), ivs);
                        for (Operation &op : body->without_terminator())
@@ -52,7 +52,8 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
   void runOnOperation() override {
     if (blockSize < 1 || blockSize > 1024) {
       getOperation().emitError() << "unroll-gpu-map-loops: block-size must be "
-                                    "in 1..1024, got " << blockSize;
+                                    "in 1..1024, got "
+                                 << blockSize;
       return signalPassFailure();
     }
     SmallVector<scf::ParallelOp> outermost;
@@ -88,11 +89,10 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
     OpBuilder b(p);
     SmallVector<Value> counts;
     Value total;
-    for (auto [lb, ub, step] :
-         llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep())) {
+    for (auto [lb, ub, step] : llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep())) {
       counts.push_back(tripCount(b, loc, lb, ub, step));
-      total = total ? b.create<arith::MulIOp>(loc, total, counts.back()).getResult()
-                    : counts.back();
+      total =
+          total ? b.create<arith::MulIOp>(loc, total, counts.back()).getResult() : counts.back();
     }
     Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
     Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
@@ -121,8 +121,7 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
       auto term = b.create<gpu::TerminatorOp>(loc);
       b.setInsertionPoint(term);
       linear = b.create<arith::AddIOp>(
-          loc, b.create<arith::MulIOp>(loc, launch.getBlockIds().x, bs),
-          launch.getThreadIds().x);
+          loc, b.create<arith::MulIOp>(loc, launch.getBlockIds().x, bs), launch.getThreadIds().x);
       threadScope = launch;
     }
     Value inRange = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, linear, total);

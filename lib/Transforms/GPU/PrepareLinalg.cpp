@@ -32,8 +32,7 @@ using namespace mlir;
 
 namespace {
 
-struct PrepareLinalg
-    : public unroll::impl::UnrollGPUPrepareLinalgBase<PrepareLinalg> {
+struct PrepareLinalg : public unroll::impl::UnrollGPUPrepareLinalgBase<PrepareLinalg> {
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     // Named ops whose reductions are not innermost become generics first.

@@ -44,8 +44,8 @@ bool mayBeWritten(Value v) {
       if (isa<memref::LoadOp, memref::DimOp, memref::ExtractStridedMetadataOp,
               memref::ExtractAlignedPointerAsIndexOp>(user))
         continue;
-      if (isa<ViewLikeOpInterface, memref::CastOp, memref::ExpandShapeOp,
-              memref::CollapseShapeOp, memref::ReinterpretCastOp>(user)) {
+      if (isa<ViewLikeOpInterface, memref::CastOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+              memref::ReinterpretCastOp>(user)) {
         for (Value r : user->getResults())
           work.push_back(r);
         continue;
@@ -66,8 +66,7 @@ bool mayBeWritten(Value v) {
   return false;
 }
 
-struct StageArguments
-    : public unroll::impl::UnrollGPUStageArgumentsBase<StageArguments> {
+struct StageArguments : public unroll::impl::UnrollGPUStageArgumentsBase<StageArguments> {
   static constexpr const char *kResident = "unroll_state_resident";
 
   void runOnOperation() override {
@@ -87,8 +86,8 @@ struct StageArguments
     if (auto f = module.lookupSymbol<func::FuncOp>(kResident))
       return f;
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    auto f = b.create<func::FuncOp>(
-        loc, kResident, b.getFunctionType({b.getIndexType()}, {b.getI32Type()}));
+    auto f = b.create<func::FuncOp>(loc, kResident,
+                                    b.getFunctionType({b.getIndexType()}, {b.getI32Type()}));
     f.setPrivate();
     return f;
   }
@@ -116,7 +115,8 @@ struct StageArguments
       auto addr = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, arg);
       auto call = b.create<func::CallOp>(loc, residentFn(loc), ValueRange{addr});
       Value zero = b.create<arith::ConstantIntOp>(loc, 0, 32);
-      Value copied = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, call.getResult(0), zero);
+      Value copied =
+          b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, call.getResult(0), zero);
       auto choose = b.create<scf::IfOp>(
           loc, copied,
           [&](OpBuilder &tb, Location tl) {

@@ -15,7 +15,10 @@ int cuGetErrorName(int e, const char **s) {
   return 0;
 }
 int cuInit(unsigned f) { return strcmp(mode(), "no-device") == 0 ? 100 : 0; }
-int cuDeviceGetCount(int *n) { *n = 0; return 0; }
+int cuDeviceGetCount(int *n) {
+  *n = 0;
+  return 0;
+}
 int cuDeviceGet(int *d, int i) { return 100; }
 int cuDeviceGetName(char *s, int n, int d) { return 100; }
 int cuDeviceGetAttribute(int *v, int a, int d) { return 100; }
@@ -23,8 +26,10 @@ int cuDevicePrimaryCtxRetain(void **c, int d) { return 100; }
 int cuCtxSetCurrent(void *c) { return 100; }
 int cuModuleLoadData(void **m, const void *p) { return 100; }
 int cuModuleGetFunction(void **f, void *m, const char *n) { return 100; }
-int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
-                   unsigned g, unsigned h, void *s, void **p, void **x) { return 100; }
+int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g,
+                   unsigned h, void *s, void **p, void **x) {
+  return 100;
+}
 int cuStreamCreate(void **s, unsigned f) { return 100; }
 int cuStreamSynchronize(void *s) { return 100; }
 #ifndef OLD_DRIVER

@@ -30,9 +30,7 @@ class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, Type elem) : b(b), loc(loc), t(elem) {}
 
-  Value cst(double v) {
-    return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v));
-  }
+  Value cst(double v) { return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v)); }
   Value idx(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
   Value dim(Value v, int64_t i) { return b.create<tensor::DimOp>(loc, v, i); }
 
@@ -56,15 +54,15 @@ public:
   /// A [m, k] · B [k, n].
   Value matmul(Value a, Value bm) {
     Value out = filled({dim(a, 0), dim(bm, 1)}, 0.0);
-    return b.create<linalg::MatmulOp>(loc, ValueRange{dynamic(a), dynamic(bm)},
-                                      ValueRange{out})
+    return b.create<linalg::MatmulOp>(loc, ValueRange{dynamic(a), dynamic(bm)}, ValueRange{out})
         .getResult(0);
   }
   /// A [m, k] · B[n, k]^T.
   Value matmulTransposeB(Value a, Value bm) {
     Value out = filled({dim(a, 0), dim(bm, 0)}, 0.0);
-    return b.create<linalg::MatmulTransposeBOp>(
-                loc, ValueRange{dynamic(a), dynamic(bm)}, ValueRange{out})
+    return b
+        .create<linalg::MatmulTransposeBOp>(loc, ValueRange{dynamic(a), dynamic(bm)},
+                                            ValueRange{out})
         .getResult(0);
   }
 
@@ -73,20 +71,18 @@ public:
   /// A linalg.generic over `rank` loops producing one tensor of `outSizes`
   /// (indexed by `outMap`) from `ins` (indexed by `inMaps`). The body gets
   /// the input scalars followed by the output (accumulator) scalar.
-  Value generic(unsigned rank, ArrayRef<Value> ins, ArrayRef<AffineMap> inMaps,
-                Value init, AffineMap outMap,
-                ArrayRef<utils::IteratorType> iters, BodyFn body) {
+  Value generic(unsigned rank, ArrayRef<Value> ins, ArrayRef<AffineMap> inMaps, Value init,
+                AffineMap outMap, ArrayRef<utils::IteratorType> iters, BodyFn body) {
     SmallVector<AffineMap> maps(inMaps.begin(), inMaps.end());
     maps.push_back(outMap);
     SmallVector<Value> dins;
     for (Value v : ins)
       dins.push_back(dynamic(v));
     return b
-        .create<linalg::GenericOp>(
-            loc, init.getType(), dins, ValueRange{init}, maps, iters,
-            [&](OpBuilder &nb, Location nl, ValueRange args) {
-              nb.create<linalg::YieldOp>(nl, body(nb, nl, args));
-            })
+        .create<linalg::GenericOp>(loc, init.getType(), dins, ValueRange{init}, maps, iters,
+                                   [&](OpBuilder &nb, Location nl, ValueRange args) {
+                                     nb.create<linalg::YieldOp>(nl, body(nb, nl, args));
+                                   })
         .getResult(0);
   }
 
@@ -114,25 +110,23 @@ public:
   }
 
   /// Elementwise over a 2-d tensor (same shape out as `like`).
-  Value map2(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value like,
-             BodyFn body) {
+  Value map2(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value like, BodyFn body) {
     Value init = filled({dim(like, 0), dim(like, 1)}, 0.0);
     return generic(2, ins, maps, init, id2(), par(2), body);
   }
   /// Row reduction of a 2-d tensor: out_i = combine(out_i, f(row values)).
-  Value rowReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value like,
-                  double initV, BodyFn body) {
+  Value rowReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value like, double initV,
+                  BodyFn body) {
     Value init = filled({dim(like, 0)}, initV);
     return generic(2, ins, maps, init, row2(), parRed(1, 2), body);
   }
   /// Full reduction of a 2-d iteration space to a scalar (returned as the
   /// element, not a tensor).
-  Value fullReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body,
-                   unsigned rank = 2) {
-    Value init = b.create<linalg::FillOp>(
-                      loc, cst(0.0), b.create<tensor::EmptyOp>(
-                                         loc, ArrayRef<int64_t>{}, t).getResult())
-                     .getResult(0);
+  Value fullReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body, unsigned rank = 2) {
+    Value init =
+        b.create<linalg::FillOp>(loc, cst(0.0),
+                                 b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
+            .getResult(0);
     Value r = generic(rank, ins, maps, init, scalar(rank), parRed(0, rank), body);
     return b.create<tensor::ExtractOp>(loc, r, ValueRange{});
   }
@@ -141,7 +135,6 @@ public:
   Location loc;
   Type t;
 };
-
 
 //===----------------------------------------------------------------------===//
 // TokenEmitter: token batches
@@ -172,9 +165,7 @@ public:
     }
     return b.create<tensor::DimOp>(loc, v, i);
   }
-  RankedTensorType tensorTy(ArrayRef<int64_t> shape) {
-    return RankedTensorType::get(shape, t);
-  }
+  RankedTensorType tensorTy(ArrayRef<int64_t> shape) { return RankedTensorType::get(shape, t); }
   /// A tensor of `ty` filled with `v`; `dyn` are the sizes of its dynamic dims.
   Value full(RankedTensorType ty, ValueRange dyn, double v) {
     Value em = b.create<tensor::EmptyOp>(loc, ty, dyn);
@@ -202,16 +193,15 @@ public:
   AffineMap id(unsigned rank) { return b.getMultiDimIdentityMap(rank); }
 
   using BodyFn = Emitter::BodyFn;
-  Value generic(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value init,
-                AffineMap outMap, ArrayRef<IteratorType> iters, BodyFn body) {
+  Value generic(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value init, AffineMap outMap,
+                ArrayRef<IteratorType> iters, BodyFn body) {
     SmallVector<AffineMap> all(maps.begin(), maps.end());
     all.push_back(outMap);
     return b
-        .create<linalg::GenericOp>(
-            loc, init.getType(), ins, ValueRange{init}, all, iters,
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              nb.create<linalg::YieldOp>(nl, body(nb, nl, a));
-            })
+        .create<linalg::GenericOp>(loc, init.getType(), ins, ValueRange{init}, all, iters,
+                                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                                     nb.create<linalg::YieldOp>(nl, body(nb, nl, a));
+                                   })
         .getResult(0);
   }
   /// Elementwise over `like`'s shape; all inputs indexed like it.

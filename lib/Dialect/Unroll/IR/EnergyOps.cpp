@@ -30,14 +30,12 @@ MinimizeOp EnergyOp::getMinimize() {
 LogicalResult EnergyOp::verifyRegions() {
   Block &body = getBody().front();
   if (body.getNumArguments() != 2)
-    return emitOpError() << "expected the body to take (Y, X), got "
-                         << body.getNumArguments() << " arguments";
+    return emitOpError() << "expected the body to take (Y, X), got " << body.getNumArguments()
+                         << " arguments";
   Type yt = body.getArgument(0).getType();
   auto rt = dyn_cast<RankedTensorType>(yt);
-  if (!rt || rt.getRank() != 2 ||
-      !isa<Float32Type, Float64Type>(rt.getElementType()))
-    return emitOpError() << "expected Y to be a 2-d f32 or f64 tensor, got "
-                         << yt;
+  if (!rt || rt.getRank() != 2 || !isa<Float32Type, Float64Type>(rt.getElementType()))
+    return emitOpError() << "expected Y to be a 2-d f32 or f64 tensor, got " << yt;
   if (body.getArgument(1).getType() != yt)
     return emitOpError() << "expected X of type " << yt << ", got "
                          << body.getArgument(1).getType();
@@ -46,23 +44,19 @@ LogicalResult EnergyOp::verifyRegions() {
   for (Operation &op : body.without_terminator()) {
     if (isa<MinimizeOp, YieldOp>(op))
       return op.emitOpError("must be the last op of the energy body");
-    bool isTerm = op.getNumResults() == 1 &&
-                  isa<EnergyType>(op.getResult(0).getType());
-    if (isTerm &&
-        (op.getNumOperands() == 0 || op.getOperand(0) != body.getArgument(0)))
+    bool isTerm = op.getNumResults() == 1 && isa<EnergyType>(op.getResult(0).getType());
+    if (isTerm && (op.getNumOperands() == 0 || op.getOperand(0) != body.getArgument(0)))
       return op.emitOpError("expected an energy term of the energy's variable "
                             "Y (the body's first argument)");
   }
   if (!getSteps().empty()) {
     Block &steps = getSteps().front();
-    if (steps.getNumArguments() != 2 ||
-        steps.getArgument(0).getType() != yt ||
+    if (steps.getNumArguments() != 2 || steps.getArgument(0).getType() != yt ||
         steps.getArgument(1).getType() != yt)
       return emitOpError("expected the steps region to take (Y, X) like the "
                          "body");
     auto yield = steps.empty() ? YieldOp() : dyn_cast<YieldOp>(steps.back());
-    if (!yield || yield.getValues().size() != 1 ||
-        yield.getValues()[0].getType() != yt)
+    if (!yield || yield.getValues().size() != 1 || yield.getValues()[0].getType() != yt)
       return emitOpError() << "expected the steps region to yield the next Y "
                               "of type "
                            << yt;
@@ -113,25 +107,23 @@ static LogicalResult checkConcaveNonDecreasing(Operation *op, Region &rho) {
     Dual2 r = evaluateScalarRegion(rho, z);
     if (!std::isfinite(r.v) || !std::isfinite(r.d) || !std::isfinite(r.dd))
       return op->emitOpError() << "expected rho to be finite on z >= 0, got "
-                                  "rho(" << fmt(z) << ") = " << fmt(r.v)
-                               << ", rho' = " << fmt(r.d) << ", rho'' = " << fmt(r.dd);
+                                  "rho("
+                               << fmt(z) << ") = " << fmt(r.v) << ", rho' = " << fmt(r.d)
+                               << ", rho'' = " << fmt(r.dd);
     double tol = 1e-12 * (1.0 + std::abs(r.v));
     if (r.d < -tol)
-      return op->emitOpError()
-             << "expected rho to be non-decreasing on z >= 0, got rho'(" << fmt(z)
-             << ") = " << fmt(r.d);
+      return op->emitOpError() << "expected rho to be non-decreasing on z >= 0, got rho'(" << fmt(z)
+                               << ") = " << fmt(r.d);
     if (r.dd > tol)
-      return op->emitOpError()
-             << "expected rho to be concave on z >= 0, got rho''(" << fmt(z)
-             << ") = " << fmt(r.dd);
+      return op->emitOpError() << "expected rho to be concave on z >= 0, got rho''(" << fmt(z)
+                               << ") = " << fmt(r.dd);
   }
   return success();
 }
 
 LogicalResult PairwiseOp::verify() {
   Type elem = getY().getType().getElementType();
-  if (getProj() &&
-      failed(verifyFeatureMatrix(*this, getY(), getProj(), "proj", false)))
+  if (getProj() && failed(verifyFeatureMatrix(*this, getY(), getProj(), "proj", false)))
     return failure();
   if (failed(verifyMask(*this, getMask(), getGraph(), getY())))
     return failure();
@@ -184,11 +176,9 @@ LogicalResult MinimizeOp::verify() {
       ++nonneg;
   }
   if (pairwise != 1)
-    return emitOpError() << "expected exactly one 'unroll.pairwise' term, got "
-                         << pairwise;
+    return emitOpError() << "expected exactly one 'unroll.pairwise' term, got " << pairwise;
   if (sqnorm > 1)
-    return emitOpError() << "expected at most one 'unroll.sqnorm' term, got "
-                         << sqnorm;
+    return emitOpError() << "expected at most one 'unroll.sqnorm' term, got " << sqnorm;
   if (quadratic > 1 || nonneg > 1)
     return emitOpError("expected at most one 'unroll.quadratic' and one "
                        "'unroll.nonneg' term");
@@ -199,8 +189,7 @@ LogicalResult MinimizeOp::verify() {
                          << (quadratic ? "'unroll.quadratic'" : "'unroll.nonneg'")
                          << "; use 'aim' or 'proximal_aim'";
   if (s != Schedule::single && !quadratic)
-    return emitOpError() << "schedule '" << name
-                         << "' expected an 'unroll.quadratic' term";
+    return emitOpError() << "schedule '" << name << "' expected an 'unroll.quadratic' term";
   if (s == Schedule::aim && nonneg)
     return emitOpError("schedule 'aim' has no step for 'unroll.nonneg'; use "
                        "'proximal_aim'");
@@ -209,8 +198,7 @@ LogicalResult MinimizeOp::verify() {
                        "term");
   if (s != Schedule::single) {
     if (!getAlpha())
-      return emitOpError() << "schedule '" << name
-                           << "' expected a step size alpha(...)";
+      return emitOpError() << "schedule '" << name << "' expected a step size alpha(...)";
     double a = getAlpha()->convertToDouble();
     if (!(a > 0.0 && a <= 1.0))
       return emitOpError() << "expected step size alpha in (0, 1], got " << fmt(a);
@@ -219,4 +207,3 @@ LogicalResult MinimizeOp::verify() {
   }
   return success();
 }
-

@@ -30,17 +30,16 @@ LogicalResult LinearOp::verify() {
   if (!w.hasStaticShape() || !b.hasStaticShape())
     return emitOpError() << "expected a static weight and bias, got " << w << " and " << b;
   if (x.isDynamicDim(2) || x.getDimSize(2) != w.getDimSize(1))
-    return emitOpError() << "expected x with " << w.getDimSize(1)
-                         << " features to match weight " << w << ", got " << x;
+    return emitOpError() << "expected x with " << w.getDimSize(1) << " features to match weight "
+                         << w << ", got " << x;
   if (b.getDimSize(0) != w.getDimSize(0))
-    return emitOpError() << "expected a bias of " << w.getDimSize(0)
-                         << " entries, got " << b;
+    return emitOpError() << "expected a bias of " << w.getDimSize(0) << " entries, got " << b;
   if (y.isDynamicDim(2) || y.getDimSize(2) != w.getDimSize(0))
-    return emitOpError() << "expected a result with " << w.getDimSize(0)
-                         << " features, got " << y;
+    return emitOpError() << "expected a result with " << w.getDimSize(0) << " features, got " << y;
   if (y.getDimSize(0) != x.getDimSize(0) || y.getDimSize(1) != x.getDimSize(1))
     return emitOpError() << "expected the result to keep x's batch and token "
-                            "sizes, got " << y;
+                            "sizes, got "
+                         << y;
   return success();
 }
 
@@ -69,9 +68,8 @@ LogicalResult AttentionOp::verify() {
   int64_t d = q.getDimSize(2) / 3;
   if (d % h != 0)
     return emitOpError() << "expected " << h << " heads to divide D = " << d;
-  if (y.getElementType() != q.getElementType() || y.isDynamicDim(2) ||
-      y.getDimSize(2) != d || y.getDimSize(0) != q.getDimSize(0) ||
-      y.getDimSize(1) != q.getDimSize(1))
+  if (y.getElementType() != q.getElementType() || y.isDynamicDim(2) || y.getDimSize(2) != d ||
+      y.getDimSize(0) != q.getDimSize(0) || y.getDimSize(1) != q.getDimSize(1))
     return emitOpError() << "expected a result of D = " << d
                          << " features and qkv's batch and token sizes, got " << y;
   return success();
@@ -81,11 +79,11 @@ LogicalResult PositionEmbedOp::verify() {
   auto x = getX().getType(), t = getTable().getType();
   if (!t.hasStaticShape() || x.isDynamicDim(2) || t.getDimSize(1) != x.getDimSize(2) ||
       t.getElementType() != x.getElementType())
-    return emitOpError() << "expected a static [positions, " << x.getDimSize(2)
-                         << "] table, got " << t;
+    return emitOpError() << "expected a static [positions, " << x.getDimSize(2) << "] table, got "
+                         << t;
   if (!x.isDynamicDim(1) && x.getDimSize(1) > t.getDimSize(0))
-    return emitOpError() << "expected at most " << t.getDimSize(0)
-                         << " tokens for the table, got " << x.getDimSize(1);
+    return emitOpError() << "expected at most " << t.getDimSize(0) << " tokens for the table, got "
+                         << x.getDimSize(1);
   return success();
 }
 
@@ -103,8 +101,7 @@ OutputOp ModelOp::getOutput() {
 
 /// Ops allowed in the read-in, loop body and head: those that have a VJP.
 static bool isModelStepOp(Operation *op) {
-  return isa<ParamOp, LinearOp, LayerNormOp, AttentionOp, GeluOp, AddOp,
-             PositionEmbedOp>(op);
+  return isa<ParamOp, LinearOp, LayerNormOp, AttentionOp, GeluOp, AddOp, PositionEmbedOp>(op);
 }
 
 LogicalResult ModelOp::verifyRegions() {
@@ -116,7 +113,8 @@ LogicalResult ModelOp::verifyRegions() {
   if (!z || z.getRank() != 3 || z.isDynamicDim(2) ||
       !isa<Float32Type, Float64Type>(z.getElementType()))
     return emitOpError() << "expected Z to be a [B, n, d] f32 or f64 tensor with "
-                            "static d, got " << body.getArgument(0).getType();
+                            "static d, got "
+                         << body.getArgument(0).getType();
   if (body.empty() || !isa<OutputOp>(body.back()))
     return emitOpError("expected the body to end with 'unroll.output'");
   unsigned loops = 0;
@@ -155,8 +153,8 @@ LogicalResult ModelOp::verifyRegions() {
 
 LogicalResult LoopOp::verifyRegions() {
   if (getWindow() > getIterations())
-    return emitOpError() << "expected window T <= iterations b, got T = "
-                         << getWindow() << " > b = " << getIterations();
+    return emitOpError() << "expected window T <= iterations b, got T = " << getWindow()
+                         << " > b = " << getIterations();
   Block &b = getBody().front();
   if (b.getNumArguments() != 1 || b.getArgument(0).getType() != getInput().getType())
     return emitOpError() << "expected the body to take one " << getInput().getType();
@@ -177,18 +175,18 @@ LogicalResult LoopOp::verifyRegions() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult LinearOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
-  auto v = b.create<LinearVJPOp>(getLoc(), getX().getType(), getWeight().getType(),
-                                 getBias().getType(), getX(), getWeight(),
-                                 rm.cotangent(getResult()));
+  auto v =
+      b.create<LinearVJPOp>(getLoc(), getX().getType(), getWeight().getType(), getBias().getType(),
+                            getX(), getWeight(), rm.cotangent(getResult()));
   return success(succeeded(rm.addCotangent(*this, getX(), v.getDx())) &&
                  succeeded(rm.addCotangent(*this, getWeight(), v.getDweight())) &&
                  succeeded(rm.addCotangent(*this, getBias(), v.getDbias())));
 }
 
 LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
-  auto v = b.create<LayerNormVJPOp>(getLoc(), getX().getType(), getGain().getType(),
-                                    getBias().getType(), getX(), getGain(),
-                                    rm.cotangent(getResult()), getEpsAttr());
+  auto v =
+      b.create<LayerNormVJPOp>(getLoc(), getX().getType(), getGain().getType(), getBias().getType(),
+                               getX(), getGain(), rm.cotangent(getResult()), getEpsAttr());
   return success(succeeded(rm.addCotangent(*this, getX(), v.getDx())) &&
                  succeeded(rm.addCotangent(*this, getGain(), v.getDgain())) &&
                  succeeded(rm.addCotangent(*this, getBias(), v.getDbias())));

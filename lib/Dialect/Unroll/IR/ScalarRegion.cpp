@@ -15,39 +15,31 @@ using namespace mlir;
 using namespace mlir::unroll;
 
 bool mlir::unroll::isSupportedScalarOp(Operation *op) {
-  return isa<arith::ConstantOp, arith::AddFOp, arith::SubFOp, arith::MulFOp,
-             arith::DivFOp, arith::NegFOp, arith::MaximumFOp,
-             arith::MinimumFOp, math::ExpOp, math::LogOp, math::Log1pOp,
-             math::SqrtOp, math::TanhOp, math::PowFOp, YieldOp>(op);
+  return isa<arith::ConstantOp, arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+             arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, math::ExpOp, math::LogOp,
+             math::Log1pOp, math::SqrtOp, math::TanhOp, math::PowFOp, YieldOp>(op);
 }
 
-LogicalResult mlir::unroll::verifyScalarRegion(Operation *owner,
-                                               Region &region, Type elemType,
+LogicalResult mlir::unroll::verifyScalarRegion(Operation *owner, Region &region, Type elemType,
                                                StringRef what) {
   if (!region.hasOneBlock())
-    return owner->emitOpError() << "expected the " << what
-                                << " region to have one block";
+    return owner->emitOpError() << "expected the " << what << " region to have one block";
   Block &b = region.front();
   if (b.getNumArguments() != 1 || b.getArgument(0).getType() != elemType)
-    return owner->emitOpError()
-           << "expected the " << what << " region to take one " << elemType
-           << " argument z";
+    return owner->emitOpError() << "expected the " << what << " region to take one " << elemType
+                                << " argument z";
   auto yield = b.empty() ? YieldOp() : dyn_cast<YieldOp>(b.back());
-  if (!yield || yield.getValues().size() != 1 ||
-      yield.getValues()[0].getType() != elemType)
-    return owner->emitOpError() << "expected the " << what
-                                << " region to yield one " << elemType;
+  if (!yield || yield.getValues().size() != 1 || yield.getValues()[0].getType() != elemType)
+    return owner->emitOpError() << "expected the " << what << " region to yield one " << elemType;
   for (Operation &op : b) {
     if (!isSupportedScalarOp(&op))
-      return op.emitOpError()
-             << "is not supported in a " << what
-             << " region (supported: arith.constant/addf/subf/mulf/divf/negf/"
-                "maximumf/minimumf, math.exp/log/log1p/sqrt/tanh/powf)";
+      return op.emitOpError() << "is not supported in a " << what
+                              << " region (supported: arith.constant/addf/subf/mulf/divf/negf/"
+                                 "maximumf/minimumf, math.exp/log/log1p/sqrt/tanh/powf)";
     for (Type t : op.getResultTypes())
       if (t != elemType)
-        return op.emitOpError() << "expected a scalar " << elemType
-                                << " result in a " << what << " region, got "
-                                << t;
+        return op.emitOpError() << "expected a scalar " << elemType << " result in a " << what
+                                << " region, got " << t;
   }
   return success();
 }
@@ -88,9 +80,7 @@ Dual2 mlir::unroll::evaluateScalarRegion(Region &region, double z) {
         .Case([&](arith::AddFOp o) { r = get(o.getLhs()) + get(o.getRhs()); })
         .Case([&](arith::SubFOp o) { r = get(o.getLhs()) - get(o.getRhs()); })
         .Case([&](arith::MulFOp o) { r = get(o.getLhs()) * get(o.getRhs()); })
-        .Case([&](arith::DivFOp o) {
-          r = get(o.getLhs()) * recip(get(o.getRhs()));
-        })
+        .Case([&](arith::DivFOp o) { r = get(o.getLhs()) * recip(get(o.getRhs())); })
         .Case([&](arith::NegFOp o) { r = Dual2{} - get(o.getOperand()); })
         .Case([&](arith::MaximumFOp o) {
           Dual2 a = get(o.getLhs()), c = get(o.getRhs());
@@ -110,8 +100,7 @@ Dual2 mlir::unroll::evaluateScalarRegion(Region &region, double z) {
         })
         .Case([&](math::Log1pOp o) {
           double x = get(o.getOperand()).v;
-          r = chain(get(o.getOperand()), std::log1p(x), 1 / (1 + x),
-                    -1 / ((1 + x) * (1 + x)));
+          r = chain(get(o.getOperand()), std::log1p(x), 1 / (1 + x), -1 / ((1 + x) * (1 + x)));
         })
         .Case([&](math::SqrtOp o) {
           double x = get(o.getOperand()).v, s = std::sqrt(x);
@@ -125,8 +114,7 @@ Dual2 mlir::unroll::evaluateScalarRegion(Region &region, double z) {
           Dual2 a = get(o.getLhs()), e = get(o.getRhs());
           if (e.d == 0 && e.dd == 0) { // constant exponent
             double p = e.v, x = a.v;
-            r = chain(a, std::pow(x, p), p * std::pow(x, p - 1),
-                      p * (p - 1) * std::pow(x, p - 2));
+            r = chain(a, std::pow(x, p), p * std::pow(x, p - 1), p * (p - 1) * std::pow(x, p - 2));
           } else { // a^e = exp(e log a)
             Dual2 l = chain(a, std::log(a.v), 1 / a.v, -1 / (a.v * a.v));
             Dual2 m = e * l;
@@ -151,9 +139,7 @@ struct TangentBuilder {
   OpBuilder &b;
   Location loc;
   Type t;
-  Value cst(double v) {
-    return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v));
-  }
+  Value cst(double v) { return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v)); }
   static std::optional<double> constOf(Value v) {
     if (auto c = v.getDefiningOp<arith::ConstantOp>())
       if (auto f = dyn_cast<FloatAttr>(c.getValue()))
@@ -161,41 +147,53 @@ struct TangentBuilder {
     return std::nullopt;
   }
   Value neg(Value x) {
-    if (!x) return {};
-    if (auto n = x.getDefiningOp<arith::NegFOp>()) return n.getOperand();
-    if (auto c = constOf(x)) return cst(-*c);
+    if (!x)
+      return {};
+    if (auto n = x.getDefiningOp<arith::NegFOp>())
+      return n.getOperand();
+    if (auto c = constOf(x))
+      return cst(-*c);
     return b.create<arith::NegFOp>(loc, x);
   }
   Value add(Value x, Value y) {
-    if (!x) return y;
-    if (!y) return x;
+    if (!x)
+      return y;
+    if (!y)
+      return x;
     return b.create<arith::AddFOp>(loc, x, y);
   }
   Value sub(Value x, Value y) {
-    if (!y) return x;
-    if (!x) return neg(y);
+    if (!y)
+      return x;
+    if (!x)
+      return neg(y);
     return b.create<arith::SubFOp>(loc, x, y);
   }
   Value mul(Value x, Value y) { // x or y may be a zero tangent
-    if (!x || !y) return {};
+    if (!x || !y)
+      return {};
     for (auto [a, o] : {std::pair{x, y}, std::pair{y, x}}) {
       if (auto c = constOf(a)) {
-        if (*c == 1.0) return o;
-        if (*c == -1.0) return neg(o);
-        if (*c == 0.0) return {};
+        if (*c == 1.0)
+          return o;
+        if (*c == -1.0)
+          return neg(o);
+        if (*c == 0.0)
+          return {};
       }
     }
     return b.create<arith::MulFOp>(loc, x, y);
   }
   Value div(Value x, Value y) {
-    if (!x) return {};
+    if (!x)
+      return {};
     return b.create<arith::DivFOp>(loc, x, y);
   }
 };
 } // namespace
 
-void mlir::unroll::differentiateScalarRegion(Region &src, Region &dst,
-                                             Location loc, bool yieldPrimal) {
+void mlir::unroll::differentiateScalarRegion(Region &src, Region &dst, Location loc,
+                                             bool yieldPrimal) {
   Block &sb = src.front();
   Type t = sb.getArgument(0).getType();
   Block *db = new Block();
@@ -236,36 +234,30 @@ void mlir::unroll::differentiateScalarRegion(Region &src, Region &dst,
         .Case([&](arith::AddFOp o) { d = tb.add(T(o.getLhs()), T(o.getRhs())); })
         .Case([&](arith::SubFOp o) { d = tb.sub(T(o.getLhs()), T(o.getRhs())); })
         .Case([&](arith::MulFOp o) {
-          d = tb.add(tb.mul(T(o.getLhs()), P(o.getRhs())),
-                     tb.mul(P(o.getLhs()), T(o.getRhs())));
+          d = tb.add(tb.mul(T(o.getLhs()), P(o.getRhs())), tb.mul(P(o.getLhs()), T(o.getRhs())));
         })
         .Case([&](arith::DivFOp o) { // (da - r db) / b
-          d = tb.div(tb.sub(T(o.getLhs()), tb.mul(r, T(o.getRhs()))),
-                     P(o.getRhs()));
+          d = tb.div(tb.sub(T(o.getLhs()), tb.mul(r, T(o.getRhs()))), P(o.getRhs()));
         })
         .Case([&](arith::NegFOp o) { d = tb.neg(T(o.getOperand())); })
         .Case([&](arith::MaximumFOp o) {
           Value da = T(o.getLhs()), dc = T(o.getRhs());
           if (da || dc) {
-            Value ge = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGE,
-                                               P(o.getLhs()), P(o.getRhs()));
-            d = b.create<arith::SelectOp>(loc, ge, da ? da : tb.cst(0),
-                                          dc ? dc : tb.cst(0));
+            Value ge = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGE, P(o.getLhs()),
+                                               P(o.getRhs()));
+            d = b.create<arith::SelectOp>(loc, ge, da ? da : tb.cst(0), dc ? dc : tb.cst(0));
           }
         })
         .Case([&](arith::MinimumFOp o) {
           Value da = T(o.getLhs()), dc = T(o.getRhs());
           if (da || dc) {
-            Value le = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLE,
-                                               P(o.getLhs()), P(o.getRhs()));
-            d = b.create<arith::SelectOp>(loc, le, da ? da : tb.cst(0),
-                                          dc ? dc : tb.cst(0));
+            Value le = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLE, P(o.getLhs()),
+                                               P(o.getRhs()));
+            d = b.create<arith::SelectOp>(loc, le, da ? da : tb.cst(0), dc ? dc : tb.cst(0));
           }
         })
         .Case([&](math::ExpOp o) { d = tb.mul(T(o.getOperand()), r); })
-        .Case([&](math::LogOp o) {
-          d = tb.div(T(o.getOperand()), P(o.getOperand()));
-        })
+        .Case([&](math::LogOp o) { d = tb.div(T(o.getOperand()), P(o.getOperand())); })
         .Case([&](math::Log1pOp o) {
           if (Value a = T(o.getOperand()))
             d = tb.div(a, tb.add(P(o.getOperand()), tb.cst(1.0)));
@@ -294,21 +286,17 @@ void mlir::unroll::differentiateScalarRegion(Region &src, Region &dst,
   }
 }
 
-void mlir::unroll::buildBuiltinRho(Region &dst, int rhoKind, Type t,
-                                   Location loc) {
+void mlir::unroll::buildBuiltinRho(Region &dst, int rhoKind, Type t, Location loc) {
   Block *db = new Block();
   dst.push_back(db);
   Value z = db->addArgument(t, loc);
   OpBuilder b(t.getContext());
   b.setInsertionPointToEnd(db);
-  auto cst = [&](double v) {
-    return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v));
-  };
+  auto cst = [&](double v) { return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v)); };
   Value r;
   switch (static_cast<RhoKind>(rhoKind)) {
   case RhoKind::neg_exp: // -exp(-z)
-    r = b.create<arith::NegFOp>(
-        loc, b.create<math::ExpOp>(loc, b.create<arith::NegFOp>(loc, z)));
+    r = b.create<arith::NegFOp>(loc, b.create<math::ExpOp>(loc, b.create<arith::NegFOp>(loc, z)));
     break;
   case RhoKind::log_plus_two:
     r = b.create<math::LogOp>(loc, b.create<arith::AddFOp>(loc, z, cst(2.0)));

@@ -22,8 +22,7 @@ using namespace mlir::unroll::detail;
 
 LogicalResult MMStepOp::verify() {
   Type elem = getY().getType().getElementType();
-  if (getProj() &&
-      failed(verifyFeatureMatrix(*this, getY(), getProj(), "proj", false)))
+  if (getProj() && failed(verifyFeatureMatrix(*this, getY(), getProj(), "proj", false)))
     return failure();
   if (failed(verifyCenter(*this, getY(), getCenter())) ||
       failed(verifyMask(*this, getMask(), getGraph(), getY())))
@@ -36,8 +35,7 @@ LogicalResult MMStepOp::verify() {
   if (getVariant() == AttentionVariant::certified && !general)
     return emitOpError("variant(certified) requires form(general)");
   if (getCoeff().convertToDouble() < 0.0)
-    return emitOpError() << "expected coeff >= 0, got "
-                         << getCoeff().convertToDouble();
+    return emitOpError() << "expected coeff >= 0, got " << getCoeff().convertToDouble();
   if (general)
     return verifyScalarRegion(*this, getWeightBody(), elem, "weight");
   return success();
@@ -51,11 +49,9 @@ LogicalResult GradStepOp::verify() {
   if (!(a > 0.0 && a <= 1.0))
     return emitOpError() << "expected step size alpha in (0, 1], got " << fmt(a);
   if (getCoeff().convertToDouble() < 0.0)
-    return emitOpError() << "expected coeff >= 0, got "
-                         << getCoeff().convertToDouble();
+    return emitOpError() << "expected coeff >= 0, got " << getCoeff().convertToDouble();
   return success();
 }
-
 
 //===----------------------------------------------------------------------===//
 // Gradient rules

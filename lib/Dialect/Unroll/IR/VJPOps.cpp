@@ -24,8 +24,7 @@ LogicalResult AccumulateGradOp::verify() {
     return emitOpError("expected the gradient of an 'unroll.param' or of an "
                        "energy's input X");
   if (getParam().getType() != getGrad().getType())
-    return emitOpError() << "expected a gradient of type " << getParam().getType()
-                         << ", got " << getGrad().getType();
+    return emitOpError() << "expected a gradient of type " << getParam().getType() << ", got "
+                         << getGrad().getType();
   return success();
 }
-

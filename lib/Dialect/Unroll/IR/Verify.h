@@ -20,24 +20,21 @@ inline std::string fmt(double v) {
 
 /// A [d, k] projection / [d, d] weight must match the tokens' feature size d,
 /// which therefore must be static.
-inline LogicalResult verifyFeatureMatrix(Operation *op, Value y, Value w,
-                                         StringRef what, bool square) {
+inline LogicalResult verifyFeatureMatrix(Operation *op, Value y, Value w, StringRef what,
+                                         bool square) {
   auto yt = cast<RankedTensorType>(y.getType());
   auto wt = cast<RankedTensorType>(w.getType());
   if (wt.getRank() != 2 || !wt.hasStaticShape())
-    return op->emitOpError() << "expected " << what
-                             << " to be a static 2-d tensor, got " << wt;
+    return op->emitOpError() << "expected " << what << " to be a static 2-d tensor, got " << wt;
   if (wt.getElementType() != yt.getElementType())
-    return op->emitOpError() << "expected " << what << " element type "
-                             << yt.getElementType() << ", got "
-                             << wt.getElementType();
+    return op->emitOpError() << "expected " << what << " element type " << yt.getElementType()
+                             << ", got " << wt.getElementType();
   if (yt.isDynamicDim(1))
-    return op->emitOpError() << "expected a static feature dimension d when "
-                             << what << " is given, got " << yt;
+    return op->emitOpError() << "expected a static feature dimension d when " << what
+                             << " is given, got " << yt;
   if (wt.getDimSize(0) != yt.getDimSize(1))
-    return op->emitOpError()
-           << "expected " << what << " with " << yt.getDimSize(1)
-           << " rows to match the tokens' feature dimension, got " << wt;
+    return op->emitOpError() << "expected " << what << " with " << yt.getDimSize(1)
+                             << " rows to match the tokens' feature dimension, got " << wt;
   if (square && wt.getDimSize(0) != wt.getDimSize(1))
     return op->emitOpError() << "expected a square " << what << ", got " << wt;
   return success();
@@ -45,15 +42,15 @@ inline LogicalResult verifyFeatureMatrix(Operation *op, Value y, Value w,
 
 inline LogicalResult verifyCenter(Operation *op, Value y, Value center) {
   if (center && center.getType() != y.getType())
-    return op->emitOpError() << "expected center of type " << y.getType()
-                             << ", got " << center.getType();
+    return op->emitOpError() << "expected center of type " << y.getType() << ", got "
+                             << center.getType();
   return success();
 }
 
 /// The mask attributes: `graph` present exactly when mask is `graph`, and then
 /// a square 0/1 matrix.
-inline LogicalResult verifyMask(Operation *op, MaskKind mask,
-                                std::optional<ElementsAttr> graph, Value y) {
+inline LogicalResult verifyMask(Operation *op, MaskKind mask, std::optional<ElementsAttr> graph,
+                                Value y) {
   if (mask != MaskKind::graph) {
     if (graph)
       return op->emitOpError("'graph' attribute requires mask(graph)");
@@ -66,8 +63,8 @@ inline LogicalResult verifyMask(Operation *op, MaskKind mask,
     return op->emitOpError() << "expected a square graph matrix, got " << gt;
   auto yt = cast<RankedTensorType>(y.getType());
   if (!yt.isDynamicDim(0) && yt.getDimSize(0) != gt.getDimSize(0))
-    return op->emitOpError() << "expected a graph over " << yt.getDimSize(0)
-                             << " tokens, got " << gt;
+    return op->emitOpError() << "expected a graph over " << yt.getDimSize(0) << " tokens, got "
+                             << gt;
   auto ints = dyn_cast<DenseIntElementsAttr>(*graph);
   if (!ints)
     return op->emitOpError("expected the graph as dense integer elements");
@@ -83,9 +80,8 @@ inline LogicalResult verifyParams(Operation *root) {
   WalkResult r = root->walk([&](ParamOp p) {
     auto [it, inserted] = seen.try_emplace(p.getName(), p.getType());
     if (!inserted && it->second != p.getType()) {
-      p.emitOpError() << "parameter '" << p.getName() << "' has type "
-                      << p.getType() << " here but " << it->second
-                      << " elsewhere";
+      p.emitOpError() << "parameter '" << p.getName() << "' has type " << p.getType()
+                      << " here but " << it->second << " elsewhere";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();

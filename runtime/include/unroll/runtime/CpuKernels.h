@@ -30,9 +30,9 @@ extern "C" {
 void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                      const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
                      int64_t accumulate);
-void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm,
-                     int64_t sAk, const double *B, int64_t sBk, int64_t sBn, double *C,
-                     int64_t sCm, int64_t sCn, int64_t accumulate);
+void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
+                     const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
+                     int64_t accumulate);
 
 /* out[b, i, h·hd + e] = Σ_{j ≤ i} softmax_j(q_i·k_j / √hd) v_j[e] for qkv
  * [B, n, 3·H·hd] (q | k | v, heads contiguous); strides of the batch and
@@ -43,8 +43,8 @@ void unroll_attention_f64(int64_t B, int64_t n, int64_t H, int64_t hd, const dou
                           int64_t sQb, int64_t sQi, double *out, int64_t sOb, int64_t sOi);
 /* dqkv (layout of qkv, every element written) from qkv and dout. */
 void unroll_attention_vjp_f32(int64_t B, int64_t n, int64_t H, int64_t hd, const float *qkv,
-                              int64_t sQb, int64_t sQi, const float *dout, int64_t sDb,
-                              int64_t sDi, float *dqkv, int64_t sGb, int64_t sGi);
+                              int64_t sQb, int64_t sQi, const float *dout, int64_t sDb, int64_t sDi,
+                              float *dqkv, int64_t sGb, int64_t sGi);
 void unroll_attention_vjp_f64(int64_t B, int64_t n, int64_t H, int64_t hd, const double *qkv,
                               int64_t sQb, int64_t sQi, const double *dout, int64_t sDb,
                               int64_t sDi, double *dqkv, int64_t sGb, int64_t sGi);

@@ -24,24 +24,21 @@ struct EnergyTrace {
 
 /// The model-info entry of the energy named `name` (the first if empty);
 /// nullptr with `error` set if there is none.
-const nlohmann::json *findEnergy(const Model &m, const std::string &name,
-                                 std::string &error);
+const nlohmann::json *findEnergy(const Model &m, const std::string &name, std::string &error);
 
 /// Runs `iterations` steps from Y_0 = X via the energy's trace entry point.
-bool runEnergyTrace(const Model &m, const nlohmann::json &energy,
-                    const EnergyInputs &in, int64_t iterations,
-                    EnergyTrace &out, std::string &error);
+bool runEnergyTrace(const Model &m, const nlohmann::json &energy, const EnergyInputs &in,
+                    int64_t iterations, EnergyTrace &out, std::string &error);
 
 /// The vector-Jacobian product of X -> Y_iterations with the cotangent dyT
 /// (n × d): dx (n × d) and grad (theta's size). Needs a differentiated energy.
 bool energyVJP(const Model &m, const nlohmann::json &energy, const EnergyInputs &in,
-               int64_t iterations, const std::vector<double> &dyT,
-               std::vector<double> &dx, std::vector<double> &grad, std::string &error);
+               int64_t iterations, const std::vector<double> &dyT, std::vector<double> &dx,
+               std::vector<double> &grad, std::string &error);
 
 /// The normalized attention matrix (n × n) of the energy's first MM step at Y.
-bool attentionWeights(const Model &m, const nlohmann::json &energy,
-                      const EnergyInputs &atY, std::vector<double> &out,
-                      std::string &error);
+bool attentionWeights(const Model &m, const nlohmann::json &energy, const EnergyInputs &atY,
+                      std::vector<double> &out, std::string &error);
 
 } // namespace unroll
 

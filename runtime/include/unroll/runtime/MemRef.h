@@ -21,8 +21,7 @@ template <typename T, int N> struct MemRef {
 };
 
 /// A dense row-major descriptor over `data` with the given sizes.
-template <typename T, int N>
-MemRef<T, N> makeMemRef(T *data, const int64_t (&sizes)[N]) {
+template <typename T, int N> MemRef<T, N> makeMemRef(T *data, const int64_t (&sizes)[N]) {
   MemRef<T, N> m;
   m.allocated = m.aligned = data;
   m.offset = 0;

@@ -26,9 +26,7 @@ public:
   /// Looks up an exported symbol (nullptr when absent).
   void *symbol(const std::string &name) const;
   /// The C-interface wrapper `_mlir_ciface_<name>` of an entry point.
-  void *entry(const std::string &name) const {
-    return symbol("_mlir_ciface_" + name);
-  }
+  void *entry(const std::string &name) const { return symbol("_mlir_ciface_" + name); }
   const std::string &path() const { return path_; }
   /// Built by --lower-to-gpu (model info "target": "gpu").
   bool gpu() const { return info_.value("target", "cpu") == "gpu"; }

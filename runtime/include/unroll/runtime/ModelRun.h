@@ -25,8 +25,7 @@ struct Prompts {
 std::vector<double> promptTokens(const Prompts &p);
 
 /// The model-info entry of the model named `name` (the first if empty).
-const nlohmann::json *findModel(const Model &m, const std::string &name,
-                                std::string &error);
+const nlohmann::json *findModel(const Model &m, const std::string &name, std::string &error);
 
 /// The hyperparameters of one step of a library's compiled Adam (@M_adam):
 /// PyTorch's formulation, `step` counting this step (1 for the first).
@@ -51,8 +50,7 @@ public:
   /// theta, m, v from the host (m, v empty: zeros).
   void upload(const std::vector<double> &theta, const std::vector<double> &m,
               const std::vector<double> &v);
-  void download(std::vector<double> &theta, std::vector<double> &m,
-                std::vector<double> &v) const;
+  void download(std::vector<double> &theta, std::vector<double> &m, std::vector<double> &v) const;
   /// Entry-point arguments used in place so far (the library's count).
   uint64_t residentHits() const { return hits_ ? hits_() : 0; }
 
@@ -86,13 +84,12 @@ public:
 
   /// preds [loops, B, k]: the prediction for y_i read at x_i after each
   /// iteration t = 1 .. loops.
-  bool forward(const Prompts &p, const std::vector<double> &theta,
-               int64_t loops, std::vector<double> &preds, std::string &error) const;
+  bool forward(const Prompts &p, const std::vector<double> &theta, int64_t loops,
+               std::vector<double> &preds, std::string &error) const;
   /// losses [min(T, loops)] (MSE of each windowed iterate) and the gradient
   /// of their mean.
-  bool lossGrad(const Prompts &p, const std::vector<double> &theta,
-                int64_t loops, int64_t window, std::vector<double> &losses,
-                std::vector<double> &grad, std::string &error) const;
+  bool lossGrad(const Prompts &p, const std::vector<double> &theta, int64_t loops, int64_t window,
+                std::vector<double> &losses, std::vector<double> &grad, std::string &error) const;
 
   /// Whether the library has the compiled optimizer step (@M_adam).
   bool hasAdam() const { return adam_ != nullptr; }

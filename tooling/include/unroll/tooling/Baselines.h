@@ -18,8 +18,8 @@ std::vector<double> leastSquaresPreds(const double *xs, const double *ys, int64_
 /// Averaging (Garg et al.): w = mean_j x_j y_j.
 std::vector<double> averagingPreds(const double *xs, const double *ys, int64_t k, int64_t d);
 /// Mean of y over the `nn` nearest examples (Euclidean), fewer when fewer exist.
-std::vector<double> nearestNeighborPreds(const double *xs, const double *ys, int64_t k,
-                                         int64_t d, int nn = 3);
+std::vector<double> nearestNeighborPreds(const double *xs, const double *ys, int64_t k, int64_t d,
+                                         int nn = 3);
 
 /// Lasso without intercept (sklearn's objective): w minimizing
 /// (1/2n)·||y − X w||² + alpha·||w||₁ over n examples X [n, d], by cyclic

@@ -32,12 +32,11 @@ struct TrainState {
 };
 
 bool saveCheckpoint(const std::string &dir, const nlohmann::json &modelInfo,
-                    const TrainState &state, const nlohmann::json &config,
-                    std::string &error);
+                    const TrainState &state, const nlohmann::json &config, std::string &error);
 
 /// Loads the checkpoint `latest` names in `dir`.
-bool loadCheckpoint(const std::string &dir, const nlohmann::json &modelInfo,
-                    TrainState &state, nlohmann::json &config, std::string &error);
+bool loadCheckpoint(const std::string &dir, const nlohmann::json &modelInfo, TrainState &state,
+                    nlohmann::json &config, std::string &error);
 
 /// The step folder that `dir`/latest names (dir/ckpt-NNNNNNN).
 bool latestStep(const std::string &dir, std::string &stepDir, std::string &error);

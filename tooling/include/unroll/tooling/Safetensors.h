@@ -30,13 +30,12 @@ struct Tensor {
 using TensorMap = std::map<std::string, Tensor>;
 
 /// Reads `path`; on failure returns false with a message naming the file.
-bool readSafetensors(const std::string &path, TensorMap &out,
-                     std::string &error);
+bool readSafetensors(const std::string &path, TensorMap &out, std::string &error);
 
 /// Writes tensors as F32 or F64 ("F32"/"F64"), atomically (temp + fsync +
 /// rename): the old file survives any failure.
-bool writeSafetensors(const std::string &path, const TensorMap &tensors,
-                      const std::string &dtype, std::string &error);
+bool writeSafetensors(const std::string &path, const TensorMap &tensors, const std::string &dtype,
+                      std::string &error);
 
 } // namespace unroll
 

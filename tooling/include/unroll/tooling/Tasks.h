@@ -43,8 +43,8 @@ struct Curriculum {
 
 /// Linear regression prompts (P2, Garg et al.): w ~ N(0, I_active),
 /// x ~ N(0, I) with the coordinates past `active` set to 0, y = x·w (+ noise).
-Prompts sampleLinear(int64_t batch, int64_t points, int64_t dim, int64_t active,
-                     double noise, Rng &rng);
+Prompts sampleLinear(int64_t batch, int64_t points, int64_t dim, int64_t active, double noise,
+                     Rng &rng);
 
 /// Sparse linear regression (P2): like sampleLinear, but w has `nonzero`
 /// nonzero coordinates, chosen uniformly among the active ones.
@@ -59,8 +59,8 @@ Prompts sampleDecisionTree(int64_t batch, int64_t points, int64_t dim, int64_t a
 
 /// Two-layer ReLU networks (P2): y = sqrt(2/hidden) · relu(x W1) W2 with W1
 /// [active, hidden] and W2 [hidden] ~ N(0, 1); x ~ N(0, I_active).
-Prompts sampleReluNet(int64_t batch, int64_t points, int64_t dim, int64_t active,
-                      int64_t hidden, Rng &rng);
+Prompts sampleReluNet(int64_t batch, int64_t points, int64_t dim, int64_t active, int64_t hidden,
+                      Rng &rng);
 
 /// The in-context tasks of unroll-run and their P2 defaults.
 struct TaskSpec {

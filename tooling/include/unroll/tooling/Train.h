@@ -20,11 +20,11 @@ struct TrainConfig {
   uint64_t seed = 0;
   std::string out = "out/train";
   bool curriculum = true;
-  int64_t loops = 0, window = 0;          // b and T (0: the model's)
+  int64_t loops = 0, window = 0;           // b and T (0: the model's)
   int64_t loopInc = 2, loopInterval = 500; // b(step) = min(T + 2 floor(step/500), b)
   Curriculum dims, points;                 // filled from the model when unset
   double noise = 0.0;
-  const TaskSpec *spec = nullptr;          // set by finish()
+  const TaskSpec *spec = nullptr; // set by finish()
   int64_t logEvery = 50, saveEvery = 500;
   int64_t evalPrompts = 1280, evalLoops = 0, evalBatch = 64;
   /// Where Adam runs: "host" (double precision, in unroll-run), "compiled"

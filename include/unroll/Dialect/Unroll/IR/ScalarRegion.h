@@ -24,8 +24,7 @@ struct Dual2 {
 /// Checks the region's shape (one block, one argument of `elemType`, yields
 /// one `elemType`) and that every op is supported. Emits located errors on
 /// `owner` (or on the offending op) and fails on the first problem.
-LogicalResult verifyScalarRegion(Operation *owner, Region &region,
-                                 Type elemType, StringRef what);
+LogicalResult verifyScalarRegion(Operation *owner, Region &region, Type elemType, StringRef what);
 
 /// Whether the op is one the interpreter and the differentiator know.
 bool isSupportedScalarOp(Operation *op);
@@ -37,8 +36,7 @@ Dual2 evaluateScalarRegion(Region &region, double z);
 /// Builds into the empty region `dst` a region computing d/dz of `src`
 /// (forward mode, one tangent per value, zero tangents folded away). With
 /// `yieldPrimal`, the region yields (value, derivative).
-void differentiateScalarRegion(Region &src, Region &dst, Location loc,
-                               bool yieldPrimal = false);
+void differentiateScalarRegion(Region &src, Region &dst, Location loc, bool yieldPrimal = false);
 
 /// Builds into the empty region `dst` a scalar region computing the given
 /// built-in rho (`neg_exp`, `log_plus_two`, `log_plus_one`) of element
