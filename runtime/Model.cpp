@@ -117,3 +117,21 @@ bool Model::load(const std::string &path, std::string &error, bool useDevice) {
   }
   return true;
 }
+
+void unroll::initParameters(const nlohmann::json &params, int64_t numParams,
+                            std::vector<double> &theta, const std::function<double()> &normal,
+                            double defaultStd) {
+  theta.assign(numParams, 0.0);
+  for (const auto &p : params) {
+    int64_t off = p["offset"], n = 1;
+    for (int64_t s : p["shape"])
+      n *= s;
+    std::string init = p.value("init", "normal");
+    double sd = p.value("std", defaultStd), value = p.value("value", 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      theta[off + i] = init == "ones"       ? 1.0
+                       : init == "zeros"    ? 0.0
+                       : init == "constant" ? value
+                                            : sd * normal();
+  }
+}

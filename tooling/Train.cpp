@@ -244,16 +244,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
       return die(ckptDir + ": corrupt RNG state");
     fprintf(stderr, "resuming from step %lld (%s)\n", (long long)st.step, ckptDir.c_str());
   } else {
-    st.theta.assign(run.numParams(), 0.0);
-    for (const auto &p : mi["params"]) {
-      int64_t off = p["offset"], n = 1;
-      for (int64_t s : p["shape"])
-        n *= s;
-      std::string init = p.value("init", "normal");
-      double sd = p.value("std", 0.02);
-      for (int64_t i = 0; i < n; ++i)
-        st.theta[off + i] = init == "ones" ? 1.0 : init == "zeros" ? 0.0 : sd * rng.normal();
-    }
+    initParameters(mi["params"], run.numParams(), st.theta, [&] { return rng.normal(); }, 0.02);
   }
   st.adam.lr = cfg.lr;
   st.adam.beta1 = cfg.beta1;

@@ -45,6 +45,7 @@ static void buildFrontEnd(OpPassManager &pm, const std::string &target, const st
                           bool recomputeWindow, bool fuseElementwise = false,
                           bool cpuKernels = true) {
   pm.addPass(createUnrollDeriveSteps());
+  pm.addPass(createUnrollInlineDescent());
   pm.addPass(createUnrollDifferentiate());
   ConvertUnrollToEntryPointsOptions eo;
   eo.target = target;

@@ -136,7 +136,14 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
     Value w = operand(q.getWeight());
     if (!w)
       return failure();
-    cur = b.create<GradStepOp>(q.getLoc(), tokenTy, cur, w, center, min.getAlphaAttr(),
+    // A learnable step size is the parameter "alpha" [1], starting at alpha.
+    Value step;
+    if (min.getLearnable())
+      step = b.create<ParamOp>(min.getLoc(), RankedTensorType::get({1}, elemTy),
+                               b.getStringAttr("alpha"), b.getF64FloatAttr(0.1),
+                               InitKindAttr::get(b.getContext(), InitKind::constant),
+                               min.getAlphaAttr());
+    cur = b.create<GradStepOp>(q.getLoc(), tokenTy, cur, w, center, step, min.getAlphaAttr(),
                                b.getF64FloatAttr(coeff));
     ++numSteps;
   }

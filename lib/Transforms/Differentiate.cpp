@@ -58,13 +58,6 @@ struct DifferentiatePass : public unroll::impl::UnrollDifferentiateBase<Differen
 /// accumulate_grad for the parameters and for X (through a residual center).
 LogicalResult DifferentiatePass::differentiate(EnergyOp energy) {
   Block &fwd = energy.getSteps().front();
-  // The certified step's size is a maximum over rows (not differentiable
-  // everywhere, and not what one trains): such energies get no reverse.
-  for (Operation &op : fwd)
-    if (auto m = dyn_cast<MMStepOp>(op); m && m.getVariant() == AttentionVariant::certified) {
-      ++numSkipped;
-      return success();
-    }
   Type tokTy = energy.getTokenType();
   Block *rev = new Block();
   energy.getReverse().push_back(rev);
@@ -104,23 +97,29 @@ LogicalResult DifferentiatePass::differentiate(ModelOp model) {
     (op.isBeforeInBlock(loop) ? embedOps : headOps).push_back(&op);
   }
 
-  // Loop body: (u, dY) -> du. Parameters are visible (the loop is nested).
+  // Loop body: (u, [P,] dY) -> du, with accumulate_grad for P. Parameters
+  // are visible (the loop is nested).
   {
     Block *rev = new Block();
     loop.getReverse().push_back(rev);
-    Value u = rev->addArgument(tokens, loop.getLoc());
-    Value dy = rev->addArgument(tokens, loop.getLoc());
-    OpBuilder b = OpBuilder::atBlockEnd(rev);
     Block &fwd = loop.getBody().front();
     IRMapping map;
-    map.map(fwd.getArgument(0), u);
+    SmallVector<Value> inputs;
+    for (BlockArgument a : fwd.getArguments()) {
+      inputs.push_back(rev->addArgument(tokens, loop.getLoc()));
+      map.map(a, inputs.back());
+    }
+    Value u = inputs[0];
+    Value dy = rev->addArgument(tokens, loop.getLoc());
+    OpBuilder b = OpBuilder::atBlockEnd(rev);
     SmallVector<Operation *> ops;
     for (Operation &op : fwd.without_terminator())
       ops.push_back(&op);
     ops = cloneOps(b, ops, map, /*redeclareParams=*/false);
     Value out = map.lookup(cast<YieldOp>(fwd.back()).getValues()[0]);
     ReverseMode rm(b);
-    FailureOr<SmallVector<Value>> du = rm.run(ops, out, dy, {u});
+    FailureOr<SmallVector<Value>> du =
+        rm.run(ops, out, dy, {u}, /*sinks=*/ValueRange(inputs).drop_front());
     if (failed(du))
       return failure();
     numVJPs += rm.numRules();

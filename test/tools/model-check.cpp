@@ -15,6 +15,7 @@
 //                                       every tensor of two model.safetensors
 //
 //===----------------------------------------------------------------------===//
+#include "EnergyReference.h"
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Process.h"
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -112,13 +114,20 @@ Vec attention(const Vec &qkv, int64_t n, int64_t D, int64_t H) {
   return out;
 }
 
+/// The model in plain loops: P2's read-in and read-out (by their names),
+/// the loop with its injection, and a body that is either GPT-2 blocks or,
+/// when the model info names an energy, that energy's descent steps.
 struct Reference {
   const nlohmann::json &info;
+  const Vec &theta;
   Params P;
   int64_t d, D, H, L;
   std::string inj;
+  std::unique_ptr<unroll::testing::Ref> energy; // the loop descends an energy
+  int64_t stepsPerIteration = 0;
 
-  Reference(const nlohmann::json &info, const Vec &theta, int64_t heads) : info(info), H(heads) {
+  Reference(const nlohmann::json &info, const Vec &theta, int64_t heads)
+      : info(info), theta(theta), H(heads) {
     for (auto &p : info["params"])
       P.at[p["name"]] = {p["offset"].get<int64_t>(), p["shape"].get<std::vector<int64_t>>()};
     P.theta = theta.data();
@@ -126,10 +135,28 @@ struct Reference {
     D = info["width"];
     L = info["layers"];
     inj = info["injection"];
+    if (info.contains("energy")) {
+      energy = std::make_unique<unroll::testing::Ref>(info["energy"], info["params"]);
+      stepsPerIteration = info["energy"]["steps_per_iteration"];
+    }
+  }
+
+  /// The loop body M on the state u, with the loop's input p.
+  Vec body(const Vec &u, const Vec &p, int64_t n) const {
+    if (energy) {
+      // Descent on E(·; X) with X = P when the body takes the input, else
+      // X = u (unused by an energy without a center term).
+      bool withP = info["energy"]["input"] == "P";
+      Vec y(u);
+      for (int64_t s = 0; s < stepsPerIteration; ++s)
+        y = energy->step(y, withP ? p : u, n, D, theta);
+      return y;
+    }
+    return gptBody(u, n);
   }
 
   /// One block + (wpe before, ln_f after), the loop body M.
-  Vec body(const Vec &u, int64_t n) const {
+  Vec gptBody(const Vec &u, int64_t n) const {
     const double *wpe = P.get("_backbone.transformer.wpe.weight");
     Vec x(u);
     for (int64_t i = 0; i < n * D; ++i)
@@ -172,7 +199,7 @@ struct Reference {
     if (inj == "mul")
       for (int64_t i = 0; i < n * D; ++i)
         u[i] *= p[i];
-    return body(u, n);
+    return body(u, p, n);
   }
   /// Predictions at the x positions.
   Vec readout(const Vec &y, int64_t k) const {
@@ -239,7 +266,10 @@ Vec initTheta(const nlohmann::json &info, uint64_t seed, double perturb) {
       numel *= s;
     std::string init = p["init"];
     for (int64_t i = 0; i < numel; ++i) {
-      double base = init == "ones" ? 1.0 : init == "zeros" ? 0.0 : p.value("std", 0.02) * N(rng);
+      double base = init == "ones"       ? 1.0
+                    : init == "zeros"    ? 0.0
+                    : init == "constant" ? p.value("value", 0.0)
+                                         : p.value("std", 0.02) * N(rng);
       th[off + i] = base + perturb * N(rng); // perturb so every parameter matters
     }
   }
@@ -386,8 +416,8 @@ int main(int argc, char **argv) {
   int64_t loops = a.loops > 0 ? a.loops : (*mi)["iterations"].get<int64_t>();
   int64_t window = a.window > 0 ? a.window : (*mi)["window"].get<int64_t>();
   int64_t H = mi->value("heads", (int64_t)0);
-  if (H <= 0)
-    return fail("the model info has no 'heads'");
+  if (H <= 0 && !mi->contains("energy"))
+    return fail("the model info has no 'heads' (and no energy)");
   Vec theta = initTheta(*mi, a.seed, a.perturb);
   std::mt19937_64 rng(a.seed + 1);
   Prompts p = drawPrompts(a.batch, a.points, (*mi)["prompt_dim"], rng);

@@ -363,7 +363,9 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
     for (double &v : in.x)
       v = nonneg ? std::abs(o.scale * normal(rng)) : o.scale * normal(rng);
   }
-  in.theta.assign(e.value("num_params", (int64_t)0), 0.0);
+  // Parameters by their init rule, then those the file gives.
+  initParameters(e["params"], e.value("num_params", (int64_t)0), in.theta,
+                 [&] { return normal(rng); }, 0.1);
   for (const auto &p : e["params"]) {
     std::string name = p["name"];
     int64_t off = p["offset"], numel = 1;
@@ -381,10 +383,6 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
           return err = o.input + ": parameter '" + name + "' holds a non-finite value", false;
         in.theta[off + i] = t.data[i];
       }
-    } else {
-      double sd = p.value("std", 0.1);
-      for (int64_t i = 0; i < numel; ++i)
-        in.theta[off + i] = sd * normal(rng);
     }
   }
   return true;

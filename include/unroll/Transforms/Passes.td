@@ -31,6 +31,23 @@ def UnrollDeriveSteps : Pass<"unroll-derive-steps", "ModuleOp"> {
                            "::mlir::math::MathDialect"];
 }
 
+def UnrollInlineDescent : Pass<"unroll-inline-descent", "ModuleOp"> {
+  let summary = "Replace each unroll.descend by its energy's derived steps on token batches";
+  let description = [{
+    A model's loop body descends an energy with `unroll.descend @E(Y, X)
+    steps(k)`. This pass writes, in its place, k copies of @E's derived
+    steps (its `steps` region, so --unroll-derive-steps must have run) on
+    the token batch [B, n, d], chained, with X the op's second operand
+    (usually the loop's input P), and records @E in the loop's `energy`
+    attribute. The steps' parameters are re-declared by name in the loop
+    body and so become parameters of the model.
+  }];
+  let statistics = [
+    Statistic<"numInlined", "inlined", "unroll.descend ops replaced">,
+    Statistic<"numSteps", "steps", "Copies of an energy's steps written">
+  ];
+}
+
 def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
   let summary = "Build the reverse-mode (VJP) regions of every model";
   let description = [{
@@ -44,15 +61,14 @@ def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
     * `embed_reverse` (Z, dP) for the read-in.
 
     Energies get a `reverse` region (Y, X, dY') -> dY for one descent
-    iteration (energies with certified steps are left without one).
+    iteration.
     Parameter gradients become `unroll.accumulate_grad`. The truncated loss
     over the last T iterations is assembled by the lowering from these
     regions (see docs/Rationale.md).
   }];
   let statistics = [
     Statistic<"numModels", "models", "Number of models differentiated">,
-    Statistic<"numVJPs", "vjps", "Number of VJP ops created">,
-    Statistic<"numSkipped", "skipped", "Energies left without a reverse (certified steps)">
+    Statistic<"numVJPs", "vjps", "Number of VJP rules applied">
   ];
 }
 

@@ -342,6 +342,8 @@ llvm::json::Object EnergyLowering::info() {
       {"params", std::move(ps)}};
   if (min.getAlpha())
     o["alpha"] = min.getAlpha()->convertToDouble();
+  if (min.getLearnable())
+    o["learnable_alpha"] = true;
   if (pw.getGraph()) {
     llvm::json::Array rows;
     auto ints = cast<DenseIntElementsAttr>(*pw.getGraph());

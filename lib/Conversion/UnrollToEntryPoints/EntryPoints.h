@@ -29,6 +29,7 @@ struct ParamInfo {
   RankedTensorType type;
   double std;
   InitKind init;
+  double value;   // for init(constant)
   int64_t offset; // into the flat parameter vector theta
 };
 
@@ -40,8 +41,9 @@ public:
       if (index.count(p.getName()))
         return;
       index[p.getName()] = params.size();
-      params.push_back(
-          {p.getName().str(), p.getType(), p.getStd().convertToDouble(), p.getInit(), numParams});
+      params.push_back({p.getName().str(), p.getType(), p.getStd().convertToDouble(),
+                        p.getInit(), p.getValue() ? p.getValue()->convertToDouble() : 0.0,
+                        numParams});
       numParams += p.getType().getNumElements();
     });
   }

@@ -86,6 +86,7 @@ private:
   struct Ctx {
     SmallVector<Value> params;
     Value grad;
+    Value dp; // the loop input P's cotangent, in a backward iteration
   };
 
   Type elem() { return cast<RankedTensorType>(model.getPrompt().getType()).getElementType(); }
@@ -107,6 +108,22 @@ private:
       map.map(p.getResult(), ctx.params[table.indexOf(p.getName())]);
   }
   Value initState(TokenEmitter &nn, Value p);
+  /// The loop body's arguments for the state `u`: (u) or (u, P).
+  SmallVector<Value> bodyArgs(Value u, Value p) {
+    if (model.getLoop().getBody().getNumArguments() == 2)
+      return {u, p};
+    return {u};
+  }
+  /// @M_energy_trace, for a loop that descends an energy.
+  LogicalResult emitEnergyTrace(OpBuilder &b, EnergyOp energy);
+  /// The energy E(Y; X) of every prompt ([B]) at token batches Y and X.
+  FailureOr<Value> energyOf(OpBuilder &b, EnergyOp energy, Value y, Value x, Ctx &ctx);
+
+  /// The energy the loop descends (its `energy` attribute), if any.
+  EnergyOp loopEnergy() {
+    auto sym = model.getLoop().getEnergyAttr();
+    return sym ? SymbolTable::lookupNearestSymbolFrom<EnergyOp>(model, sym) : EnergyOp();
+  }
 
   ModelOp model;
   ParamTable table;
@@ -121,6 +138,13 @@ LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map,
   if (auto acc = dyn_cast<AccumulateGradOp>(op)) {
     if (!ctx.grad)
       return success(); // forward-only function
+    if (!acc.getParam().getDefiningOp<ParamOp>()) {
+      // The loop's input P (the reverse region's second argument).
+      TokenEmitter nn(b, op.getLoc(), elem());
+      Value g = nn.castTo(map.lookup(acc.getGrad()), ctx.dp.getType());
+      ctx.dp = nn.castTo(nn.add(ctx.dp, g), ctx.dp.getType());
+      return success();
+    }
     const ParamInfo &p = table[acc.getParam().getDefiningOp<ParamOp>().getName()];
     ctx.grad = accumulateInto(b, op.getLoc(), ctx.grad, p, map.lookup(acc.getGrad()));
     return success();
@@ -216,6 +240,8 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   StringRef name = model.getSymName();
   Type t = elem();
   emitAdam(b, loc, name, t);
+  if (EnergyOp energy = loopEnergy(); energy && failed(emitEnergyTrace(b, energy)))
+    return failure();
   auto promptTy = model.getPrompt().getType();
   auto stateTy = cast<RankedTensorType>(model.getLoop().getInput().getType());
   LoopOp loop = model.getLoop();
@@ -245,7 +271,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
           Loss ln(lb, ll, t);
           Value u = inject(ln, it[0], *p);
-          FailureOr<SmallVector<Value>> y = run(lb, loop.getBody(), {u}, ctx);
+          FailureOr<SmallVector<Value>> y = run(lb, loop.getBody(), bodyArgs(u, *p), ctx);
           FailureOr<Value> pred = failed(y) ? FailureOr<Value>(failure()) : head(lb, (*y)[0], ctx);
           if (failed(y) || failed(pred)) {
             ok = failure();
@@ -297,7 +323,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
                            [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
                              Loss ln(lb, ll, t);
                              FailureOr<SmallVector<Value>> y =
-                                 run(lb, loop.getBody(), {inject(ln, it[0], p)}, ctx);
+                                 run(lb, loop.getBody(), bodyArgs(inject(ln, it[0], p), p), ctx);
                              if (failed(y))
                                return fail(lb, ll, it);
                              lb.create<scf::YieldOp>(ll, ValueRange{ln.castTo((*y)[0], stateTy)});
@@ -342,7 +368,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         Loss ln(lb, ll, t);
         IRMapping acts;
         FailureOr<SmallVector<Value>> y =
-            run(lb, loop.getBody(), {inject(ln, it[0], p)}, ctx, &acts);
+            run(lb, loop.getBody(), bodyArgs(inject(ln, it[0], p), p), ctx, &acts);
         if (failed(y))
           return fail(lb, ll, it);
         Value yn = ln.castTo((*y)[0], stateTy);
@@ -379,7 +405,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
       loc, c0, tw, c1, ValueRange{grad0, zerosP, zerosP},
       [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
         Loss ln(lb, ll, t);
-        Ctx c{ctx.params, it[0]};
+        Ctx c{ctx.params, it[0], it[2]};
         Value w = lb.create<arith::SubIOp>(ll, lb.create<arith::SubIOp>(ll, tw, c1), i);
         auto extract = [&](Value at) {
           auto [o, s, st] = stateSlice(lb, at);
@@ -403,11 +429,14 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
                                                          tp, to, ts, tst)
                            .getResult());
         }
-        FailureOr<SmallVector<Value>> du = run(lb, loop.getReverse(), {inject(ln, yprev, p), dy}, c,
-                                               &acts, tape.empty() ? nullptr : &tape.primal);
+        SmallVector<Value> revArgs = bodyArgs(inject(ln, yprev, p), p);
+        revArgs.push_back(dy);
+        FailureOr<SmallVector<Value>> du = run(lb, loop.getReverse(), revArgs, c, &acts,
+                                               tape.empty() ? nullptr : &tape.primal);
         if (failed(du))
           return fail(lb, ll, it);
-        Value d = ln.castTo((*du)[0], stateTy), dyNext = d, dp = it[2];
+        // c.dp holds what the body's own use of P added (its center term).
+        Value d = ln.castTo((*du)[0], stateTy), dyNext = d, dp = c.dp;
         if (inj == Injection::add) {
           dp = ln.add(dp, d);
         } else if (inj == Injection::mul) {
@@ -430,6 +459,105 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   if (failed(run(b, model.getEmbedReverse(), {z, dp}, ctx)))
     return failure();
   storeTensor(b, loc, ctx.grad, gradOut);
+  b.create<func::ReturnOp>(loc);
+  return success();
+}
+
+FailureOr<Value> ModelLowering::energyOf(OpBuilder &b, EnergyOp energy, Value y, Value x,
+                                          Ctx &ctx) {
+  Block &body = energy.getBody().front();
+  Location loc = energy.getLoc();
+  auto batch = cast<RankedTensorType>(y.getType());
+  auto perPrompt = RankedTensorType::get({kDyn}, elem());
+  IRMapping map;
+  map.map(body.getArgument(0), y);
+  map.map(body.getArgument(1), x);
+  TokenEmitter nn(b, loc, elem());
+  Value total;
+  for (Operation &op : body.without_terminator()) {
+    if (auto p = dyn_cast<ParamOp>(op)) {
+      if (!table.index.count(p.getName()))
+        return model.emitOpError() << "descends @" << energy.getSymName() << ", whose parameter '"
+                                   << p.getName() << "' is not a parameter of the model";
+      map.map(p.getResult(), ctx.params[table.indexOf(p.getName())]);
+      continue;
+    }
+    // The term, on the batch; its value is one energy per prompt.
+    Operation *term = b.clone(op, map);
+    for (OpResult r : term->getResults())
+      if (r.getType() == energy.getTokenType())
+        r.setType(batch);
+    if (term->getNumResults() != 1 || !isa<EnergyType>(term->getResult(0).getType()))
+      continue;
+    Value v = b.create<UnrealizedConversionCastOp>(loc, perPrompt, term->getResult(0)).getResult(0);
+    total = total ? nn.castTo(nn.add(total, v), perPrompt) : v;
+  }
+  if (!total)
+    return energy.emitOpError("has no terms");
+  return total;
+}
+
+/// @M_energy_trace(Z, theta, b, energies[b + 1, B], starts[b, B]): the
+/// energy (with X = P) of every prompt at the states Y_0 .. Y_b of the loop
+/// and, in starts, at the point u_t each iteration's steps start from (u_t
+/// = Y_{t-1} with injection(none); Y_{t-1} + P with injection(add)).
+LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
+  OpBuilder::InsertionGuard g(b);
+  Location loc = model.getLoc();
+  Type t = elem(), i64 = b.getI64Type();
+  LoopOp loop = model.getLoop();
+  auto stateTy = cast<RankedTensorType>(loop.getInput().getType());
+  func::FuncOp f = makeEntry(b, loc, (model.getSymName() + "_energy_trace").str(),
+                             {dynMemref(3, t), dynMemref(1, t), i64, dynMemref(2, t),
+                              dynMemref(2, t)});
+  Loss nn(b, loc, t);
+  Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}, {}};
+  Value z = memrefToTensor(b, loc, f.getArgument(0), model.getPrompt().getType());
+  FailureOr<Value> p = embed(b, z, ctx);
+  if (failed(p))
+    return failure();
+  Value nb = b.create<arith::IndexCastOp>(loc, b.getIndexType(), f.getArgument(2));
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value bsz = nn.dim(z, 0);
+  auto rowsTy = nn.tensorTy({kDyn, kDyn});
+  auto insertRow = [&](OpBuilder &lb, Location ll, Value row, Value into, Value at) -> Value {
+    SmallVector<OpFoldResult> off{at, lb.getIndexAttr(0)}, sz{lb.getIndexAttr(1), bsz},
+        st(2, lb.getIndexAttr(1));
+    return lb.create<tensor::InsertSliceOp>(ll, row, into, off, sz, st);
+  };
+  Value y0 = nn.castTo(initState(nn, *p), stateTy);
+  FailureOr<Value> e0 = energyOf(b, energy, y0, *p, ctx);
+  if (failed(e0))
+    return failure();
+  Value energies = b.create<tensor::EmptyOp>(
+      loc, rowsTy, ValueRange{b.create<arith::AddIOp>(loc, nb, c1), bsz});
+  energies = insertRow(b, loc, *e0, energies, c0);
+  Value starts = b.create<tensor::EmptyOp>(loc, rowsTy, ValueRange{nb, bsz});
+  LogicalResult ok = success();
+  auto forLoop = b.create<scf::ForOp>(
+      loc, c0, nb, c1, ValueRange{y0, energies, starts},
+      [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
+        Loss ln(lb, ll, t);
+        Value u = ln.castTo(inject(ln, it[0], *p), stateTy);
+        FailureOr<Value> eu = energyOf(lb, energy, u, *p, ctx);
+        FailureOr<SmallVector<Value>> y =
+            failed(eu) ? FailureOr<SmallVector<Value>>(failure())
+                       : run(lb, loop.getBody(), bodyArgs(u, *p), ctx);
+        Value yn = failed(y) ? Value() : ln.castTo((*y)[0], stateTy);
+        FailureOr<Value> ey = yn ? energyOf(lb, energy, yn, *p, ctx) : FailureOr<Value>(failure());
+        if (failed(ey)) {
+          ok = failure();
+          lb.create<scf::YieldOp>(ll, it);
+          return;
+        }
+        Value next = lb.create<arith::AddIOp>(ll, tIdx, c1);
+        lb.create<scf::YieldOp>(ll, ValueRange{yn, insertRow(lb, ll, *ey, it[1], next),
+                                               insertRow(lb, ll, *eu, it[2], tIdx)});
+      });
+  if (failed(ok))
+    return failure();
+  storeTensor(b, loc, forLoop.getResult(1), f.getArgument(3));
+  storeTensor(b, loc, forLoop.getResult(2), f.getArgument(4));
   b.create<func::ReturnOp>(loc);
   return success();
 }
@@ -468,6 +596,59 @@ llvm::json::Object ModelLowering::info() {
       {"params", table.toJson()}};
   if (positions > 0)
     o["positions"] = positions;
+  if (EnergyOp e = loopEnergy()) {
+    // The energy the loop descends, and what an independent evaluator needs
+    // to recompute its terms and steps.
+    MinimizeOp min = e.getMinimize();
+    auto paramName = [](Value v) -> llvm::json::Value {
+      if (auto p = v ? v.getDefiningOp<ParamOp>() : ParamOp())
+        return p.getName().str();
+      return nullptr;
+    };
+    llvm::json::Array terms;
+    for (Value term : min.getTerms()) {
+      Operation *d = term.getDefiningOp();
+      llvm::json::Object j{{"op", d->getName().stripDialect().str()}};
+      if (auto pw = dyn_cast<PairwiseOp>(d)) {
+        j["proj"] = paramName(pw.getProj());
+        j["rho"] = stringifyRhoKind(pw.getRho()).str();
+        j["mask"] = stringifyMaskKind(pw.getMask()).str();
+      } else if (auto q = dyn_cast<QuadraticOp>(d)) {
+        j["weight"] = paramName(q.getWeight());
+      } else if (auto r = dyn_cast<SqNormOp>(d)) {
+        j["coeff"] = r.getCoeff().convertToDouble();
+        j["center"] = !r.getCenter() ? llvm::json::Value("zero")
+                      : r.getCenter() == e.getInput() ? llvm::json::Value("X")
+                                                      : paramName(r.getCenter());
+      }
+      terms.push_back(std::move(j));
+    }
+    int64_t steps = 0;
+    MMStepOp first;
+    loop.getBody().walk([&](MMStepOp m) {
+      if (!steps++)
+        first = m;
+    });
+    PairwiseOp pw;
+    for (Value term : min.getTerms())
+      if (auto p = term.getDefiningOp<PairwiseOp>())
+        pw = p;
+    llvm::json::Object eo{{"name", e.getSymName().str()},
+                          {"trace", (model.getSymName() + "_energy_trace").str()},
+                          {"schedule", stringifySchedule(min.getSchedule()).str()},
+                          {"attention", stringifyAttentionVariant(min.getAttention()).str()},
+                          {"steps_per_iteration", steps},
+                          {"learnable_alpha", min.getLearnable()},
+                          {"input", loop.getBody().getNumArguments() == 2 ? "P" : "none"},
+                          {"rho", stringifyRhoKind(pw.getRho()).str()},
+                          {"mask", stringifyMaskKind(pw.getMask()).str()},
+                          {"terms", std::move(terms)}};
+    if (first)
+      eo["weight_form"] = stringifyWeightForm(first.getForm()).str();
+    if (min.getAlpha())
+      eo["alpha"] = min.getAlpha()->convertToDouble();
+    o["energy"] = std::move(eo);
+  }
   return o;
 }
 

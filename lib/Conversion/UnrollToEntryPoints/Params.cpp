@@ -64,6 +64,8 @@ llvm::json::Array ParamTable::toJson() const {
                          {"init", stringifyInitKind(p.init).str()}};
     if (p.init == InitKind::normal)
       o["std"] = p.std;
+    if (p.init == InitKind::constant)
+      o["value"] = p.value;
     ps.push_back(std::move(o));
   }
   return ps;

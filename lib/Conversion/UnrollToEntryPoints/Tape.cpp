@@ -18,9 +18,14 @@ using namespace mlir::unroll::lowering;
 Tape mlir::unroll::lowering::planTape(LoopOp loop) {
   Block &rev = loop.getReverse().front(), &body = loop.getBody().front();
   Tape t;
-  DenseSet<Value> dual{rev.getArgument(1)};
+  // The reverse region takes the body's arguments and then dY; what depends
+  // on dY is the VJP part. Parameters are views of theta: neither stored nor
+  // skipped.
+  DenseSet<Value> dual{rev.getArguments().back()};
   for (Operation &op : rev) {
-    bool isDual = op.getNumResults() == 0 || op.getNumRegions() != 0 ||
+    if (isa<ParamOp>(op))
+      continue;
+    bool isDual = op.getNumResults() == 0 ||
                   llvm::any_of(op.getOperands(), [&](Value v) { return dual.contains(v); });
     if (isDual)
       dual.insert(op.result_begin(), op.result_end());
@@ -28,7 +33,13 @@ Tape mlir::unroll::lowering::planTape(LoopOp loop) {
       t.primal.insert(&op);
   }
   IRMapping toBody;
-  toBody.map(rev.getArgument(0), body.getArgument(0));
+  for (auto [r, b] : llvm::zip(rev.getArguments(), body.getArguments()))
+    toBody.map(r, b);
+  // Parameters correspond by name (the body may declare its own).
+  for (auto p : rev.getOps<ParamOp>())
+    for (auto q : body.getOps<ParamOp>())
+      if (q.getName() == p.getName())
+        toBody.map(p.getResult(), q.getResult());
   DenseSet<Operation *> matched;
   for (Operation &op : rev) {
     if (!t.primal.contains(&op))

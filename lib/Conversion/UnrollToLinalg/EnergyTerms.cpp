@@ -2,7 +2,7 @@
 //
 // unroll.pairwise, unroll.quadratic, unroll.sqnorm and unroll.nonneg become
 // the value of the term at their Y: a linalg reduction to a scalar of the
-// element type. The term's `!unroll.energy` result is replaced by an
+// element type (or, on a token batch [B, n, d], to one value per prompt). The term's `!unroll.energy` result is replaced by an
 // unrealized_conversion_cast of that scalar; the entry points read it back
 // through the opposite cast, and the pass folds the pair.
 //
@@ -22,7 +22,7 @@ using namespace mlir::unroll::lowering;
 namespace {
 
 Value emitPairwiseEnergy(Emitter &e, PairwiseOp op, Value y, Value proj) {
-  Value u = proj ? e.matmul(y, proj) : y;
+  Value u = proj ? e.tokW(y, proj) : y;
   Value z = pairwiseZ(e, u);
   Mask m = makeMask(e, op.getMask(), op.getGraph());
   Region rho;
@@ -40,18 +40,19 @@ Value emitPairwiseEnergy(Emitter &e, PairwiseOp op, Value y, Value proj) {
     Value keep = m.keep(b, l, m.graph ? a[1] : Value());
     Value v = b.create<arith::SelectOp>(l, keep, r, zero);
     return b.create<arith::AddFOp>(l, a.back(), v);
-  });
+  }, y);
 }
 
 Value emitQuadraticEnergy(Emitter &e, Value y, Value w) {
-  Value yw = e.matmul(y, w);
+  Value yw = e.tokW(y, w);
   Value half = e.cst(0.5);
   return e.fullReduce({yw, y}, {e.id2(), e.id2()},
                       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
                         Value p = b.create<arith::MulFOp>(l, a[0], a[1]);
                         p = b.create<arith::MulFOp>(l, half, p);
                         return b.create<arith::AddFOp>(l, a[2], p);
-                      });
+                      },
+                      y);
 }
 
 Value emitSqNormEnergy(Emitter &e, Value y, Value center, double coeff) {
@@ -67,7 +68,7 @@ Value emitSqNormEnergy(Emitter &e, Value y, Value center, double coeff) {
     Value p = b.create<arith::MulFOp>(l, d, d);
     p = b.create<arith::MulFOp>(l, hc, p);
     return b.create<arith::AddFOp>(l, a.back(), p);
-  });
+  }, y);
 }
 
 Value emitNonNegEnergy(Emitter &e, Value y) {
@@ -76,12 +77,16 @@ Value emitNonNegEnergy(Emitter &e, Value y) {
     Value neg = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLT, a[0], zero);
     Value v = b.create<arith::SelectOp>(l, neg, inf, zero);
     return b.create<arith::AddFOp>(l, a[1], v);
-  });
+  }, y);
 }
 
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
+/// Token matrices [n, d]: unbatched; token batches [B, n, d]: one energy per
+/// prompt.
+unsigned batchOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank() - 2; }
 
-/// Replaces `op` (a term) by the scalar `v`, viewed as the term type.
+/// Replaces `op` (a term) by its value `v` (a scalar, or a tensor [B] of one
+/// value per prompt), viewed as the term type.
 void replaceTerm(ConversionPatternRewriter &rewriter, Operation *op, Value v) {
   rewriter.replaceOpWithNewOp<UnrealizedConversionCastOp>(op, op->getResult(0).getType(), v);
 }
@@ -90,7 +95,7 @@ struct PairwiseLowering : OpConversionPattern<PairwiseOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(PairwiseOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
-    Emitter e(rewriter, op.getLoc(), elementOf(op.getY()));
+    Emitter e(rewriter, op.getLoc(), elementOf(op.getY()), batchOf(op.getY()));
     replaceTerm(rewriter, op, emitPairwiseEnergy(e, op, a.getY(), a.getProj()));
     return success();
   }
@@ -100,7 +105,7 @@ struct QuadraticLowering : OpConversionPattern<QuadraticOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(QuadraticOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
-    Emitter e(rewriter, op.getLoc(), elementOf(op.getY()));
+    Emitter e(rewriter, op.getLoc(), elementOf(op.getY()), batchOf(op.getY()));
     replaceTerm(rewriter, op, emitQuadraticEnergy(e, a.getY(), a.getWeight()));
     return success();
   }
@@ -110,7 +115,7 @@ struct SqNormLowering : OpConversionPattern<SqNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SqNormOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
-    Emitter e(rewriter, op.getLoc(), elementOf(op.getY()));
+    Emitter e(rewriter, op.getLoc(), elementOf(op.getY()), batchOf(op.getY()));
     replaceTerm(rewriter, op,
                 emitSqNormEnergy(e, a.getY(), a.getCenter(), op.getCoeff().convertToDouble()));
     return success();
@@ -121,7 +126,7 @@ struct NonNegLowering : OpConversionPattern<NonNegOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(NonNegOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
-    Emitter e(rewriter, op.getLoc(), elementOf(op.getY()));
+    Emitter e(rewriter, op.getLoc(), elementOf(op.getY()), batchOf(op.getY()));
     replaceTerm(rewriter, op, emitNonNegEnergy(e, a.getY()));
     return success();
   }

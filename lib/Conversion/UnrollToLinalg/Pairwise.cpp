@@ -14,7 +14,7 @@ namespace mlir::unroll::lowering {
 void Mask::addInputs(Emitter &e, SmallVector<Value> &ins, SmallVector<AffineMap> &maps) const {
   if (kind == MaskKind::graph) {
     ins.push_back(graph);
-    maps.push_back(e.id2());
+    maps.push_back(e.pair2());
   }
 }
 
@@ -23,8 +23,8 @@ Value Mask::keep(OpBuilder &b, Location loc, Value gval) const {
   case MaskKind::none:
     return b.create<arith::ConstantIntOp>(loc, 1, 1);
   case MaskKind::causal: {
-    Value i = b.create<linalg::IndexOp>(loc, 0);
-    Value j = b.create<linalg::IndexOp>(loc, 1);
+    Value i = b.create<linalg::IndexOp>(loc, nb);
+    Value j = b.create<linalg::IndexOp>(loc, nb + 1);
     return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, j, i);
   }
   case MaskKind::graph: {
@@ -39,6 +39,7 @@ Value Mask::keep(OpBuilder &b, Location loc, Value gval) const {
 Mask makeMask(Emitter &e, MaskKind kind, std::optional<ElementsAttr> graph) {
   Mask m;
   m.kind = kind;
+  m.nb = e.nb;
   if (kind != MaskKind::graph)
     return m;
   auto ints = cast<DenseIntElementsAttr>(*graph);
@@ -77,7 +78,7 @@ Value pairwiseZ(Emitter &e, Value u) {
         Value p = b.create<arith::MulFOp>(l, a[0], a[0]);
         return b.create<arith::AddFOp>(l, a[1], p);
       });
-  Value g = e.matmulTransposeB(u, u);
+  Value g = e.gram(u, u);
   Value half = e.cst(0.5), zero = e.cst(0.0);
   return e.map2({g, sq, sq}, {e.id2(), e.row2(), e.col2()}, g,
                 [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -103,10 +104,11 @@ Value generalWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m, uns
   });
 }
 
-/// Inside a 2-d linalg.generic body: `onDiag` where i == j, else `offDiag`.
-Value identityEntry(OpBuilder &b, Location l, Value onDiag, Value offDiag) {
-  Value i = b.create<linalg::IndexOp>(l, 0);
-  Value j = b.create<linalg::IndexOp>(l, 1);
+/// Inside a linalg.generic body over (batch..., i, j) with `first` = the
+/// number of batch loops: `onDiag` where i == j, else `offDiag`.
+Value identityEntry(OpBuilder &b, Location l, Value onDiag, Value offDiag, unsigned first) {
+  Value i = b.create<linalg::IndexOp>(l, first);
+  Value j = b.create<linalg::IndexOp>(l, first + 1);
   Value diag = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i, j);
   return b.create<arith::SelectOp>(l, diag, onDiag, offDiag);
 }
@@ -121,7 +123,7 @@ Value normalizeRows(Emitter &e, Value w) {
   Value zero = e.cst(0.0), one = e.cst(1.0);
   return e.map2({w, s}, {e.id2(), e.row2()}, w,
                 [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                  Value idv = identityEntry(b, l, one, zero);
+                  Value idv = identityEntry(b, l, one, zero, e.nb);
                   Value q = b.create<arith::DivFOp>(l, a[0], a[1]);
                   Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[1], zero);
                   return b.create<arith::SelectOp>(l, pos, q, idv);
@@ -131,7 +133,7 @@ Value normalizeRows(Emitter &e, Value w) {
 /// Normalized weights softmax_j(logit_ij) with logit_ij = u_i·u_j (− ½|u_j|²
 /// for the reweighted form), masked pairs excluded, max-subtracted.
 Value softmaxWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m) {
-  Value g = e.matmulTransposeB(u, u);
+  Value g = e.gram(u, u);
   Value logits = g;
   if (op.form == WeightForm::reweighted_softmax) {
     Value sq =
@@ -170,7 +172,7 @@ Value softmaxWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m) {
 
 /// The normalized attention matrix of an MM step at Y.
 Value attentionMatrix(Emitter &e, const AttnSpec &op, Value y, Value proj) {
-  Value u = proj ? e.matmul(y, proj) : y;
+  Value u = proj ? e.tokW(y, proj) : y;
   Mask m = makeMask(e, op.mask, op.graph);
   if (op.form == WeightForm::general)
     return normalizeRows(e, generalWeights(e, op, u, m));
@@ -180,6 +182,7 @@ Value attentionMatrix(Emitter &e, const AttnSpec &op, Value y, Value proj) {
 } // namespace mlir::unroll::lowering
 
 Value mlir::unroll::buildAttentionWeights(OpBuilder &b, MMStepOp step, Value y, Value proj) {
-  lowering::Emitter e(b, step.getLoc(), cast<RankedTensorType>(y.getType()).getElementType());
+  auto ty = cast<RankedTensorType>(y.getType());
+  lowering::Emitter e(b, step.getLoc(), ty.getElementType(), ty.getRank() - 2);
   return lowering::attentionMatrix(e, lowering::specOf(step), y, proj);
 }

@@ -3,7 +3,8 @@
 // Shared by the energy-term patterns (EnergyTerms.cpp) and the step patterns
 // (Steps.cpp): masks, pair distances z_ij = ½‖u_i − u_j‖², the weights
 // rho'(z) of a general MM step, and the row-normalized attention matrix of
-// every weight form.
+// every weight form; for token matrices [n, d] and, per prompt, for token
+// batches [B, n, d] (Emitter::nb).
 //
 //===----------------------------------------------------------------------===//
 #ifndef UNROLL_LIB_CONVERSION_UNROLLTOLINALG_PAIRWISE_H
@@ -18,7 +19,8 @@ namespace mlir::unroll::lowering {
 /// usable inside a 2-d linalg.generic body.
 struct Mask {
   MaskKind kind = MaskKind::none;
-  Value graph; // n × n tensor of 0/1 in the element type, for kind == graph
+  Value graph;     // n × n tensor of 0/1 in the element type, for kind == graph
+  unsigned nb = 0; // batch loops before (i, j) in the generics that use it
 
   /// Extra generic inputs this mask needs (the graph) with their maps.
   void addInputs(Emitter &e, SmallVector<Value> &ins, SmallVector<AffineMap> &maps) const;
@@ -45,8 +47,9 @@ Value pairwiseZ(Emitter &e, Value u);
 /// Masked, unnormalized weights w_ij = m_ij rho'(z_ij) of a general MM step
 /// (or m_ij rho''(z_ij) with idx = 1 on a VJP's region).
 Value generalWeights(Emitter &e, const AttnSpec &op, Value u, const Mask &m, unsigned idx = 0);
-/// Inside a 2-d linalg.generic body: `onDiag` where i == j, else `offDiag`.
-Value identityEntry(OpBuilder &b, Location l, Value onDiag, Value offDiag);
+/// Inside a linalg.generic body over (batch..., i, j) with `first` = the
+/// number of batch loops: `onDiag` where i == j, else `offDiag`.
+Value identityEntry(OpBuilder &b, Location l, Value onDiag, Value offDiag, unsigned first = 0);
 /// Row-normalizes non-negative weights; a row summing to 0 becomes the
 /// identity row (that token stays put).
 Value normalizeRows(Emitter &e, Value w);

@@ -314,7 +314,7 @@ unroll.energy @zero_iterations {
 
 unroll.energy @rank1 {
 ^bb0(%Y: tensor<4xf64>, %X: tensor<4xf64>):
-  // expected-error@+1 {{'unroll.nonneg' op operand #0 must be 2-d tensor (tokens x features) of 32-bit float or 64-bit float values, but got 'tensor<4xf64>'}}
+  // expected-error@+1 {{'unroll.nonneg' op operand #0 must be token matrix [n, d] (an energy's Y) or token batch [B, n, d] (a loop body's) of 32-bit float or 64-bit float values, but got 'tensor<4xf64>'}}
   %p = unroll.nonneg %Y : tensor<4xf64>
   unroll.minimize %p schedule(single) iterations(1)
 }

@@ -10,6 +10,7 @@
 // RUN: unroll-energy-check --gradcheck %t.so --energy transformer --cases 3 | FileCheck %s
 // RUN: unroll-energy-check --gradcheck %t.so --energy log2_graph --cases 3 | FileCheck %s
 // RUN: unroll-energy-check --gradcheck %t.so --energy log1_residual --cases 3 | FileCheck %s
+// RUN: unroll-energy-check --gradcheck %t.so --energy certified_residual --cases 3 | FileCheck %s
 // RUN: unroll-opt %s --unroll-derive-steps=assume-unit-norm --lower-to-cpu -o %t.unit.mlir
 // RUN: unroll-translate -O1 %t.unit.mlir -o %t.unit.so
 // RUN: unroll-energy-check --gradcheck %t.unit.so --energy transformer --cases 3 | FileCheck %s
@@ -69,4 +70,19 @@ unroll.energy @log1_residual {
   %q = unroll.quadratic %Y, %Wf : tensor<?x3xf64>, tensor<3x3xf64>
   %r = unroll.sqnorm %Y center %X : tensor<?x3xf64> : tensor<?x3xf64>
   unroll.minimize %p, %q, %r schedule(aim) iterations(3) alpha(0.3)
+}
+
+// The certified step (a gradient step on the majorizer with step 1/L,
+// L = 2 max_i deg_i ‖W_a‖_F² + c): its VJP passes the maximum's gradient to
+// the row of largest degree (exact where that row is unique). With a
+// projection, a residual center (gradients for W_a, W_f and X) and a
+// learnable step size of the FFN step.
+unroll.energy @certified_residual {
+^bb0(%Y: tensor<?x3xf64>, %X: tensor<?x3xf64>):
+  %Wa = unroll.param "W_a" {std = 0.5 : f64} : tensor<3x2xf64>
+  %Wf = unroll.param "W_f" {std = 0.3 : f64} : tensor<3x3xf64>
+  %p = unroll.pairwise %Y proj %Wa : tensor<3x2xf64> rho(log_plus_two) mask(causal) : tensor<?x3xf64>
+  %q = unroll.quadratic %Y, %Wf : tensor<?x3xf64>, tensor<3x3xf64>
+  %r = unroll.sqnorm %Y center %X : tensor<?x3xf64> {coeff = 0.5 : f64} : tensor<?x3xf64>
+  unroll.minimize %p, %q, %r schedule(aim) iterations(3) alpha(0.3) learnable attention(certified)
 }

@@ -23,16 +23,32 @@
 namespace mlir::unroll::lowering {
 
 //===----------------------------------------------------------------------===//
-// Emitter: token matrices
+// Emitter: token matrices [n, d], or batches of them [B, n, d]
 //===----------------------------------------------------------------------===//
 
+/// The building blocks of energies and their steps. With `batch` = 1 every
+/// token tensor carries a leading batch dimension (a model's loop body
+/// descending an energy prompt by prompt): maps, reductions and products
+/// range over (b, i, j) instead of (i, j), weights stay unbatched, and what
+/// is a scalar per token matrix (an energy, a step size) is a tensor [B].
+/// With `batch` = 0 the IR is that of a single token matrix.
 class Emitter {
 public:
-  Emitter(OpBuilder &b, Location loc, Type elem) : b(b), loc(loc), t(elem) {}
+  Emitter(OpBuilder &b, Location loc, Type elem, unsigned batch = 0)
+      : b(b), loc(loc), t(elem), nb(batch) {}
+  /// The same builder for unbatched operands (weights).
+  Emitter weights() { return Emitter(b, loc, t, 0); }
 
   Value cst(double v) { return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v)); }
   Value idx(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
   Value dim(Value v, int64_t i) { return b.create<tensor::DimOp>(loc, v, i); }
+  /// The batch sizes of a token tensor (none when unbatched).
+  SmallVector<Value> batchDims(Value v) {
+    SmallVector<Value> s;
+    for (unsigned i = 0; i < nb; ++i)
+      s.push_back(dim(v, i));
+    return s;
+  }
 
   /// A dynamically shaped tensor filled with `v`.
   Value filled(ArrayRef<Value> sizes, double v) {
@@ -40,9 +56,11 @@ public:
     Value e = b.create<tensor::EmptyOp>(loc, shape, t, sizes);
     return b.create<linalg::FillOp>(loc, cst(v), e).getResult(0);
   }
-  /// Casts to the fully dynamic shape of the same rank.
+  /// Casts to the fully dynamic shape of the same rank (scalars as they are).
   Value dynamic(Value v) {
-    auto rt = cast<RankedTensorType>(v.getType());
+    auto rt = dyn_cast<RankedTensorType>(v.getType());
+    if (!rt)
+      return v;
     SmallVector<int64_t> shape(rt.getRank(), ShapedType::kDynamic);
     auto to = RankedTensorType::get(shape, t);
     return rt == to ? v : b.create<tensor::CastOp>(loc, to, v).getResult();
@@ -50,6 +68,10 @@ public:
   Value castTo(Value v, Type to) {
     return v.getType() == to ? v : b.create<tensor::CastOp>(loc, to, v).getResult();
   }
+
+  //===--------------------------------------------------------------------===//
+  // Unbatched 2-d products (weights, and token matrices when unbatched)
+  //===--------------------------------------------------------------------===//
 
   /// A [m, k] · B [k, n].
   Value matmul(Value a, Value bm) {
@@ -64,6 +86,61 @@ public:
         .create<linalg::MatmulTransposeBOp>(loc, ValueRange{dynamic(a), dynamic(bm)},
                                             ValueRange{out})
         .getResult(0);
+  }
+  /// A[k, m]^T · B [k, n].
+  Value matmulTransposeA(Value a, Value bm) {
+    Value out = filled({dim(a, 1), dim(bm, 1)}, 0.0);
+    return b
+        .create<linalg::MatmulTransposeAOp>(loc, ValueRange{dynamic(a), dynamic(bm)},
+                                            ValueRange{out})
+        .getResult(0);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Products of token tensors (batched when nb = 1)
+  //===--------------------------------------------------------------------===//
+
+  /// y [.., n, d] · w [d, k] (w a weight).
+  Value tokW(Value y, Value w) {
+    if (nb == 0)
+      return matmul(y, w);
+    return contract({y, w}, {{0, 1, 3}, {3, 2}}, {0, 1, 2}, 4, "pppr",
+                    {dim(y, 0), dim(y, 1), dim(w, 1)});
+  }
+  /// y [.., n, k] · w[d, k]^T (w a weight).
+  Value tokWT(Value y, Value w) {
+    if (nb == 0)
+      return matmulTransposeB(y, w);
+    return contract({y, w}, {{0, 1, 3}, {2, 3}}, {0, 1, 2}, 4, "pppr",
+                    {dim(y, 0), dim(y, 1), dim(w, 0)});
+  }
+  /// a [.., n, k] · c[.., m, k]^T per token matrix: [.., n, m].
+  Value gram(Value a, Value c) {
+    if (nb == 0)
+      return matmulTransposeB(a, c);
+    return contract({a, c}, {{0, 1, 3}, {0, 2, 3}}, {0, 1, 2}, 4, "pppr",
+                    {dim(a, 0), dim(a, 1), dim(c, 1)});
+  }
+  /// A [.., n, m] · y [.., m, d] per token matrix.
+  Value pairTok(Value a, Value y) {
+    if (nb == 0)
+      return matmul(a, y);
+    return contract({a, y}, {{0, 1, 3}, {0, 3, 2}}, {0, 1, 2}, 4, "pppr",
+                    {dim(a, 0), dim(a, 1), dim(y, 2)});
+  }
+  /// A[.., m, n]^T · y [.., m, d] per token matrix: [.., n, d].
+  Value pairTTok(Value a, Value y) {
+    if (nb == 0)
+      return matmulTransposeA(a, y);
+    return contract({a, y}, {{0, 3, 1}, {0, 3, 2}}, {0, 1, 2}, 4, "pppr",
+                    {dim(a, 0), dim(a, 2), dim(y, 2)});
+  }
+  /// Σ over the batch of y[.., n, p]^T · d [.., n, q]: a weight's [p, q].
+  Value tokTTokW(Value y, Value d) {
+    if (nb == 0)
+      return matmulTransposeA(y, d);
+    // (b, n, p, q): reductions over b and n.
+    return contract({y, d}, {{0, 1, 2}, {0, 1, 3}}, {2, 3}, 4, "rrpp", {dim(y, 2), dim(d, 2)});
   }
 
   using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
@@ -92,10 +169,29 @@ public:
       e.push_back(b.getAffineDimExpr(d));
     return AffineMap::get(rank, 0, e, b.getContext());
   }
-  AffineMap id2() { return map(2, {0, 1}); }
-  AffineMap tr2() { return map(2, {1, 0}); }
-  AffineMap row2() { return map(2, {0}); }
-  AffineMap col2() { return map(2, {1}); }
+  /// Over the token-pair space (batch..., i, j): (batch..., i, j).
+  AffineMap id2() { return withBatch(2, {0, 1}); }
+  /// (batch..., j, i)
+  AffineMap tr2() { return withBatch(2, {1, 0}); }
+  /// (batch..., i)
+  AffineMap row2() { return withBatch(2, {0}); }
+  /// (batch..., j)
+  AffineMap col2() { return withBatch(2, {1}); }
+  /// (i, j) without the batch: an n × n graph shared by every prompt.
+  AffineMap pair2() { return map(nb + 2, {nb, nb + 1}); }
+  /// The batch index alone, over a space of nb + `inner` loops.
+  AffineMap batchOf(unsigned inner) { return withBatch(inner, {}); }
+  /// How a per-prompt value (a scalar unbatched, a tensor [B] batched) is
+  /// read inside a generic over nb + `inner` loops.
+  AffineMap perPromptMap(unsigned inner) { return nb ? batchOf(inner) : scalar(nb + inner); }
+  /// Elementwise arithmetic on per-prompt values: `body` on the scalars
+  /// themselves (unbatched) or a generic over the batch.
+  Value perPrompt(ArrayRef<Value> vals, BodyFn body, Value like) {
+    if (nb == 0)
+      return body(b, loc, vals);
+    SmallVector<AffineMap> maps(vals.size(), batchOf(0));
+    return generic(nb, vals, maps, filled(batchDims(like), 0.0), batchOf(0), par(nb), body);
+  }
   AffineMap scalar(unsigned rank) { return AffineMap::get(rank, 0, {}, b.getContext()); }
 
   static SmallVector<utils::IteratorType> par(unsigned n) {
@@ -109,24 +205,37 @@ public:
     return it;
   }
 
-  /// Elementwise over a 2-d tensor (same shape out as `like`).
+  /// Elementwise over a token-pair or token tensor [.., n, m] (the shape of
+  /// `like`).
   Value map2(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value like, BodyFn body) {
-    Value init = filled({dim(like, 0), dim(like, 1)}, 0.0);
-    return generic(2, ins, maps, init, id2(), par(2), body);
+    SmallVector<Value> sizes = batchDims(like);
+    sizes.append({dim(like, nb), dim(like, nb + 1)});
+    Value init = filled(sizes, 0.0);
+    return generic(nb + 2, ins, maps, init, id2(), par(nb + 2), body);
   }
-  /// Row reduction of a 2-d tensor: out_i = combine(out_i, f(row values)).
+  /// Row reduction: out[.., i] = combine(out[.., i], f(row values)).
   Value rowReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, Value like, double initV,
                   BodyFn body) {
-    Value init = filled({dim(like, 0)}, initV);
-    return generic(2, ins, maps, init, row2(), parRed(1, 2), body);
+    SmallVector<Value> sizes = batchDims(like);
+    sizes.push_back(dim(like, nb));
+    Value init = filled(sizes, initV);
+    return generic(nb + 2, ins, maps, init, row2(), parRed(nb + 1, nb + 2), body);
   }
-  /// Full reduction of a 2-d iteration space to a scalar (returned as the
-  /// element, not a tensor).
-  Value fullReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body, unsigned rank = 2) {
-    Value init =
-        b.create<linalg::FillOp>(loc, cst(0.0),
-                                 b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
-            .getResult(0);
+  /// Reduction of each token matrix's (i, j) space: a scalar (the element,
+  /// unbatched) or one value per prompt [B] (batched). `like` gives the
+  /// batch size.
+  Value fullReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body, Value like = {}) {
+    return reduceInner(ins, maps, body, 2, like);
+  }
+  /// The same over a per-token space (.., i), e.g. the largest degree.
+  Value rowsReduce(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body, Value like = {}) {
+    return reduceInner(ins, maps, body, 1, like);
+  }
+  /// Full reduction of an unbatched `rank`-d space to a scalar (weights).
+  Value reduceAll(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body, unsigned rank) {
+    Value init = b.create<linalg::FillOp>(
+                      loc, cst(0.0), b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
+                     .getResult(0);
     Value r = generic(rank, ins, maps, init, scalar(rank), parRed(0, rank), body);
     return b.create<tensor::ExtractOp>(loc, r, ValueRange{});
   }
@@ -134,6 +243,41 @@ public:
   OpBuilder &b;
   Location loc;
   Type t;
+  unsigned nb; // leading batch dimensions of token tensors: 0 or 1
+
+private:
+  /// A map over (batch..., inner dims) selecting the batch dims and then
+  /// `dims` of the inner ones.
+  AffineMap withBatch(unsigned inner, ArrayRef<unsigned> dims) {
+    SmallVector<unsigned> all;
+    for (unsigned i = 0; i < nb; ++i)
+      all.push_back(i);
+    for (unsigned d : dims)
+      all.push_back(nb + d);
+    return map(nb + inner, all);
+  }
+  Value reduceInner(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body, unsigned inner,
+                    Value like) {
+    if (nb == 0)
+      return reduceAll(ins, maps, body, inner);
+    Value init = filled(batchDims(like), 0.0);
+    return generic(nb + inner, ins, maps, init, batchOf(inner), parRed(nb, nb + inner), body);
+  }
+  /// A contraction acc + a·b as a generic over `rank` loops (iterator kinds
+  /// `iters`: p or r), output of `sizes` indexed by `out`.
+  Value contract(ArrayRef<Value> ins, ArrayRef<SmallVector<unsigned>> inDims,
+                 ArrayRef<unsigned> out, unsigned rank, StringRef iters, ArrayRef<Value> sizes) {
+    SmallVector<AffineMap> maps;
+    for (auto &d : inDims)
+      maps.push_back(map(rank, d));
+    SmallVector<utils::IteratorType> it;
+    for (char c : iters)
+      it.push_back(c == 'p' ? utils::IteratorType::parallel : utils::IteratorType::reduction);
+    return generic(rank, ins, maps, filled(sizes, 0.0), map(rank, out), it,
+                   [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                     return nb.create<arith::AddFOp>(l, a[2], nb.create<arith::MulFOp>(l, a[0], a[1]));
+                   });
+  }
 };
 
 //===----------------------------------------------------------------------===//

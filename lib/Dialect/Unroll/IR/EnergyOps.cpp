@@ -86,6 +86,12 @@ LogicalResult ParamOp::verify() {
   double sd = getStd().convertToDouble();
   if (!(sd >= 0.0) || !std::isfinite(sd))
     return emitOpError() << "expected a finite std >= 0, got " << fmt(sd);
+  bool constant = getInit() == InitKind::constant;
+  if (constant != getValue().has_value())
+    return emitOpError(constant ? "init(constant) requires a 'value' attribute"
+                                : "a 'value' attribute requires init(constant)");
+  if (constant && !std::isfinite(getValue()->convertToDouble()))
+    return emitOpError() << "expected a finite value, got " << fmt(getValue()->convertToDouble());
   return success();
 }
 
@@ -205,5 +211,7 @@ LogicalResult MinimizeOp::verify() {
   } else if (getAlpha()) {
     return emitOpError("schedule 'single' takes no alpha");
   }
+  if (getLearnable() && !getAlpha())
+    return emitOpError("'learnable' needs a step size alpha(...) to start from");
   return success();
 }

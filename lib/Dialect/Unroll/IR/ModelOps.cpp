@@ -99,10 +99,16 @@ OutputOp ModelOp::getOutput() {
   return b.empty() ? OutputOp() : dyn_cast<OutputOp>(b.back());
 }
 
-/// Ops allowed in the read-in, loop body and head: those that have a VJP.
-static bool isModelStepOp(Operation *op) {
-  return isa<ParamOp, LinearOp, LayerNormOp, AttentionOp, GeluOp, AddOp, PositionEmbedOp>(op);
+/// Ops allowed in the read-in, loop body and head: parameters and the ops
+/// with a gradient rule (the GPT-2 pieces and the descent steps); in a loop
+/// body also `unroll.descend`, which --unroll-inline-descent replaces by
+/// steps.
+static bool isModelStepOp(Operation *op, bool inLoop) {
+  return isa<ParamOp, VJPOpInterface>(op) || (inLoop && isa<DescendOp>(op));
 }
+static constexpr const char *kSupported =
+    "param, linear, layer_norm, attention, gelu, add, position_embed, mm_step, grad_step, "
+    "prox_nonneg";
 
 LogicalResult ModelOp::verifyRegions() {
   Block &body = getBody().front();
@@ -123,10 +129,9 @@ LogicalResult ModelOp::verifyRegions() {
       ++loops;
       continue;
     }
-    if (!isModelStepOp(&op))
-      return op.emitOpError("is not supported in a model body (supported: "
-                            "param, linear, layer_norm, attention, gelu, add, "
-                            "position_embed, one loop)");
+    if (!isModelStepOp(&op, /*inLoop=*/false))
+      return op.emitOpError() << "is not supported in a model body (supported: " << kSupported
+                              << ", one loop)";
     for (Type t : op.getResultTypes())
       if (auto rt = dyn_cast<RankedTensorType>(t); rt && rt.getElementType() != z.getElementType())
         return op.emitOpError() << "expected element type " << z.getElementType();
@@ -139,6 +144,9 @@ LogicalResult ModelOp::verifyRegions() {
   // The head must depend on the loop's result, not on values before it other
   // than parameters (it is re-run on every iterate the loss sees).
   LoopOp loop = getLoop();
+  if (auto e = loop.getEnergyAttr();
+      e && !SymbolTable::lookupNearestSymbolFrom<EnergyOp>(*this, e))
+    return loop.emitOpError() << "expected '" << e.getValue() << "' to name an 'unroll.energy'";
   for (Operation *op = loop->getNextNode(); op && op != &body.back(); op = op->getNextNode())
     for (Value v : op->getOperands()) {
       Operation *d = v.getDefiningOp();
@@ -156,17 +164,24 @@ LogicalResult LoopOp::verifyRegions() {
     return emitOpError() << "expected window T <= iterations b, got T = " << getWindow()
                          << " > b = " << getIterations();
   Block &b = getBody().front();
-  if (b.getNumArguments() != 1 || b.getArgument(0).getType() != getInput().getType())
-    return emitOpError() << "expected the body to take one " << getInput().getType();
+  Type in = getInput().getType();
+  if (b.getNumArguments() < 1 || b.getNumArguments() > 2 ||
+      llvm::any_of(b.getArgumentTypes(), [&](Type t) { return t != in; }))
+    return emitOpError() << "expected the body to take one " << in
+                         << " (the state) or two (the state and the loop's input P)";
   auto y = b.empty() ? YieldOp() : dyn_cast<YieldOp>(b.back());
   if (!y || y.getValues().size() != 1 || y.getValues()[0].getType() != getInput().getType())
     return emitOpError() << "expected the body to yield the next state of type "
                          << getInput().getType();
   for (Operation &op : b.without_terminator())
-    if (!isModelStepOp(&op))
-      return op.emitOpError("is not supported in a loop body (supported: "
-                            "param, linear, layer_norm, attention, gelu, add, "
-                            "position_embed)");
+    if (!isModelStepOp(&op, /*inLoop=*/true))
+      return op.emitOpError() << "is not supported in a loop body (supported: " << kSupported
+                              << ", descend)";
+  if (!getReverse().empty()) {
+    Block &rev = getReverse().front();
+    if (rev.getNumArguments() != b.getNumArguments() + 1)
+      return emitOpError() << "expected the reverse region to take the body's arguments and dY";
+  }
   return success();
 }
 

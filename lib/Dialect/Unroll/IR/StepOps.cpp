@@ -50,6 +50,32 @@ LogicalResult GradStepOp::verify() {
     return emitOpError() << "expected step size alpha in (0, 1], got " << fmt(a);
   if (getCoeff().convertToDouble() < 0.0)
     return emitOpError() << "expected coeff >= 0, got " << getCoeff().convertToDouble();
+  if (Value s = getStep()) {
+    auto st = cast<RankedTensorType>(s.getType());
+    auto want = RankedTensorType::get({1}, getY().getType().getElementType());
+    if (st != want)
+      return emitOpError() << "expected a step size of type " << want << ", got " << st;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DescendOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DescendOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto energy = symbols.lookupNearestSymbolFrom<EnergyOp>(*this, getEnergyAttr());
+  if (!energy)
+    return emitOpError() << "expected '" << getEnergy() << "' to name an 'unroll.energy'";
+  RankedTensorType tok = energy.getTokenType(), y = getY().getType();
+  if (tok.getElementType() != y.getElementType() || tok.isDynamicDim(1) ||
+      tok.getDimSize(1) != y.getDimSize(2))
+    return emitOpError() << "expected tokens with the " << tok.getDimSize(1) << " features and "
+                         << tok.getElementType() << " of @" << getEnergy() << "'s " << tok
+                         << ", got " << y;
+  if (!tok.isDynamicDim(0))
+    return emitOpError() << "expected @" << getEnergy()
+                         << " to take any number of tokens (its Y is " << tok << ")";
   return success();
 }
 
@@ -66,32 +92,38 @@ LogicalResult ProxNonNegOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
 LogicalResult GradStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
   Value dy = rm.cotangent(getResult());
   Type tok = getY().getType();
-  auto v = b.create<GradStepVJPOp>(getLoc(), tok, getWeight().getType(), tok, getY(), getWeight(),
-                                   dy, getAlphaAttr(), getCoeffAttr());
+  Type dstepTy = getStep() ? getStep().getType() : Type();
+  auto v = b.create<GradStepVJPOp>(getLoc(), tok, getWeight().getType(), tok, dstepTy, getY(),
+                                   getWeight(), dy, getCenter(), getStep(), getAlphaAttr(),
+                                   getCoeffAttr());
   if (failed(rm.addCotangent(*this, getY(), v.getDx())) ||
       failed(rm.addCotangent(*this, getWeight(), v.getDweight())))
     return failure();
-  if (getCenter())
-    return rm.addCotangent(*this, getCenter(), v.getDcenter());
+  if (getCenter() && failed(rm.addCotangent(*this, getCenter(), v.getDcenter())))
+    return failure();
+  if (getStep())
+    return rm.addCotangent(*this, getStep(), v.getDstep());
   return success();
 }
 
 LogicalResult MMStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
-  // The certified step's size is a maximum over rows: not differentiable
-  // everywhere, and not what one trains.
-  if (getVariant() == AttentionVariant::certified)
-    return emitOpError("variant(certified) has no VJP rule");
   Value dy = rm.cotangent(getResult());
+  bool certified = getVariant() == AttentionVariant::certified;
   Type dprojTy = getProj() ? getProj().getType() : Type();
-  auto v = b.create<MMStepVJPOp>(getLoc(), getY().getType(), dprojTy, getY(), getProj(), dy,
-                                 getForm(), getMask(), getGraphAttr());
+  Value center = certified ? getCenter() : Value();
+  Type dcenterTy = center ? center.getType() : Type();
+  auto v = b.create<MMStepVJPOp>(getLoc(), getY().getType(), dprojTy, dcenterTy, getY(), getProj(),
+                                 dy, center, getFormAttr(), getVariantAttr(), getMaskAttr(),
+                                 getGraphAttr(), getCoeffAttr());
   // The VJP's weight region yields (rho'(z), rho''(z)).
   if (getForm() == WeightForm::general)
     differentiateScalarRegion(getWeightBody(), v.getWeightBody(), getLoc(),
                               /*yieldPrimal=*/true);
   if (failed(rm.addCotangent(*this, getY(), v.getDx())))
     return failure();
-  if (getProj())
-    return rm.addCotangent(*this, getProj(), v.getDproj());
+  if (getProj() && failed(rm.addCotangent(*this, getProj(), v.getDproj())))
+    return failure();
+  if (center)
+    return rm.addCotangent(*this, center, v.getDcenter());
   return success();
 }

@@ -29,11 +29,12 @@ inline LogicalResult verifyFeatureMatrix(Operation *op, Value y, Value w, String
   if (wt.getElementType() != yt.getElementType())
     return op->emitOpError() << "expected " << what << " element type " << yt.getElementType()
                              << ", got " << wt.getElementType();
-  if (yt.isDynamicDim(1))
+  int64_t f = yt.getRank() - 1; // the feature dimension: last of [n, d] and [B, n, d]
+  if (yt.isDynamicDim(f))
     return op->emitOpError() << "expected a static feature dimension d when " << what
                              << " is given, got " << yt;
-  if (wt.getDimSize(0) != yt.getDimSize(1))
-    return op->emitOpError() << "expected " << what << " with " << yt.getDimSize(1)
+  if (wt.getDimSize(0) != yt.getDimSize(f))
+    return op->emitOpError() << "expected " << what << " with " << yt.getDimSize(f)
                              << " rows to match the tokens' feature dimension, got " << wt;
   if (square && wt.getDimSize(0) != wt.getDimSize(1))
     return op->emitOpError() << "expected a square " << what << ", got " << wt;
@@ -62,8 +63,9 @@ inline LogicalResult verifyMask(Operation *op, MaskKind mask, std::optional<Elem
   if (gt.getRank() != 2 || gt.getDimSize(0) != gt.getDimSize(1))
     return op->emitOpError() << "expected a square graph matrix, got " << gt;
   auto yt = cast<RankedTensorType>(y.getType());
-  if (!yt.isDynamicDim(0) && yt.getDimSize(0) != gt.getDimSize(0))
-    return op->emitOpError() << "expected a graph over " << yt.getDimSize(0) << " tokens, got "
+  int64_t n = yt.getRank() - 2; // the token dimension
+  if (!yt.isDynamicDim(n) && yt.getDimSize(n) != gt.getDimSize(0))
+    return op->emitOpError() << "expected a graph over " << yt.getDimSize(n) << " tokens, got "
                              << gt;
   auto ints = dyn_cast<DenseIntElementsAttr>(*graph);
   if (!ints)

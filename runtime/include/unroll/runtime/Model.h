@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace unroll {
 
@@ -40,6 +42,13 @@ private:
   std::string device_;
   nlohmann::json info_;
 };
+
+/// Sets each parameter of `params` (a model info "params" array) in theta
+/// (resized to `numParams`) by its init rule (docs/abi.md): "normal" draws
+/// std · normal() (std from the entry, else `defaultStd`), "zeros", "ones",
+/// "constant" (every entry "value").
+void initParameters(const nlohmann::json &params, int64_t numParams, std::vector<double> &theta,
+                    const std::function<double()> &normal, double defaultStd);
 
 } // namespace unroll
 

@@ -88,7 +88,8 @@ def Unroll_WeightForm : I32EnumAttr<"WeightForm", "attention weight form", [
 
 def Unroll_InitKind : I32EnumAttr<"InitKind", "parameter initialisation", [
     I32EnumAttrCase<"normal", 0>,  // N(0, std^2)
-    I32EnumAttrCase<"zeros", 1>, I32EnumAttrCase<"ones", 2>
+    I32EnumAttrCase<"zeros", 1>, I32EnumAttrCase<"ones", 2>,
+    I32EnumAttrCase<"constant", 3> // every entry `value` (a learnable step size)
   ]> {
   let cppNamespace = "::mlir::unroll";
 }
@@ -100,8 +101,8 @@ def Unroll_Injection : I32EnumAttr<"Injection", "input injection of a loop", [
   ]> {
   let cppNamespace = "::mlir::unroll";
 }
-def TokenMatrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2]>],
-                                  "2-d tensor (tokens x features)">;
+def TokenMatrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2, 3]>],
+    "token matrix [n, d] (an energy's Y) or token batch [B, n, d] (a loop body's)">;
 
 def TokenBatch : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[3]>],
                                  "3-d tensor (batch x tokens x features)">;

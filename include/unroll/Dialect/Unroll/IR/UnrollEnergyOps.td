@@ -60,15 +60,16 @@ def Unroll_ParamOp : Unroll_Op<"param", [Pure]> {
   let summary = "a named, learnable parameter tensor";
   let description = [{
     Parameters are identified by name across the regions of an energy or
-    model; the runtime initialises them (N(0, std²), zeros or ones) or loads
-    them by name.
+    model; the runtime initialises them (N(0, std²), zeros, ones, or every
+    entry `value` with `init(constant)`) or loads them by name.
 
     ```mlir
     %Wa = unroll.param "W_a" {std = 0.3 : f64} : tensor<4x4xf64>
     ```
   }];
   let arguments = (ins StrAttr:$name, DefaultValuedAttr<F64Attr, "0.1">:$std,
-                       DefaultValuedAttr<Unroll_InitKind, "InitKind::normal">:$init);
+                       DefaultValuedAttr<Unroll_InitKind, "InitKind::normal">:$init,
+                       OptionalAttr<F64Attr>:$value);
   let results = (outs RankedTensorOf<[F32, F64]>:$result);
   let assemblyFormat = "$name (`init` `(` $init^ `)`)? attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -165,6 +166,10 @@ def Unroll_MinimizeOp : Unroll_Op<"minimize", [
     paper's weighted mean by a gradient step on the majorizer with step
     1/L, L an upper bound of its largest Hessian eigenvalue.
 
+    `learnable` makes the step size a trainable parameter `alpha` (shape
+    [1], initialised to `alpha`) of a model whose loop descends this energy
+    (`unroll.descend`); the derived `unroll.grad_step` reads it.
+
     ```mlir
     unroll.minimize %e1, %e2, %r, %p schedule(proximal_aim) iterations(12) alpha(0.5)
     ```
@@ -173,11 +178,13 @@ def Unroll_MinimizeOp : Unroll_Op<"minimize", [
                        Unroll_Schedule:$schedule,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$iterations,
                        OptionalAttr<F64Attr>:$alpha,
+                       UnitAttr:$learnable,
                        DefaultValuedAttr<Unroll_AttentionVariant,
                                          "AttentionVariant::paper">:$attention);
   let assemblyFormat = [{
     $terms `schedule` `(` $schedule `)` `iterations` `(` $iterations `)`
-    (`alpha` `(` $alpha^ `)`)? (`attention` `(` $attention^ `)`)? attr-dict
+    (`alpha` `(` $alpha^ `)`)? (`learnable` $learnable^)? (`attention` `(` $attention^ `)`)?
+    attr-dict
   }];
   let hasVerifier = 1;
 }

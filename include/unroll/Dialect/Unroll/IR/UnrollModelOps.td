@@ -74,7 +74,13 @@ def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
     more or fewer); the loss sees the last `window` = T iterates, the first
     b - T run without gradient. An L-layer model is a loop with
     iterations(1) window(1) injection(none) whose body holds L blocks.
-    `--unroll-differentiate` fills `reverse` (u, dY) -> du.
+
+    The body takes u, or (u, P): then P, the loop's input, is available in
+    every iteration (an energy's center term ½‖Y − P‖² turns its gradient
+    step into an input injection). A body that descends an energy
+    (`unroll.descend`) names it in `energy`, which the library uses to report
+    the energy of every iterate. `--unroll-differentiate` fills `reverse`
+    (u, [P,] dY) -> du, with `unroll.accumulate_grad` for P.
 
     ```mlir
     %Y = unroll.loop %P iterations(20) window(15) injection(add) {
@@ -87,12 +93,13 @@ def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
   let arguments = (ins TokenBatch:$input,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$iterations,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$window,
-                       DefaultValuedAttr<Unroll_Injection, "Injection::add">:$injection);
+                       DefaultValuedAttr<Unroll_Injection, "Injection::add">:$injection,
+                       OptionalAttr<FlatSymbolRefAttr>:$energy);
   let results = (outs TokenBatch:$result);
   let regions = (region SizedRegion<1>:$body, AnyRegion:$reverse);
   let assemblyFormat = [{
     $input `iterations` `(` $iterations `)` `window` `(` $window `)`
-    `injection` `(` $injection `)` attr-dict `:` type($input) $body
+    `injection` `(` $injection `)` (`energy` `(` $energy^ `)`)? attr-dict `:` type($input) $body
     (`reverse` $reverse^)?
   }];
   let hasRegionVerifier = 1;

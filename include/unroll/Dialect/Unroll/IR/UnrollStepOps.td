@@ -58,11 +58,14 @@ def Unroll_MMStepOp : Unroll_Op<"mm_step", [DeclareOpInterfaceMethods<Unroll_VJP
   let hasVerifier = 1;
 }
 
-def Unroll_GradStepOp : Unroll_Op<"grad_step", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure, AllTypesMatch<["y", "result"]>]> {
+def Unroll_GradStepOp : Unroll_Op<"grad_step", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
+    AttrSizedOperandSegments, AllTypesMatch<["y", "result"]>]> {
   let summary = "gradient step on 1/2 Tr(Y W Y^T) + coeff/2 ||Y - C||^2";
   let description = [{
     Y <- Y W_s + alpha·coeff·C with W_s = (1 - alpha·coeff) I
     - alpha (W + W^T)/2 (P1 eq. 16; the C term is the residual of §6).
+    With a `step` operand (a learnable parameter of shape [1]) alpha is its
+    value and the `alpha` attribute only its initial value.
 
     ```mlir
     %v = unroll.grad_step %u, %Wf alpha(0.5) {coeff = 1.0 : f64}
@@ -70,12 +73,13 @@ def Unroll_GradStepOp : Unroll_Op<"grad_step", [DeclareOpInterfaceMethods<Unroll
     ```
   }];
   let arguments = (ins TokenMatrix:$y, RankedTensorOf<[F32, F64]>:$weight,
-                       Optional<TokenMatrix>:$center, F64Attr:$alpha,
+                       Optional<TokenMatrix>:$center,
+                       Optional<RankedTensorOf<[F32, F64]>>:$step, F64Attr:$alpha,
                        DefaultValuedAttr<F64Attr, "0.0">:$coeff);
   let results = (outs TokenMatrix:$result);
   let assemblyFormat = [{
-    $y `,` $weight (`center` $center^ `:` type($center))? `alpha` `(` $alpha `)` attr-dict
-    `:` type($y) `,` type($weight)
+    $y `,` $weight (`center` $center^ `:` type($center))? (`step` $step^ `:` type($step))?
+    `alpha` `(` $alpha `)` attr-dict `:` type($y) `,` type($weight)
   }];
   let hasVerifier = 1;
 }
@@ -90,6 +94,32 @@ def Unroll_ProxNonNegOp : Unroll_Op<"prox_nonneg", [DeclareOpInterfaceMethods<Un
   let arguments = (ins TokenMatrix:$y);
   let results = (outs TokenMatrix:$result);
   let assemblyFormat = "$y attr-dict `:` type($y)";
+}
+
+def Unroll_DescendOp : Unroll_Op<"descend", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, AllTypesMatch<["y", "x", "result"]>]> {
+  let summary = "descent steps of an energy on a batch of token matrices";
+  let description = [{
+    `steps` iterations of the derived steps of the energy `@energy` (its
+    `steps` region), applied to every prompt of a token batch Y [B, n, d]
+    with input X [B, n, d] (for an energy without a center term any tensor
+    of Y's type; usually the loop's P). This is how a model's loop body
+    descends an energy: the energy's parameters become the model's (by
+    name), its center term ½‖Y − X‖² with X the loop's injected input P makes
+    the gradient step an input injection, and `--unroll-inline-descent`
+    replaces the op by the steps (on [B, n, d] tensors) before
+    differentiation.
+
+    ```mlir
+    %y = unroll.descend @icl_energy(%u, %p) steps(1) : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$energy, TokenBatch:$y, TokenBatch:$x,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$steps);
+  let results = (outs TokenBatch:$result);
+  let assemblyFormat = [{
+    $energy `(` $y `,` $x `)` (`steps` `(` $steps^ `)`)? attr-dict `:` type($y)
+  }];
 }
 
 def Unroll_YieldOp : Unroll_Op<"yield", [Pure, Terminator, ReturnLike]> {

@@ -55,37 +55,55 @@ def Unroll_PositionEmbedVJPOp : Unroll_Op<"position_embed_vjp", [Pure]> {
 }
 
 
-def Unroll_MMStepVJPOp : Unroll_Op<"mm_step_vjp", [Pure,
-    AllTypesMatch<["y", "dy", "dx"]>]> {
-  let summary = "(dY, dW_a) of a majorize-minimize attention step (paper variant)";
+def Unroll_MMStepVJPOp : Unroll_Op<"mm_step_vjp", [Pure, AttrSizedOperandSegments,
+    AttrSizedResultSegments, AllTypesMatch<["y", "dy", "dx"]>]> {
+  let summary = "(dY, dW_a, dC) of a majorize-minimize attention step";
   let description = [{
-    Y' = A Y with A the row-normalized weights of the step. For
-    `form(general)` the region yields (rho'(z), rho''(z)): rho'' is the
+    `variant(paper)`: Y' = A Y with A the row-normalized weights of the step.
+    For `form(general)` the region yields (rho'(z), rho''(z)): rho'' is the
     derivative of the step's rho' region, through which the gradient reaches
     z_ij and so the tokens and the projection.
+
+    `variant(certified)`: Y' = Y − (L_w̃ Y S + c (Y − C)) / L with
+    L = 2 max_i deg_i ‖W_a‖_F² + c: the maximum passes its gradient to the
+    row of largest degree, shared equally among rows that tie (exact where
+    one row attains it, and where rows tie identically, as the two rows of
+    a two-token step always do). Gives dC when the step has a center.
   }];
   let arguments = (ins TokenMatrix:$y, Optional<RankedTensorOf<[F32, F64]>>:$proj,
-                       TokenMatrix:$dy, Unroll_WeightForm:$form,
+                       TokenMatrix:$dy, Optional<TokenMatrix>:$center, Unroll_WeightForm:$form,
+                       DefaultValuedAttr<Unroll_AttentionVariant,
+                                         "AttentionVariant::paper">:$variant,
                        DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
-                       OptionalAttr<ElementsAttr>:$graph);
-  let results = (outs TokenMatrix:$dx, Optional<RankedTensorOf<[F32, F64]>>:$dproj);
+                       OptionalAttr<ElementsAttr>:$graph,
+                       DefaultValuedAttr<F64Attr, "0.0">:$coeff);
+  let results = (outs TokenMatrix:$dx, Optional<RankedTensorOf<[F32, F64]>>:$dproj,
+                      Optional<TokenMatrix>:$dcenter);
   let regions = (region AnyRegion:$weight_body);
   let assemblyFormat = [{
-    $y (`proj` $proj^ `:` type($proj))? `,` $dy `form` `(` $form `)`
-    ($weight_body^)? (`mask` `(` $mask^ `)`)?
-    attr-dict `:` type($y) (`->` type($dproj)^)?
+    $y (`proj` $proj^ `:` type($proj))? `,` $dy (`center` $center^ `:` type($center))?
+    `form` `(` $form `)` ($weight_body^)? (`variant` `(` $variant^ `)`)? (`mask` `(` $mask^ `)`)?
+    attr-dict `:` type($y) (`->` type($dproj)^)? (`center_grad` type($dcenter)^)?
   }];
 }
 
-def Unroll_GradStepVJPOp : Unroll_Op<"grad_step_vjp", [Pure,
+def Unroll_GradStepVJPOp : Unroll_Op<"grad_step_vjp", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["y", "dy", "dx", "dcenter"]>]> {
-  let summary = "(dY, dW, dC) of a gradient step on the quadratic energy";
+  let summary = "(dY, dW, dC, dα) of a gradient step on the quadratic energy";
+  let description = [{
+    With a `step` operand (the learnable step size) alpha is its value and
+    the op also gives its gradient `dstep`; `center` is the step's center C
+    (needed for dα only).
+  }];
   let arguments = (ins TokenMatrix:$y, RankedTensorOf<[F32, F64]>:$weight, TokenMatrix:$dy,
+                       Optional<TokenMatrix>:$center, Optional<RankedTensorOf<[F32, F64]>>:$step,
                        F64Attr:$alpha, DefaultValuedAttr<F64Attr, "0.0">:$coeff);
-  let results = (outs TokenMatrix:$dx, RankedTensorOf<[F32, F64]>:$dweight, TokenMatrix:$dcenter);
+  let results = (outs TokenMatrix:$dx, RankedTensorOf<[F32, F64]>:$dweight, TokenMatrix:$dcenter,
+                      Optional<RankedTensorOf<[F32, F64]>>:$dstep);
   let assemblyFormat = [{
-    $y `,` $weight `,` $dy `alpha` `(` $alpha `)` attr-dict `:` type($y) `,` type($weight)
-    `->` type($dweight)
+    $y `,` $weight `,` $dy (`center` $center^ `:` type($center))? (`step` $step^ `:` type($step))?
+    `alpha` `(` $alpha `)` attr-dict `:` type($y) `,` type($weight) `->` type($dweight)
+    (`,` type($dstep)^)?
   }];
 }
 
@@ -100,8 +118,10 @@ def Unroll_AccumulateGradOp : Unroll_Op<"accumulate_grad", [AllTypesMatch<["para
   let summary = "add a gradient into the gradient of a parameter or input";
   let description = [{
     `param` is an `unroll.param` (the lowering adds `grad` to its slice of
-    the flat gradient vector) or, in an energy's `reverse` region, the input
-    X (its gradient is returned by the VJP entry point).
+    the flat gradient vector), or an input whose gradient the lowering
+    collects: in an energy's `reverse` region the input X (returned by the
+    VJP entry point), in a loop's `reverse` region the injected input P
+    (added to the read-in's cotangent).
   }];
   let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad);
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
