@@ -44,6 +44,8 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
     return false;
   }
   adam_ = info.contains("adam") ? m.entry(info.value("adam", "")) : nullptr;
+  if (info.contains("energy") && info["energy"].contains("trace"))
+    energyTrace_ = m.entry(info["energy"].value("trace", ""));
   f32_ = m.info().value("element_type", "") == "f32";
   numParams_ = info.value("num_params", (int64_t)0);
   dim_ = info.value("prompt_dim", (int64_t)0);
@@ -130,6 +132,22 @@ void callForward(void *fn, const Prompts &p, const std::vector<double> &theta, i
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t i = 0; i < p.points; ++i)
         preds[(t * p.batch + b) * p.points + i] = out[(t * p.batch + b) * n + 2 * i];
+}
+
+template <typename T>
+void callEnergyTrace(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                     std::vector<double> &energies, std::vector<double> &starts) {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 2> *, MemRef<T, 2> *);
+  int64_t n = 2 * p.points;
+  std::vector<T> z = to<T>(promptTokens(p)), th = to<T>(theta), e((loops + 1) * p.batch),
+                 s(loops * p.batch);
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  auto tm = makeMemRef<T, 1>(th.data(), {(int64_t)th.size()});
+  auto em = makeMemRef<T, 2>(e.data(), {loops + 1, p.batch});
+  auto sm = makeMemRef<T, 2>(s.data(), {loops, p.batch});
+  reinterpret_cast<Fn>(fn)(&zm, &tm, loops, &em, &sm);
+  energies.assign(e.begin(), e.end());
+  starts.assign(s.begin(), s.end());
 }
 
 /// @M_loss_grad on caller-owned theta [np] and grad [np] buffers of T.
@@ -339,4 +357,20 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
 
 double ModelRunner::adamStep(ResidentState &st, const AdamStep &opt) const {
   return f32_ ? callAdam<float>(adam_, st, opt) : callAdam<double>(adam_, st, opt);
+}
+
+bool ModelRunner::energyTrace(const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                              std::vector<double> &energies, std::vector<double> &starts,
+                              std::string &error) const {
+  if (!energyTrace_) {
+    error = "the model's loop does not descend an energy (no energy trace entry point)";
+    return false;
+  }
+  if (!check(p, (int64_t)theta.size(), loops, error))
+    return false;
+  if (f32_)
+    callEnergyTrace<float>(energyTrace_, p, theta, loops, energies, starts);
+  else
+    callEnergyTrace<double>(energyTrace_, p, theta, loops, energies, starts);
+  return true;
 }

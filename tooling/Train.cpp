@@ -6,6 +6,7 @@
 #include "unroll/tooling/Plot.h"
 #include "unroll/tooling/Safetensors.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -622,6 +623,154 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
     printf("%s\n", i == 2 * dims ? "   <- k = 2d" : "");
   }
   printf("wrote %s/eval.csv, eval.json and eval.svg\n", cfg.out.c_str());
+  if (run.hasEnergyTrace())
+    return energyStudy(run, theta, cfg);
+  return 0;
+}
+
+int unroll::energyStudy(const ModelRunner &run, const std::vector<double> &theta,
+                        const TrainConfig &cfg) {
+  std::string err;
+  const nlohmann::json &mi = run.info();
+  const nlohmann::json &ei = mi["energy"];
+  int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end, L = cfg.evalLoops;
+  int64_t prompts = std::min<int64_t>(cfg.evalPrompts > 0 ? cfg.evalPrompts : 256, 256);
+  // Rounding of the library's element type: changes below this relative
+  // size are not counted as increases.
+  double tol = run.f32() ? 1e-5 : 1e-10;
+  Rng rng(cfg.seed ^ 0x5eed5eedULL); // evaluate()'s first prompts
+  std::vector<double> E, S;          // [prompt][t]: E(Y_t), t = 0..L; E(u_t), t = 1..L
+  int64_t done = 0;
+  auto t0 = Clock::now();
+  while (done < prompts) {
+    int64_t bsz = std::min(cfg.evalBatch, prompts - done);
+    Prompts p = cfg.spec->sample(bsz, k, d, dims, cfg.noise, rng);
+    std::vector<double> e, s;
+    if (!run.energyTrace(p, theta, L, e, s, err)) {
+      fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+      return 2;
+    }
+    for (int64_t b = 0; b < bsz; ++b) {
+      for (int64_t t = 0; t <= L; ++t)
+        E.push_back(e[t * bsz + b]);
+      for (int64_t t = 0; t < L; ++t)
+        S.push_back(s[t * bsz + b]);
+    }
+    done += bsz;
+  }
+  auto up = [&](double from, double to) { // did the energy increase beyond rounding?
+    if (std::isinf(to) && to > 0)
+      return !(std::isinf(from) && from > 0);
+    if (!std::isfinite(from))
+      return false;
+    return to - from > tol * std::max(1.0, std::abs(from));
+  };
+  std::vector<int64_t> stepUp(L + 1, 0), loopUp(L + 1, 0), infinite(L + 1, 0);
+  std::vector<double> median(L + 1), mean(L + 1);
+  int64_t monotone = 0, stepsUp = 0, loopsUp = 0;
+  double worst = 0;
+  for (int64_t q = 0; q < prompts; ++q) {
+    bool mono = true;
+    for (int64_t t = 1; t <= L; ++t) {
+      double e0 = E[q * (L + 1) + t - 1], e1 = E[q * (L + 1) + t], s = S[q * L + t - 1];
+      if (up(s, e1)) {
+        ++stepUp[t], ++stepsUp;
+        if (std::isfinite(s) && std::isfinite(e1))
+          worst = std::max(worst, (e1 - s) / std::max(1.0, std::abs(s)));
+      }
+      if (up(e0, e1))
+        ++loopUp[t], ++loopsUp, mono = false;
+    }
+    monotone += mono;
+  }
+  for (int64_t t = 0; t <= L; ++t) {
+    std::vector<double> col;
+    double sum = 0;
+    int64_t fin = 0;
+    for (int64_t q = 0; q < prompts; ++q) {
+      double v = E[q * (L + 1) + t];
+      col.push_back(v);
+      if (std::isfinite(v))
+        sum += v, ++fin;
+      else
+        ++infinite[t];
+    }
+    std::sort(col.begin(), col.end());
+    median[t] = col[col.size() / 2];
+    mean[t] = fin ? sum / fin : std::nan("");
+  }
+  std::string csv = "t,median_energy,mean_finite_energy,infinite,steps_increasing,"
+                    "iterations_increasing\n";
+  auto num = [](double v) {
+    char b[32];
+    snprintf(b, sizeof b, "%.8g", v);
+    return std::string(std::isfinite(v) ? b : v > 0 ? "inf" : "nan");
+  };
+  for (int64_t t = 0; t <= L; ++t)
+    csv += std::to_string(t) + "," + num(median[t]) + "," + num(mean[t]) + "," +
+           std::to_string(infinite[t]) + "," + std::to_string(stepUp[t]) + "," +
+           std::to_string(loopUp[t]) + "\n";
+  auto orNull = [](const std::vector<double> &v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (double x : v)
+      a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
+    return a;
+  };
+  nlohmann::json j{{"energy", ei.value("name", "")},
+                   {"attention", ei.value("attention", "")},
+                   {"input", ei.value("input", "")},
+                   {"injection", mi.value("injection", "")},
+                   {"task", cfg.task},
+                   {"prompts", prompts},
+                   {"loops", L},
+                   {"median_energy", orNull(median)},
+                   {"mean_finite_energy", orNull(mean)},
+                   {"infinite", infinite},
+                   {"steps_increasing", stepUp},
+                   {"iterations_increasing", loopUp},
+                   {"steps_total", prompts * L},
+                   {"steps_increasing_total", stepsUp},
+                   {"iterations_increasing_total", loopsUp},
+                   {"monotone_prompts", monotone},
+                   {"largest_relative_step_increase", worst},
+                   {"tolerance", tol},
+                   {"definitions",
+                    "E(Y_t; P) with P the prompt's read-in; a step increases E when E(Y_t) > "
+                    "E(u_t), u_t the point the iteration's steps start from (Y_{t-1}, or "
+                    "Y_{t-1} + P with injection(add)); an iteration increases it when E(Y_t) > "
+                    "E(Y_{t-1}); changes within tolerance x max(1, |E|) are rounding"}};
+  PlotSpec spec;
+  spec.title = "energy @" + ei.value("name", std::string()) + " along " +
+               mi["name"].get<std::string>() + "'s loop (" + std::to_string(prompts) + " prompts)";
+  spec.xLabel = "loop iteration t";
+  spec.yLabel = "median E(Y_t; P)";
+  std::vector<double> ts(L + 1);
+  for (int64_t t = 0; t <= L; ++t)
+    ts[t] = t;
+  spec.series = {{"median E(Y_t)", ts, median}};
+  if (!writeReport(cfg.out, "energy", csv, j, spec))
+    return 2;
+  printf("energy @%s along the loop: %lld prompts, %lld loops, attention %s (%.1f s)\n",
+         ei.value("name", "").c_str(), (long long)prompts, (long long)L,
+         ei.value("attention", "").c_str(),
+         std::chrono::duration<double>(Clock::now() - t0).count());
+  printf("%5s %16s %9s %15s %15s\n", "t", "median E(Y_t)", "infinite", "steps up", "iterations up");
+  for (int64_t t = 0; t <= L; ++t) {
+    if (L > 24 && t % 5 != 0 && t != L)
+      continue;
+    printf("%5lld %16.6g %9lld", (long long)t, median[t], (long long)infinite[t]);
+    if (t == 0)
+      printf("\n");
+    else
+      printf(" %15lld %15lld\n", (long long)stepUp[t], (long long)loopUp[t]);
+  }
+  printf("%lld of %lld steps increased the energy (beyond relative %.0e)", (long long)stepsUp,
+         (long long)(prompts * L), tol);
+  if (stepsUp)
+    printf(", largest relative increase %.3g", worst);
+  printf("; %lld of %lld prompts descend monotonically over the loop\n", (long long)monotone,
+         (long long)prompts);
+  printf("wrote %s/energy.csv, energy.json and energy.svg\n", cfg.out.c_str());
   return 0;
 }
 

@@ -113,8 +113,18 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
   Value proj = operand(pw.getProj());
   if (pw.getProj() && !proj)
     return failure();
-  auto mm = b.create<MMStepOp>(pw.getLoc(), tokenTy, y, proj, certified ? center : Value(), form,
-                               min.getAttention(), pw.getMask(), pw.getGraphAttr(),
+  // Certified with a quadratic term: one step on the majorizer of the whole
+  // smooth part (attention, FFN and regularizer), so that no gradient step
+  // of the quadratic alone follows (AIM's alternation does not guarantee
+  // descent of the sum; this step does).
+  Value quad;
+  if (certified && min.getSchedule() != Schedule::single) {
+    quad = operand(terms.quadratic.getWeight());
+    if (!quad)
+      return failure();
+  }
+  auto mm = b.create<MMStepOp>(pw.getLoc(), tokenTy, y, proj, certified ? center : Value(), quad,
+                               form, min.getAttention(), pw.getMask(), pw.getGraphAttr(),
                                llvm::APFloat(certified ? coeff : 0.0));
   if (form == WeightForm::general) {
     Region rho;
@@ -131,7 +141,7 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
   ++numSteps;
 
   // FFN: gradient step on the quadratic term (+ R).
-  if (min.getSchedule() != Schedule::single) {
+  if (min.getSchedule() != Schedule::single && !quad) {
     QuadraticOp q = terms.quadratic;
     Value w = operand(q.getWeight());
     if (!w)

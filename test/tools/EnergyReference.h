@@ -253,7 +253,21 @@ struct Ref {
         deg += w[i * n + j] + w[j * n + i];
       dmax = std::max(dmax, deg);
     }
-    double L = 2 * dmax * frob + c;
+    // With a quadratic term (schedules aim and proximal_aim) the step is on
+    // the whole smooth part: + Y (W + Wᵀ)/2, and L + ‖(W + Wᵀ)/2‖_F.
+    bool whole = schedule != "single" && !quadW.empty();
+    Mat wsym(d * d, 0.0);
+    double qnorm = 0;
+    if (whole) {
+      P w = param(quadW, theta);
+      for (int64_t p = 0; p < d; ++p)
+        for (int64_t q = 0; q < d; ++q) {
+          wsym[p * d + q] = 0.5 * (w.v[p * d + q] + w.v[q * d + p]);
+          qnorm += wsym[p * d + q] * wsym[p * d + q];
+        }
+      qnorm = std::sqrt(qnorm);
+    }
+    double L = 2 * dmax * frob + c + qnorm;
     for (int64_t i = 0; i < n; ++i) {
       std::vector<double> g(d, 0.0), diff(d, 0.0);
       for (int64_t j = 0; j < n; ++j) {
@@ -267,6 +281,8 @@ struct Ref {
       for (int64_t q = 0; q < d; ++q) {
         double r = y[i * d + q] - (sqCenterX ? x[i * d + q] : 0.0);
         g[q] += c * r;
+        for (int64_t p = 0; p < d; ++p)
+          g[q] += y[i * d + p] * wsym[p * d + q];
         out[i * d + q] = y[i * d + q] - (L > 0 ? g[q] / L : 0.0);
       }
     }
@@ -291,7 +307,9 @@ struct Ref {
 
   Mat step(const Mat &y, const Mat &x, int64_t n, int64_t d, const Mat &theta) const {
     Mat r = mmStep(y, x, n, d, theta);
-    if (schedule != "single")
+    // P1's AIM alternates with a gradient step on the FFN energy; the
+    // certified step already covers it.
+    if (schedule != "single" && attention != "certified")
       r = gradStep(r, x, n, d, theta);
     if (schedule == "proximal_aim")
       for (double &v : r)

@@ -30,7 +30,6 @@ using namespace unroll::testing;
 
 namespace {
 
-
 double relErr(double got, double want) {
   if (std::isinf(want) || std::isinf(got))
     return got == want ? 0 : INFINITY;

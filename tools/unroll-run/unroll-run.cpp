@@ -40,7 +40,13 @@ or --lower-to-gpu for an NVIDIA GPU: such a library needs a GPU and its driver).
                          use, or why there is none; exit status 0 if usable
   --task NAME            what to run:
                            energy      (energies) iterate the derived descent
-                                       steps from Y_0 = X, print E(Y_t) per t
+                                       steps from Y_0 = X, print E(Y_t) per t;
+                                       (a model whose loop descends an energy)
+                                       E(Y_t; P) along its loop on the task's
+                                       prompts (the config's task, else
+                                       icl_linear), with --checkpoint or the
+                                       initial parameters; how many steps
+                                       increase it
                            icl_linear  (models, the default) train on in-context
                                        linear regression, then evaluate against
                                        least squares, averaging and 3-NN
@@ -364,8 +370,8 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
       v = nonneg ? std::abs(o.scale * normal(rng)) : o.scale * normal(rng);
   }
   // Parameters by their init rule, then those the file gives.
-  initParameters(e["params"], e.value("num_params", (int64_t)0), in.theta,
-                 [&] { return normal(rng); }, 0.1);
+  initParameters(
+      e["params"], e.value("num_params", (int64_t)0), in.theta, [&] { return normal(rng); }, 0.1);
   for (const auto &p : e["params"]) {
     std::string name = p["name"];
     int64_t off = p["offset"], numel = 1;
@@ -502,10 +508,67 @@ int runEnergy(const Options &o, const Model &m) {
   printf("\n");
   return 0;
 }
+/// What to write when an energy library is asked to learn in context: a
+/// model whose loop descends its (first) energy, with its sizes filled in.
+std::string howToDeclareModel(const Model &m, const std::string &task) {
+  const nlohmann::json &e = m.info()["energies"][0];
+  std::string name = e.value("name", "E"), elem = m.info().value("element_type", "f32");
+  std::string D = e["dim"].is_number() ? std::to_string(e["dim"].get<int64_t>()) : "D";
+  std::string tok = "tensor<?x?x" + D + "x" + elem + ">";
+  return m.path() + " holds the energy @" + name + " but no model, so it cannot learn " + task +
+         " in context.\nDeclare a model whose loop descends the energy, next to it in the .mlir "
+         "file, e.g. for prompts of d = 5:\n\n"
+         "  unroll.model @" +
+         name +
+         "_icl {\n"
+         "  ^bb0(%Z: tensor<?x?x5x" +
+         elem +
+         ">):\n"
+         "    %Wi = unroll.param \"_read_in.weight\" : tensor<" +
+         D + "x5x" + elem +
+         ">\n"
+         "    %bi = unroll.param \"_read_in.bias\" init(zeros) : tensor<" +
+         D + "x" + elem +
+         ">\n"
+         "    %Wo = unroll.param \"_read_out.weight\" : tensor<1x" +
+         D + "x" + elem +
+         ">\n"
+         "    %bo = unroll.param \"_read_out.bias\" init(zeros) : tensor<1x" +
+         elem +
+         ">\n"
+         "    %P = unroll.linear %Z, %Wi, %bi : (...) -> " +
+         tok +
+         "\n"
+         "    %Y = unroll.loop %P iterations(10) window(5) injection(none) : " +
+         tok +
+         " {\n"
+         "    ^bb0(%y: " +
+         tok + ", %p: " + tok +
+         "):\n"
+         "      %next = unroll.descend @" +
+         name + "(%y, %p) steps(1) : " + tok +
+         "\n"
+         "      unroll.yield %next : " +
+         tok +
+         "\n"
+         "    }\n"
+         "    %pred = unroll.linear %Y, %Wo, %bo : (...) -> tensor<?x?x1x" +
+         elem +
+         ">\n"
+         "    unroll.output %pred : tensor<?x?x1x" +
+         elem +
+         ">\n"
+         "  }\n\n"
+         "(examples/energy_icl.mlir is a complete one; the energy alone runs with --task energy)";
+}
+
 /// Training, evaluation of a checkpoint, or prediction for a model library.
-int runModel(const Options &o, const Model &m, const std::string &task) {
+int runModel(const Options &o, const Model &m, const std::string &task,
+             bool energyOfModel = false) {
   std::string err;
   const nlohmann::json *mi = findModel(m, o.modelName, err);
+  if (!mi && m.info().contains("energies") && !m.info().contains("models"))
+    return die(howToDeclareModel(m, task));
   if (!mi)
     return die(err + " (energies run with --task energy)");
   ModelRunner run;
@@ -526,7 +589,7 @@ int runModel(const Options &o, const Model &m, const std::string &task) {
   }
   if (!cfg.apply(o.train, err))
     return die(err);
-  if (!o.task.empty()) // the flag wins over the config file's "task"
+  if (!o.task.empty() && !energyOfModel) // the flag wins over the config file's "task"
     cfg.task = o.task;
   if (o.resume) {
     // Resuming reuses the saved settings unless flags override them.
@@ -539,7 +602,7 @@ int runModel(const Options &o, const Model &m, const std::string &task) {
     prev.task = task;
     if (!prev.apply(saved, err) || !prev.apply(o.train, err))
       return die(dir + ": " + err);
-    if (!o.task.empty())
+    if (!o.task.empty() && !energyOfModel)
       prev.task = o.task;
     cfg = prev;
   }
@@ -550,6 +613,22 @@ int runModel(const Options &o, const Model &m, const std::string &task) {
   }
   if (!cfg.finish(*mi, err))
     return die(err);
+  if (energyOfModel) {
+    // The energy a model's loop descends, along the loop, on the task's
+    // prompts: with the checkpoint's parameters, else the initial ones.
+    if (!run.hasEnergyTrace())
+      return die(m.path() + ": model @" + (*mi)["name"].get<std::string>() +
+                 " does not descend an energy (its loop has no unroll.descend)");
+    std::vector<double> theta;
+    if (!o.checkpoint.empty()) {
+      if (!loadParameters(o.checkpoint, *mi, theta, err))
+        return die(err);
+    } else {
+      Rng rng(cfg.seed);
+      initParameters((*mi)["params"], run.numParams(), theta, [&] { return rng.normal(); }, 0.02);
+    }
+    return energyStudy(run, theta, cfg);
+  }
   if (o.predict || !o.checkpoint.empty()) {
     if (o.checkpoint.empty())
       return die("--predict needs --checkpoint (a checkpoint folder or model .safetensors)");
@@ -600,7 +679,7 @@ int main(int argc, char **argv) {
   std::string kind = m.info().value("kind", "");
   std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
   if (task == "energy")
-    return runEnergy(o, m);
+    return kind == "model" ? runModel(o, m, "icl_linear", /*energyOfModel=*/true) : runEnergy(o, m);
   std::string known;
   if (!findTask(task, known))
     return die("unknown task '" + task + "' (tasks: energy, " + known + ")");

@@ -41,9 +41,8 @@ public:
       if (index.count(p.getName()))
         return;
       index[p.getName()] = params.size();
-      params.push_back({p.getName().str(), p.getType(), p.getStd().convertToDouble(),
-                        p.getInit(), p.getValue() ? p.getValue()->convertToDouble() : 0.0,
-                        numParams});
+      params.push_back({p.getName().str(), p.getType(), p.getStd().convertToDouble(), p.getInit(),
+                        p.getValue() ? p.getValue()->convertToDouble() : 0.0, numParams});
       numParams += p.getType().getNumElements();
     });
   }

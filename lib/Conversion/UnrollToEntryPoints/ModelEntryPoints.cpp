@@ -431,8 +431,8 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         }
         SmallVector<Value> revArgs = bodyArgs(inject(ln, yprev, p), p);
         revArgs.push_back(dy);
-        FailureOr<SmallVector<Value>> du = run(lb, loop.getReverse(), revArgs, c, &acts,
-                                               tape.empty() ? nullptr : &tape.primal);
+        FailureOr<SmallVector<Value>> du =
+            run(lb, loop.getReverse(), revArgs, c, &acts, tape.empty() ? nullptr : &tape.primal);
         if (failed(du))
           return fail(lb, ll, it);
         // c.dp holds what the body's own use of P added (its center term).
@@ -464,7 +464,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
 }
 
 FailureOr<Value> ModelLowering::energyOf(OpBuilder &b, EnergyOp energy, Value y, Value x,
-                                          Ctx &ctx) {
+                                         Ctx &ctx) {
   Block &body = energy.getBody().front();
   Location loc = energy.getLoc();
   auto batch = cast<RankedTensorType>(y.getType());
@@ -507,9 +507,9 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
   Type t = elem(), i64 = b.getI64Type();
   LoopOp loop = model.getLoop();
   auto stateTy = cast<RankedTensorType>(loop.getInput().getType());
-  func::FuncOp f = makeEntry(b, loc, (model.getSymName() + "_energy_trace").str(),
-                             {dynMemref(3, t), dynMemref(1, t), i64, dynMemref(2, t),
-                              dynMemref(2, t)});
+  func::FuncOp f =
+      makeEntry(b, loc, (model.getSymName() + "_energy_trace").str(),
+                {dynMemref(3, t), dynMemref(1, t), i64, dynMemref(2, t), dynMemref(2, t)});
   Loss nn(b, loc, t);
   Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}, {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), model.getPrompt().getType());
@@ -517,7 +517,8 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
   if (failed(p))
     return failure();
   Value nb = b.create<arith::IndexCastOp>(loc, b.getIndexType(), f.getArgument(2));
-  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0), c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
+        c1 = b.create<arith::ConstantIndexOp>(loc, 1);
   Value bsz = nn.dim(z, 0);
   auto rowsTy = nn.tensorTy({kDyn, kDyn});
   auto insertRow = [&](OpBuilder &lb, Location ll, Value row, Value into, Value at) -> Value {
@@ -529,8 +530,8 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
   FailureOr<Value> e0 = energyOf(b, energy, y0, *p, ctx);
   if (failed(e0))
     return failure();
-  Value energies = b.create<tensor::EmptyOp>(
-      loc, rowsTy, ValueRange{b.create<arith::AddIOp>(loc, nb, c1), bsz});
+  Value energies =
+      b.create<tensor::EmptyOp>(loc, rowsTy, ValueRange{b.create<arith::AddIOp>(loc, nb, c1), bsz});
   energies = insertRow(b, loc, *e0, energies, c0);
   Value starts = b.create<tensor::EmptyOp>(loc, rowsTy, ValueRange{nb, bsz});
   LogicalResult ok = success();
@@ -540,9 +541,9 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
         Loss ln(lb, ll, t);
         Value u = ln.castTo(inject(ln, it[0], *p), stateTy);
         FailureOr<Value> eu = energyOf(lb, energy, u, *p, ctx);
-        FailureOr<SmallVector<Value>> y =
-            failed(eu) ? FailureOr<SmallVector<Value>>(failure())
-                       : run(lb, loop.getBody(), bodyArgs(u, *p), ctx);
+        FailureOr<SmallVector<Value>> y = failed(eu)
+                                              ? FailureOr<SmallVector<Value>>(failure())
+                                              : run(lb, loop.getBody(), bodyArgs(u, *p), ctx);
         Value yn = failed(y) ? Value() : ln.castTo((*y)[0], stateTy);
         FailureOr<Value> ey = yn ? energyOf(lb, energy, yn, *p, ctx) : FailureOr<Value>(failure());
         if (failed(ey)) {
@@ -617,7 +618,7 @@ llvm::json::Object ModelLowering::info() {
         j["weight"] = paramName(q.getWeight());
       } else if (auto r = dyn_cast<SqNormOp>(d)) {
         j["coeff"] = r.getCoeff().convertToDouble();
-        j["center"] = !r.getCenter() ? llvm::json::Value("zero")
+        j["center"] = !r.getCenter()                  ? llvm::json::Value("zero")
                       : r.getCenter() == e.getInput() ? llvm::json::Value("X")
                                                       : paramName(r.getCenter());
       }

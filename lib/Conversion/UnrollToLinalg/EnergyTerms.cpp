@@ -2,9 +2,9 @@
 //
 // unroll.pairwise, unroll.quadratic, unroll.sqnorm and unroll.nonneg become
 // the value of the term at their Y: a linalg reduction to a scalar of the
-// element type (or, on a token batch [B, n, d], to one value per prompt). The term's `!unroll.energy` result is replaced by an
-// unrealized_conversion_cast of that scalar; the entry points read it back
-// through the opposite cast, and the pass folds the pair.
+// element type (or, on a token batch [B, n, d], to one value per prompt). The term's
+// `!unroll.energy` result is replaced by an unrealized_conversion_cast of that scalar; the entry
+// points read it back through the opposite cast, and the pass folds the pair.
 //
 //===----------------------------------------------------------------------===//
 #include "Pairwise.h"
@@ -35,24 +35,28 @@ Value emitPairwiseEnergy(Emitter &e, PairwiseOp op, Value y, Value proj) {
   SmallVector<AffineMap> maps{e.id2()};
   m.addInputs(e, ins, maps);
   Value zero = e.cst(0.0);
-  return e.fullReduce(ins, maps, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value r = inlineScalarRegion(b, *rhoR, a[0]);
-    Value keep = m.keep(b, l, m.graph ? a[1] : Value());
-    Value v = b.create<arith::SelectOp>(l, keep, r, zero);
-    return b.create<arith::AddFOp>(l, a.back(), v);
-  }, y);
+  return e.fullReduce(
+      ins, maps,
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value r = inlineScalarRegion(b, *rhoR, a[0]);
+        Value keep = m.keep(b, l, m.graph ? a[1] : Value());
+        Value v = b.create<arith::SelectOp>(l, keep, r, zero);
+        return b.create<arith::AddFOp>(l, a.back(), v);
+      },
+      y);
 }
 
 Value emitQuadraticEnergy(Emitter &e, Value y, Value w) {
   Value yw = e.tokW(y, w);
   Value half = e.cst(0.5);
-  return e.fullReduce({yw, y}, {e.id2(), e.id2()},
-                      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                        Value p = b.create<arith::MulFOp>(l, a[0], a[1]);
-                        p = b.create<arith::MulFOp>(l, half, p);
-                        return b.create<arith::AddFOp>(l, a[2], p);
-                      },
-                      y);
+  return e.fullReduce(
+      {yw, y}, {e.id2(), e.id2()},
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value p = b.create<arith::MulFOp>(l, a[0], a[1]);
+        p = b.create<arith::MulFOp>(l, half, p);
+        return b.create<arith::AddFOp>(l, a[2], p);
+      },
+      y);
 }
 
 Value emitSqNormEnergy(Emitter &e, Value y, Value center, double coeff) {
@@ -63,21 +67,27 @@ Value emitSqNormEnergy(Emitter &e, Value y, Value center, double coeff) {
     ins.push_back(center);
     maps.push_back(e.id2());
   }
-  return e.fullReduce(ins, maps, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value d = center ? b.create<arith::SubFOp>(l, a[0], a[1]).getResult() : a[0];
-    Value p = b.create<arith::MulFOp>(l, d, d);
-    p = b.create<arith::MulFOp>(l, hc, p);
-    return b.create<arith::AddFOp>(l, a.back(), p);
-  }, y);
+  return e.fullReduce(
+      ins, maps,
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value d = center ? b.create<arith::SubFOp>(l, a[0], a[1]).getResult() : a[0];
+        Value p = b.create<arith::MulFOp>(l, d, d);
+        p = b.create<arith::MulFOp>(l, hc, p);
+        return b.create<arith::AddFOp>(l, a.back(), p);
+      },
+      y);
 }
 
 Value emitNonNegEnergy(Emitter &e, Value y) {
   Value inf = e.cst(std::numeric_limits<double>::infinity()), zero = e.cst(0.0);
-  return e.fullReduce({y}, {e.id2()}, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    Value neg = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLT, a[0], zero);
-    Value v = b.create<arith::SelectOp>(l, neg, inf, zero);
-    return b.create<arith::AddFOp>(l, a[1], v);
-  }, y);
+  return e.fullReduce(
+      {y}, {e.id2()},
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value neg = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLT, a[0], zero);
+        Value v = b.create<arith::SelectOp>(l, neg, inf, zero);
+        return b.create<arith::AddFOp>(l, a[1], v);
+      },
+      y);
 }
 
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }

@@ -21,15 +21,9 @@ namespace {
 
 using BodyFn = Emitter::BodyFn;
 
-Value add(OpBuilder &b, Location l, Value x, Value y) {
-  return b.create<arith::AddFOp>(l, x, y);
-}
-Value sub(OpBuilder &b, Location l, Value x, Value y) {
-  return b.create<arith::SubFOp>(l, x, y);
-}
-Value mul(OpBuilder &b, Location l, Value x, Value y) {
-  return b.create<arith::MulFOp>(l, x, y);
-}
+Value add(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::AddFOp>(l, x, y); }
+Value sub(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::SubFOp>(l, x, y); }
+Value mul(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::MulFOp>(l, x, y); }
 
 //===----------------------------------------------------------------------===//
 // The gradient step's matrix and step size
@@ -55,8 +49,8 @@ template <typename Op> StepSize stepSizeOf(Emitter &e, Op op, Value step) {
 /// W_s = (1 − αc) I − α (W + Wᵀ)/2: the FFN gradient step's matrix (P1 eq. 16).
 Value stepMatrix(Emitter &e, Value w, StepSize alpha, double c) {
   Emitter we = e.weights();
-  Value one = alpha.dynamic ? sub(e.b, e.loc, e.cst(1.0), alpha.times(e, c))
-                            : e.cst(1.0 - alpha.value * c);
+  Value one =
+      alpha.dynamic ? sub(e.b, e.loc, e.cst(1.0), alpha.times(e, c)) : e.cst(1.0 - alpha.value * c);
   Value zero = e.cst(0.0), ha = alpha.times(e, 0.5);
   return we.map2({w, w}, {we.id2(), we.tr2()}, w,
                  [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -99,21 +93,20 @@ Value emitRelu(Emitter &e, Value y) {
 /// Hessian).
 struct Certified {
   Value u, w, wt, deg, degMax, s, v, frob; // s, frob null/1 without a projection
+  Value wsym, yq, qnorm;                   // with a quadratic term W: (W + Wᵀ)/2, Y Wsym, ‖Wsym‖_F
 };
 
-Certified certifiedPieces(Emitter &e, const AttnSpec &spec, Value y, Value proj) {
+Certified certifiedPieces(Emitter &e, const AttnSpec &spec, Value y, Value proj, Value quad = {}) {
   Certified p;
   p.u = proj ? e.tokW(y, proj) : y;
   Mask m = makeMask(e, spec.mask, spec.graph);
   p.w = generalWeights(e, spec, p.u, m);
-  p.wt = e.map2({p.w, p.w}, {e.id2(), e.tr2()}, p.w,
-                [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                  return add(b, l, a[0], a[1]);
-                });
-  p.deg = e.rowReduce({p.wt}, {e.id2()}, p.wt, 0.0,
-                      [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                        return add(b, l, a[1], a[0]);
-                      });
+  p.wt =
+      e.map2({p.w, p.w}, {e.id2(), e.tr2()}, p.w,
+             [](OpBuilder &b, Location l, ValueRange a) -> Value { return add(b, l, a[0], a[1]); });
+  p.deg = e.rowReduce(
+      {p.wt}, {e.id2()}, p.wt, 0.0,
+      [](OpBuilder &b, Location l, ValueRange a) -> Value { return add(b, l, a[1], a[0]); });
   // max_i deg_i (degrees are >= 0, so 0 is a valid initial maximum).
   p.degMax = e.rowsReduce(
       {p.deg}, {e.map(e.nb + 1, e.nb ? ArrayRef<unsigned>{0, 1} : ArrayRef<unsigned>{0})},
@@ -127,29 +120,47 @@ Certified certifiedPieces(Emitter &e, const AttnSpec &spec, Value y, Value proj)
     Emitter we = e.weights();
     p.s = we.matmulTransposeB(proj, proj);
     p.v = e.tokW(y, p.s);
-    p.frob = we.reduceAll({proj}, {we.id2()},
-                          [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                            return add(b, l, a[1], mul(b, l, a[0], a[0]));
-                          },
-                          2);
+    p.frob = we.reduceAll(
+        {proj}, {we.id2()},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return add(b, l, a[1], mul(b, l, a[0], a[0]));
+        },
+        2);
+  }
+  if (quad) {
+    Emitter we = e.weights();
+    Value half = e.cst(0.5);
+    p.wsym = we.map2({quad, quad}, {we.id2(), we.tr2()}, quad,
+                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                       return mul(b, l, half, add(b, l, a[0], a[1]));
+                     });
+    p.yq = e.tokW(y, p.wsym);
+    Value sq = we.reduceAll(
+        {p.wsym}, {we.id2()},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return add(b, l, a[1], mul(b, l, a[0], a[0]));
+        },
+        2);
+    p.qnorm = e.b.create<math::SqrtOp>(e.loc, sq);
   }
   return p;
 }
 
-/// L = 2 max_i deg_i ‖W_a‖_F² + c per prompt.
+/// L = 2 max_i deg_i ‖W_a‖_F² (+ ‖Wsym‖_F) + c per prompt.
 Value lipschitz(Emitter &e, const Certified &p, double c, Value like) {
   Value two = e.cst(2.0), cc = e.cst(c), frob = p.frob;
+  Value extra = p.qnorm ? add(e.b, e.loc, cc, p.qnorm) : cc;
   return e.perPrompt(
       {p.degMax},
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        return add(b, l, mul(b, l, mul(b, l, two, a[0]), frob), cc);
+        return add(b, l, mul(b, l, mul(b, l, two, a[0]), frob), extra);
       },
       like);
 }
 
-/// Certified variant: Y − (L_w̃ Y S + c (Y − C)) / L.
-Value certifiedStep(Emitter &e, MMStepOp op, Value y, Value proj, Value center) {
-  Certified p = certifiedPieces(e, specOf(op), y, proj);
+/// Certified variant: Y − (L_w̃ Y S + c (Y − C) [+ Y Wsym]) / L.
+Value certifiedStep(Emitter &e, MMStepOp op, Value y, Value proj, Value center, Value quad) {
+  Certified p = certifiedPieces(e, specOf(op), y, proj, quad);
   double c = op.getCoeff().convertToDouble();
   Value lip = lipschitz(e, p, c, y);
   Value wys = e.pairTok(p.wt, p.v);
@@ -160,12 +171,18 @@ Value certifiedStep(Emitter &e, MMStepOp op, Value y, Value proj, Value center) 
     ins.push_back(ctr);
     maps.push_back(e.id2());
   }
+  if (p.yq) {
+    ins.push_back(p.yq);
+    maps.push_back(e.id2());
+  }
   Value cc = e.cst(c), zero = e.cst(0.0);
   return e.map2(ins, maps, y, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-    // grad = deg_i (YS)_ij − (w̃ YS)_ij + c (y_ij − c_ij)
+    // grad = deg_i (YS)_ij − (w̃ YS)_ij + c (y_ij − c_ij) [+ (Y Wsym)_ij]
     Value g = sub(b, l, mul(b, l, a[3], a[1]), a[2]);
     Value r = ctr ? sub(b, l, a[0], a[5]) : a[0];
     g = add(b, l, g, mul(b, l, cc, r));
+    if (p.yq)
+      g = add(b, l, g, a[ctr ? 6 : 5]);
     Value pos = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[4], zero);
     Value stepv = b.create<arith::DivFOp>(l, g, a[4]);
     stepv = b.create<arith::SelectOp>(l, pos, stepv, zero);
@@ -183,10 +200,10 @@ Value certifiedStep(Emitter &e, MMStepOp op, Value y, Value proj, Value center) 
 /// The maximum passes its gradient to the row attaining it, shared equally
 /// among rows that tie (exact where one row attains it, and where tied rows
 /// tie identically, as the two rows of a two-token step always do).
-std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value proj, Value dy,
-                                  Value center) {
+std::array<Value, 4> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value proj, Value dy,
+                                  Value center, Value quad) {
   AttnSpec spec = specOf(op);
-  Certified p = certifiedPieces(e, spec, y, proj);
+  Certified p = certifiedPieces(e, spec, y, proj, quad);
   double c = op.getCoeff().convertToDouble();
   Value lip = lipschitz(e, p, c, y);
   Value zero = e.cst(0.0), cc = e.cst(c), two = e.cst(2.0);
@@ -198,9 +215,14 @@ std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
     gIns.push_back(center);
     gMaps.push_back(e.id2());
   }
+  if (p.yq) {
+    gIns.push_back(p.yq);
+    gMaps.push_back(e.id2());
+  }
   Value g = e.map2(gIns, gMaps, y, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
     Value r = center ? sub(b, l, a[0], a[4]) : a[0];
-    return add(b, l, sub(b, l, mul(b, l, a[3], a[1]), a[2]), mul(b, l, cc, r));
+    Value gv = add(b, l, sub(b, l, mul(b, l, a[3], a[1]), a[2]), mul(b, l, cc, r));
+    return p.yq ? add(b, l, gv, a[center ? 5 : 4]) : gv;
   });
   Value dg = e.map2({dy, lip}, {e.id2(), e.perPromptMap(2)}, dy,
                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -209,11 +231,12 @@ std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
                       return b.create<arith::SelectOp>(l, pos, q, zero);
                     });
   // dL per prompt, and its share of ddeg: k = dL · 2F at the arg-max row.
-  Value dgl = e.fullReduce({dy, g}, {e.id2(), e.id2()},
-                           [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                             return add(b, l, a[2], mul(b, l, a[0], a[1]));
-                           },
-                           y);
+  Value dgl = e.fullReduce(
+      {dy, g}, {e.id2(), e.id2()},
+      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return add(b, l, a[2], mul(b, l, a[0], a[1]));
+      },
+      y);
   Value frob = p.frob;
   Value dl = e.perPrompt(
       {dgl, lip},
@@ -228,15 +251,15 @@ std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
   Value one = e.cst(1.0);
   Value ties = e.rowsReduce(
       {p.deg, p.degMax},
-      {e.map(e.nb + 1, e.nb ? ArrayRef<unsigned>{0, 1} : ArrayRef<unsigned>{0}),
-       e.perPromptMap(1)},
+      {e.map(e.nb + 1, e.nb ? ArrayRef<unsigned>{0, 1} : ArrayRef<unsigned>{0}), e.perPromptMap(1)},
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value at = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OEQ, a[0], a[1]);
         return add(b, l, a[2], b.create<arith::SelectOp>(l, at, one, zero));
       },
       y);
   Value kdeg = e.perPrompt(
-      {dl, ties}, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      {dl, ties},
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value k = mul(b, l, mul(b, l, two, a[0]), frob);
         return b.create<arith::DivFOp>(l, k, b.create<arith::MaximumFOp>(l, a[1], one));
       },
@@ -255,25 +278,22 @@ std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
                        Value fromL = b.create<arith::SelectOp>(l, atMax, a[4], zero);
                        return sub(b, l, add(b, l, a[1], fromL), a[0]);
                      });
-  Value dw = e.map2({dwt, dwt}, {e.id2(), e.tr2()}, dwt,
-                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      return add(b, l, a[0], a[1]);
-                    });
+  Value dw =
+      e.map2({dwt, dwt}, {e.id2(), e.tr2()}, dwt,
+             [](OpBuilder &b, Location l, ValueRange a) -> Value { return add(b, l, a[0], a[1]); });
   // dz = m ρ''(z) dw, then dU.
   Mask m = makeMask(e, spec.mask, spec.graph);
   Value wpp = generalWeights(e, spec, p.u, m, /*idx=*/1);
-  Value dz = e.map2({wpp, dw}, {e.id2(), e.id2()}, dw,
-                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      return mul(b, l, a[0], a[1]);
-                    });
-  Value g2 = e.map2({dz, dz}, {e.id2(), e.tr2()}, dz,
-                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      return add(b, l, a[0], a[1]);
-                    });
-  Value gs = e.rowReduce({g2}, {e.id2()}, g2, 0.0,
-                         [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                           return add(b, l, a[1], a[0]);
-                         });
+  Value dz =
+      e.map2({wpp, dw}, {e.id2(), e.id2()}, dw,
+             [](OpBuilder &b, Location l, ValueRange a) -> Value { return mul(b, l, a[0], a[1]); });
+  Value g2 =
+      e.map2({dz, dz}, {e.id2(), e.tr2()}, dz,
+             [](OpBuilder &b, Location l, ValueRange a) -> Value { return add(b, l, a[0], a[1]); });
+  Value gs =
+      e.rowReduce({g2}, {e.id2()}, g2, 0.0, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return add(b, l, a[1], a[0]);
+      });
   Value gu = e.pairTok(g2, p.u);
   Value du = e.map2({p.u, gs, gu}, {e.id2(), e.row2(), e.id2()}, p.u,
                     [](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -288,10 +308,40 @@ std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
   // dY.
   Value fromU = proj ? e.tokWT(du, proj) : du;
   Value fromV = proj ? e.tokW(dv, p.s) : dv;
-  Value dx = e.map2({dy, dg, fromU, fromV}, {e.id2(), e.id2(), e.id2(), e.id2()}, dy,
+  SmallVector<Value> dxIns{dy, dg, fromU, fromV};
+  if (quad)
+    dxIns.push_back(e.tokW(dg, p.wsym)); // through Y Wsym
+  SmallVector<AffineMap> dxMaps(dxIns.size(), e.id2());
+  Value dx = e.map2(dxIns, dxMaps, dy, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+    Value r = add(b, l, add(b, l, a[0], mul(b, l, cc, a[1])), add(b, l, a[2], a[3]));
+    return quad ? add(b, l, r, a[4]) : r;
+  });
+  // Σ over the prompts of dL (the weights are shared).
+  Emitter we = e.weights();
+  Value dlTotal = e.nb == 0 ? dl
+                            : we.reduceAll(
+                                  {dl}, {we.map(1, {0})},
+                                  [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                    return add(b, l, a[1], a[0]);
+                                  },
+                                  1);
+  Value dquad;
+  if (quad) {
+    // dWsym = Yᵀ dG + dL Wsym / ‖Wsym‖_F; dW = (dWsym + dWsymᵀ) / 2.
+    Value half = e.cst(0.5);
+    Value ydg = e.tokTTokW(y, dg);
+    Value k = e.b.create<arith::SelectOp>(
+        e.loc, e.b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, p.qnorm, zero),
+        e.b.create<arith::DivFOp>(e.loc, dlTotal, p.qnorm), zero);
+    Value dws = we.map2({ydg, p.wsym}, {we.id2(), we.id2()}, ydg,
+                        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                          return add(b, l, a[0], mul(b, l, k, a[1]));
+                        });
+    dquad = we.map2({dws, dws}, {we.id2(), we.tr2()}, dws,
                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                      return add(b, l, add(b, l, a[0], mul(b, l, cc, a[1])), add(b, l, a[2], a[3]));
+                      return mul(b, l, half, add(b, l, a[0], a[1]));
                     });
+  }
   Value dcenter;
   if (center)
     dcenter = e.map2({dg}, {e.id2()}, dg, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -299,7 +349,6 @@ std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
     });
   Value dproj;
   if (proj) {
-    Emitter we = e.weights();
     // dF = Σ over the prompts of dL · 2 max deg.
     Value dfPrompt = e.perPrompt(
         {dl, p.degMax},
@@ -308,16 +357,16 @@ std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
         },
         y);
     Value df = e.nb == 0 ? dfPrompt
-                         : we.reduceAll({dfPrompt}, {we.map(1, {0})},
-                                        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                          return add(b, l, a[1], a[0]);
-                                        },
-                                        1);
+                         : we.reduceAll(
+                               {dfPrompt}, {we.map(1, {0})},
+                               [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 return add(b, l, a[1], a[0]);
+                               },
+                               1);
     Value ds = e.tokTTokW(y, dv);
-    Value dss = we.map2({ds, ds}, {we.id2(), we.tr2()}, ds,
-                        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                          return add(b, l, a[0], a[1]);
-                        });
+    Value dss = we.map2(
+        {ds, ds}, {we.id2(), we.tr2()}, ds,
+        [](OpBuilder &b, Location l, ValueRange a) -> Value { return add(b, l, a[0], a[1]); });
     Value fromS = we.matmul(dss, proj);
     Value fromUw = e.tokTTokW(y, du);
     dproj = we.map2({fromUw, fromS, proj}, {we.id2(), we.id2(), we.id2()}, proj,
@@ -326,7 +375,7 @@ std::array<Value, 3> certifiedVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
                       return add(b, l, add(b, l, a[0], a[1]), f);
                     });
   }
-  return {dx, dproj, dcenter};
+  return {dx, dproj, dcenter, dquad};
 }
 
 //===----------------------------------------------------------------------===//
@@ -356,10 +405,9 @@ std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
                       [](OpBuilder &b, Location l, ValueRange v) -> Value {
                         return mul(b, l, v[0], sub(b, l, v[1], v[2]));
                       });
-    Value g = e.map2({dl, dl}, {e.id2(), e.tr2()}, dl,
-                     [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                       return add(b, l, v[0], v[1]);
-                     });
+    Value g = e.map2(
+        {dl, dl}, {e.id2(), e.tr2()}, dl,
+        [](OpBuilder &b, Location l, ValueRange v) -> Value { return add(b, l, v[0], v[1]); });
     du = e.pairTok(g, u);
   } else {
     Value dz;
@@ -373,10 +421,10 @@ std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
     } else {
       // dz = m rho''(z) (dA − rd) / s, s the row sums of the weights.
       Value w = generalWeights(e, spec, u, m);
-      Value s = e.rowReduce({w}, {e.id2()}, w, 0.0,
-                            [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                              return add(b, l, v[1], v[0]);
-                            });
+      Value s =
+          e.rowReduce({w}, {e.id2()}, w, 0.0, [](OpBuilder &b, Location l, ValueRange v) -> Value {
+            return add(b, l, v[1], v[0]);
+          });
       Value wp = generalWeights(e, spec, u, m, /*idx=*/1);
       dz = e.map2({wp, da, rd, s}, {e.id2(), e.id2(), e.row2(), e.row2()}, a,
                   [&](OpBuilder &b, Location l, ValueRange v) -> Value {
@@ -387,14 +435,13 @@ std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
                   });
     }
     // du_i = Σ_j G_ij (u_i − u_j), G = dz + dzᵀ.
-    Value g = e.map2({dz, dz}, {e.id2(), e.tr2()}, dz,
-                     [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                       return add(b, l, v[0], v[1]);
-                     });
-    Value gs = e.rowReduce({g}, {e.id2()}, g, 0.0,
-                           [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                             return add(b, l, v[1], v[0]);
-                           });
+    Value g = e.map2(
+        {dz, dz}, {e.id2(), e.tr2()}, dz,
+        [](OpBuilder &b, Location l, ValueRange v) -> Value { return add(b, l, v[0], v[1]); });
+    Value gs =
+        e.rowReduce({g}, {e.id2()}, g, 0.0, [](OpBuilder &b, Location l, ValueRange v) -> Value {
+          return add(b, l, v[1], v[0]);
+        });
     Value gu = e.pairTok(g, u);
     du = e.map2({u, gs, gu}, {e.id2(), e.row2(), e.id2()}, u,
                 [](OpBuilder &b, Location l, ValueRange v) -> Value {
@@ -402,10 +449,9 @@ std::pair<Value, Value> mmStepVJP(Emitter &e, MMStepVJPOp op, Value y, Value pro
                 });
   }
   Value dyu = proj ? e.tokWT(du, proj) : du;
-  Value dx = e.map2({dyd, dyu}, {e.id2(), e.id2()}, dyd,
-                    [](OpBuilder &b, Location l, ValueRange v) -> Value {
-                      return add(b, l, v[0], v[1]);
-                    });
+  Value dx =
+      e.map2({dyd, dyu}, {e.id2(), e.id2()}, dyd,
+             [](OpBuilder &b, Location l, ValueRange v) -> Value { return add(b, l, v[0], v[1]); });
   return {dx, proj ? e.tokTTokW(y, du) : Value()};
 }
 
@@ -444,13 +490,14 @@ std::array<Value, 4> gradStepVJP(Emitter &e, GradStepVJPOp op, Value y, Value w,
       maps.push_back(e.id2());
     }
     // −Σ dY' ∘ (c y + (Y Wsym) − c C) over (batch..., i, j).
-    Value total = e.reduceAll(ins, maps,
-                              [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                Value r = center ? sub(b, l, a[1], a[3]) : a[1];
-                                Value gv = add(b, l, mul(b, l, cc, r), a[2]);
-                                return sub(b, l, a.back(), mul(b, l, a[0], gv));
-                              },
-                              e.nb + 2);
+    Value total = e.reduceAll(
+        ins, maps,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value r = center ? sub(b, l, a[1], a[3]) : a[1];
+          Value gv = add(b, l, mul(b, l, cc, r), a[2]);
+          return sub(b, l, a.back(), mul(b, l, a[0], gv));
+        },
+        e.nb + 2);
     dstep = e.b.create<tensor::FromElementsOp>(e.loc, RankedTensorType::get({1}, e.t),
                                                ValueRange{total});
   }
@@ -483,7 +530,7 @@ struct MMStepLowering : OpConversionPattern<MMStepOp> {
     Emitter e = emitterFor(rewriter, op, op.getY());
     Value y = a.getY(), proj = a.getProj();
     Value r = op.getVariant() == AttentionVariant::certified
-                  ? certifiedStep(e, op, y, proj, a.getCenter())
+                  ? certifiedStep(e, op, y, proj, a.getCenter(), a.getQuad())
                   : e.pairTok(attentionMatrix(e, specOf(op), y, proj), y);
     rewriter.replaceOp(op, e.castTo(r, op.getType()));
     return success();
@@ -516,10 +563,10 @@ struct MMStepVJPLowering : OpConversionPattern<MMStepVJPOp> {
   LogicalResult matchAndRewrite(MMStepVJPOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     Emitter e = emitterFor(rewriter, op, op.getY());
-    Value dx, dproj, dcenter;
+    Value dx, dproj, dcenter, dquad;
     if (op.getVariant() == AttentionVariant::certified) {
-      auto r = certifiedVJP(e, op, a.getY(), a.getProj(), a.getDy(), a.getCenter());
-      dx = r[0], dproj = r[1], dcenter = r[2];
+      auto r = certifiedVJP(e, op, a.getY(), a.getProj(), a.getDy(), a.getCenter(), a.getQuad());
+      dx = r[0], dproj = r[1], dcenter = r[2], dquad = r[3];
     } else {
       std::tie(dx, dproj) = mmStepVJP(e, op, a.getY(), a.getProj(), a.getDy());
     }
@@ -531,6 +578,8 @@ struct MMStepVJPLowering : OpConversionPattern<MMStepVJPOp> {
         return op.emitOpError("a center gradient needs variant(certified) and a center");
       results.push_back(e.castTo(dcenter, op.getDcenter().getType()));
     }
+    if (op.getDquad())
+      results.push_back(e.castTo(dquad, op.getDquad().getType()));
     rewriter.replaceOp(op, results);
     return success();
   }

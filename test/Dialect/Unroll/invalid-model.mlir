@@ -119,3 +119,98 @@ unroll.model @positions {
   %x = unroll.position_embed %Z, %t : tensor<?x9x2xf32>, tensor<5x2xf32>
   unroll.output %x : tensor<?x9x2xf32>
 }
+
+// -----
+
+// A loop body takes the state, or the state and the loop's input P.
+unroll.model @body_args {
+^bb0(%Z: tensor<?x?x2xf32>):
+  %w = unroll.param "w" : tensor<1x2xf32>
+  %b = unroll.param "b" : tensor<1xf32>
+  // expected-error@+1 {{'unroll.loop' op expected the body to take one 'tensor<?x?x2xf32>' (the state) or two (the state and the loop's input P)}}
+  %Y = unroll.loop %Z iterations(2) window(1) injection(add) : tensor<?x?x2xf32> {
+  ^bb0(%u: tensor<?x?x2xf32>, %p: tensor<?x?x2xf32>, %q: tensor<?x?x2xf32>):
+    unroll.yield %u : tensor<?x?x2xf32>
+  }
+  %p = unroll.linear %Y, %w, %b : (tensor<?x?x2xf32>, tensor<1x2xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
+  unroll.output %p : tensor<?x?x1xf32>
+}
+
+// -----
+
+// unroll.descend names an energy of the module.
+unroll.model @descend_unknown {
+^bb0(%Z: tensor<?x?x2xf32>):
+  %w = unroll.param "w" : tensor<1x2xf32>
+  %b = unroll.param "b" : tensor<1xf32>
+  %Y = unroll.loop %Z iterations(2) window(1) injection(add) : tensor<?x?x2xf32> {
+  ^bb0(%u: tensor<?x?x2xf32>):
+    // expected-error@+1 {{'unroll.descend' op expected 'nowhere' to name an 'unroll.energy'}}
+    %d = unroll.descend @nowhere(%u, %u) : tensor<?x?x2xf32>
+    unroll.yield %d : tensor<?x?x2xf32>
+  }
+  %p = unroll.linear %Y, %w, %b : (tensor<?x?x2xf32>, tensor<1x2xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
+  unroll.output %p : tensor<?x?x1xf32>
+}
+
+// -----
+
+// The tokens a loop descends have the energy's features.
+unroll.energy @e3 {
+^bb0(%Y: tensor<?x3xf32>, %X: tensor<?x3xf32>):
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<?x3xf32>
+  %r = unroll.sqnorm %Y : tensor<?x3xf32>
+  unroll.minimize %p, %r schedule(single) iterations(1)
+}
+unroll.model @descend_features {
+^bb0(%Z: tensor<?x?x2xf32>):
+  %w = unroll.param "w" : tensor<1x2xf32>
+  %b = unroll.param "b" : tensor<1xf32>
+  %Y = unroll.loop %Z iterations(2) window(1) injection(add) : tensor<?x?x2xf32> {
+  ^bb0(%u: tensor<?x?x2xf32>):
+    // expected-error@+1 {{'unroll.descend' op expected tokens with the 3 features and 'f32' of @e3's 'tensor<?x3xf32>', got 'tensor<?x?x2xf32>'}}
+    %d = unroll.descend @e3(%u, %u) : tensor<?x?x2xf32>
+    unroll.yield %d : tensor<?x?x2xf32>
+  }
+  %p = unroll.linear %Y, %w, %b : (tensor<?x?x2xf32>, tensor<1x2xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
+  unroll.output %p : tensor<?x?x1xf32>
+}
+
+// -----
+
+// The energy of a loop must take any number of tokens (prompts vary).
+unroll.energy @fixed_n {
+^bb0(%Y: tensor<4x2xf32>, %X: tensor<4x2xf32>):
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<4x2xf32>
+  %r = unroll.sqnorm %Y : tensor<4x2xf32>
+  unroll.minimize %p, %r schedule(single) iterations(1)
+}
+unroll.model @descend_fixed_n {
+^bb0(%Z: tensor<?x?x2xf32>):
+  %w = unroll.param "w" : tensor<1x2xf32>
+  %b = unroll.param "b" : tensor<1xf32>
+  %Y = unroll.loop %Z iterations(2) window(1) injection(add) : tensor<?x?x2xf32> {
+  ^bb0(%u: tensor<?x?x2xf32>):
+    // expected-error@+1 {{'unroll.descend' op expected @fixed_n to take any number of tokens (its Y is 'tensor<4x2xf32>')}}
+    %d = unroll.descend @fixed_n(%u, %u) : tensor<?x?x2xf32>
+    unroll.yield %d : tensor<?x?x2xf32>
+  }
+  %p = unroll.linear %Y, %w, %b : (tensor<?x?x2xf32>, tensor<1x2xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
+  unroll.output %p : tensor<?x?x1xf32>
+}
+
+// -----
+
+// A loop's `energy` names an energy.
+unroll.model @energy_attr {
+^bb0(%Z: tensor<?x?x2xf32>):
+  %w = unroll.param "w" : tensor<1x2xf32>
+  %b = unroll.param "b" : tensor<1xf32>
+  // expected-error@+1 {{'unroll.loop' op expected 'nowhere' to name an 'unroll.energy'}}
+  %Y = unroll.loop %Z iterations(2) window(1) injection(add) energy(@nowhere) : tensor<?x?x2xf32> {
+  ^bb0(%u: tensor<?x?x2xf32>):
+    unroll.yield %u : tensor<?x?x2xf32>
+  }
+  %p = unroll.linear %Y, %w, %b : (tensor<?x?x2xf32>, tensor<1x2xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
+  unroll.output %p : tensor<?x?x1xf32>
+}

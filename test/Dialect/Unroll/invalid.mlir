@@ -467,3 +467,76 @@ unroll.energy @bad_rho {
   %p = unroll.pairwise %Y rho(cosine) : tensor<?x4xf64>
   unroll.minimize %p schedule(single) iterations(1)
 }
+
+// -----
+
+// A learnable step size needs an initial alpha.
+unroll.energy @learnable_without_alpha {
+^bb0(%Y: tensor<?x2xf64>, %X: tensor<?x2xf64>):
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<?x2xf64>
+  // expected-error@+1 {{'unroll.minimize' op 'learnable' needs a step size alpha(...) to start from}}
+  unroll.minimize %p schedule(single) iterations(1) learnable
+}
+
+// -----
+
+// The certified schedule has no step size to learn or to set.
+unroll.energy @certified_learnable {
+^bb0(%Y: tensor<?x2xf64>, %X: tensor<?x2xf64>):
+  %Wf = unroll.param "W_f" : tensor<2x2xf64>
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<?x2xf64>
+  %q = unroll.quadratic %Y, %Wf : tensor<?x2xf64>, tensor<2x2xf64>
+  // expected-error@+1 {{'unroll.minimize' op attention(certified) takes one step of size 1/L (a bound of the whole energy's curvature) on all its terms: remove alpha(...)}}
+  unroll.minimize %p, %q schedule(aim) iterations(1) alpha(0.5) attention(certified)
+}
+
+// -----
+
+unroll.energy @constant_without_value {
+^bb0(%Y: tensor<?x2xf64>, %X: tensor<?x2xf64>):
+  // expected-error@+1 {{'unroll.param' op init(constant) requires a 'value' attribute}}
+  %a = unroll.param "alpha" init(constant) : tensor<1xf64>
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<?x2xf64>
+  unroll.minimize %p schedule(single) iterations(1)
+}
+
+// -----
+
+unroll.energy @value_without_constant {
+^bb0(%Y: tensor<?x2xf64>, %X: tensor<?x2xf64>):
+  // expected-error@+1 {{'unroll.param' op a 'value' attribute requires init(constant)}}
+  %a = unroll.param "alpha" {value = 0.5 : f64} : tensor<1xf64>
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<?x2xf64>
+  unroll.minimize %p schedule(single) iterations(1)
+}
+
+// -----
+
+unroll.energy @step_shape {
+^bb0(%Y: tensor<?x2xf64>, %X: tensor<?x2xf64>):
+  %Wf = unroll.param "W_f" : tensor<2x2xf64>
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<?x2xf64>
+  %q = unroll.quadratic %Y, %Wf : tensor<?x2xf64>, tensor<2x2xf64>
+  unroll.minimize %p, %q schedule(aim) iterations(1) alpha(0.5)
+} steps {
+^bb0(%Y: tensor<?x2xf64>, %X: tensor<?x2xf64>):
+  %Wf = unroll.param "W_f" : tensor<2x2xf64>
+  %a = unroll.param "alpha" init(constant) {value = 0.5 : f64} : tensor<2xf64>
+  // expected-error@+1 {{'unroll.grad_step' op expected a step size of type 'tensor<1xf64>', got 'tensor<2xf64>'}}
+  %v = unroll.grad_step %Y, %Wf step %a : tensor<2xf64> alpha(0.5) : tensor<?x2xf64>, tensor<2x2xf64>
+  unroll.yield %v : tensor<?x2xf64>
+}
+
+// -----
+
+unroll.energy @quad_paper {
+^bb0(%Y: tensor<?x2xf64>, %X: tensor<?x2xf64>):
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<?x2xf64>
+  unroll.minimize %p schedule(single) iterations(1)
+} steps {
+^bb0(%Y: tensor<?x2xf64>, %X: tensor<?x2xf64>):
+  %Wf = unroll.param "W_f" : tensor<2x2xf64>
+  // expected-error@+1 {{'unroll.mm_step' op a 'quad' weight requires variant(certified)}}
+  %u = unroll.mm_step %Y quad %Wf : tensor<2x2xf64> form(reweighted_softmax) : tensor<?x2xf64>
+  unroll.yield %u : tensor<?x2xf64>
+}

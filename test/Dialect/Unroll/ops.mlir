@@ -11,7 +11,7 @@
 // CHECK: %[[Q:.*]] = unroll.quadratic %[[Y]], %[[WF]] : tensor<?x4xf64>, tensor<4x4xf64>
 // CHECK: %[[R:.*]] = unroll.sqnorm %[[Y]] center %[[X]] : tensor<?x4xf64> {coeff = 2.000000e+00 : f64} : tensor<?x4xf64>
 // CHECK: %[[N:.*]] = unroll.nonneg %[[Y]] : tensor<?x4xf64>
-// CHECK: unroll.minimize %[[P]], %[[Q]], %[[R]], %[[N]] schedule(proximal_aim) iterations(3) alpha(5.000000e-01) attention(certified)
+// CHECK: unroll.minimize %[[P]], %[[Q]], %[[R]], %[[N]] schedule(proximal_aim) iterations(3) alpha(5.000000e-01) learnable
 unroll.energy @all_terms {
 ^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
   %Wa = unroll.param "W_a" {std = 0.3 : f64} : tensor<4x2xf64>
@@ -20,7 +20,7 @@ unroll.energy @all_terms {
   %q = unroll.quadratic %Y, %Wf : tensor<?x4xf64>, tensor<4x4xf64>
   %r = unroll.sqnorm %Y center %X : tensor<?x4xf64> {coeff = 2.0 : f64} : tensor<?x4xf64>
   %n = unroll.nonneg %Y : tensor<?x4xf64>
-  unroll.minimize %p, %q, %r, %n schedule(proximal_aim) iterations(3) alpha(0.5) attention(certified)
+  unroll.minimize %p, %q, %r, %n schedule(proximal_aim) iterations(3) alpha(0.5) learnable
 }
 
 // A user-written ρ region and a graph mask.
@@ -70,4 +70,71 @@ unroll.energy @steps {
   %v = unroll.grad_step %g, %Wf alpha(0.25) : tensor<?x4xf64>, tensor<4x4xf64>
   %w = unroll.prox_nonneg %v : tensor<?x4xf64>
   unroll.yield %w : tensor<?x4xf64>
+}
+
+// The certified step on the whole energy (`quad`), a learnable step size and
+// a parameter with a constant initial value.
+// CHECK-LABEL: unroll.energy @whole
+// CHECK: unroll.param "alpha" init(constant) {value = 5.000000e-01 : f64} : tensor<1xf64>
+// CHECK: unroll.mm_step %{{.*}} center %{{.*}} : tensor<?x4xf64> quad %{{.*}} : tensor<4x4xf64> form(general) {
+// CHECK: unroll.grad_step %{{.*}}, %{{.*}} step %{{.*}} : tensor<1xf64> alpha(5.000000e-01) : tensor<?x4xf64>, tensor<4x4xf64>
+unroll.energy @whole {
+^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
+  %Wf = unroll.param "W_f" : tensor<4x4xf64>
+  %p = unroll.pairwise %Y rho(neg_exp) : tensor<?x4xf64>
+  %q = unroll.quadratic %Y, %Wf : tensor<?x4xf64>, tensor<4x4xf64>
+  unroll.minimize %p, %q schedule(aim) iterations(1) alpha(0.5)
+} steps {
+^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
+  %Wf = unroll.param "W_f" : tensor<4x4xf64>
+  %a = unroll.param "alpha" init(constant) {value = 0.5 : f64} : tensor<1xf64>
+  %g = unroll.mm_step %Y center %X : tensor<?x4xf64> quad %Wf : tensor<4x4xf64> form(general) {
+  ^bb0(%z: f64):
+    %e = arith.negf %z : f64
+    %w = math.exp %e : f64
+    unroll.yield %w : f64
+  } variant(certified) {coeff = 1.0 : f64} : tensor<?x4xf64>
+  %v = unroll.grad_step %g, %Wf step %a : tensor<1xf64> alpha(0.5) : tensor<?x4xf64>, tensor<4x4xf64>
+  unroll.yield %v : tensor<?x4xf64>
+}
+
+// A looped transformer: model, loop (its body taking the state and P),
+// output and the GPT-2 pieces; a loop body that descends an energy.
+// CHECK-LABEL: unroll.model @looped
+// CHECK: %[[P:.*]] = unroll.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x2xf64>, tensor<4x2xf64>, tensor<4xf64>) -> tensor<?x?x4xf64>
+// CHECK: unroll.loop %[[P]] iterations(3) window(2) injection(none) energy(@steps) : tensor<?x?x4xf64> {
+// CHECK: ^bb0(%[[Y:.*]]: tensor<?x?x4xf64>, %[[IN:.*]]: tensor<?x?x4xf64>):
+// CHECK: unroll.position_embed %[[Y]], %{{.*}} : tensor<?x?x4xf64>, tensor<6x4xf64>
+// CHECK: unroll.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {eps = 1.000000e-03 : f64} : tensor<?x?x4xf64>, tensor<4xf64>
+// CHECK: unroll.linear %{{.*}} -> tensor<?x?x12xf64>
+// CHECK: unroll.attention %{{.*}} heads(2) : tensor<?x?x12xf64> -> tensor<?x?x4xf64>
+// CHECK: unroll.gelu %{{.*}} : tensor<?x?x4xf64>
+// CHECK: unroll.add %{{.*}}, %{{.*}} : tensor<?x?x4xf64>
+// CHECK: unroll.descend @steps(%{{.*}}, %[[IN]]) steps(2) : tensor<?x?x4xf64>
+// CHECK: unroll.output %{{.*}} : tensor<?x?x1xf64>
+unroll.model @looped {
+^bb0(%Z: tensor<?x?x2xf64>):
+  %wi = unroll.param "_read_in.weight" : tensor<4x2xf64>
+  %bi = unroll.param "_read_in.bias" init(zeros) : tensor<4xf64>
+  %wpe = unroll.param "wpe" : tensor<6x4xf64>
+  %g = unroll.param "ln.weight" init(ones) : tensor<4xf64>
+  %b = unroll.param "ln.bias" init(zeros) : tensor<4xf64>
+  %wq = unroll.param "qkv.weight" : tensor<12x4xf64>
+  %bq = unroll.param "qkv.bias" : tensor<12xf64>
+  %wo = unroll.param "_read_out.weight" : tensor<1x4xf64>
+  %bo = unroll.param "_read_out.bias" : tensor<1xf64>
+  %P = unroll.linear %Z, %wi, %bi : (tensor<?x?x2xf64>, tensor<4x2xf64>, tensor<4xf64>) -> tensor<?x?x4xf64>
+  %Y = unroll.loop %P iterations(3) window(2) injection(none) energy(@steps) : tensor<?x?x4xf64> {
+  ^bb0(%y: tensor<?x?x4xf64>, %p: tensor<?x?x4xf64>):
+    %x = unroll.position_embed %y, %wpe : tensor<?x?x4xf64>, tensor<6x4xf64>
+    %a = unroll.layer_norm %x, %g, %b {eps = 1.0e-3 : f64} : tensor<?x?x4xf64>, tensor<4xf64>
+    %qkv = unroll.linear %a, %wq, %bq : (tensor<?x?x4xf64>, tensor<12x4xf64>, tensor<12xf64>) -> tensor<?x?x12xf64>
+    %at = unroll.attention %qkv heads(2) : tensor<?x?x12xf64> -> tensor<?x?x4xf64>
+    %ge = unroll.gelu %at : tensor<?x?x4xf64>
+    %r = unroll.add %x, %ge : tensor<?x?x4xf64>
+    %d = unroll.descend @steps(%r, %p) steps(2) : tensor<?x?x4xf64>
+    unroll.yield %d : tensor<?x?x4xf64>
+  }
+  %pred = unroll.linear %Y, %wo, %bo : (tensor<?x?x4xf64>, tensor<1x4xf64>, tensor<1xf64>) -> tensor<?x?x1xf64>
+  unroll.output %pred : tensor<?x?x1xf64>
 }

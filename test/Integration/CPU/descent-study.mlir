@@ -13,6 +13,7 @@
 // RUN: unroll-energy-check --study %t.so --energy certified_neg_exp --cases 10000 --expect-no-increase | FileCheck %s --check-prefix=CERT
 // RUN: unroll-energy-check --study %t.so --energy certified_log2 --cases 10000 --expect-no-increase | FileCheck %s --check-prefix=CERT
 // RUN: unroll-energy-check --study %t.so --energy certified_log1 --cases 10000 --expect-no-increase | FileCheck %s --check-prefix=CERT
+// RUN: unroll-energy-check --study %t.so --energy certified_eq20 --cases 10000 --expect-no-increase | FileCheck %s --check-prefix=CERT
 //
 // PAPER: descent study @paper_{{.*}} 10000 random cases
 // PAPER: steps that increased E:
@@ -58,4 +59,19 @@ unroll.energy @certified_log1 {
   %e = unroll.pairwise %Y rho(log_plus_one) : tensor<?x?xf64>
   %r = unroll.sqnorm %Y : tensor<?x?xf64>
   unroll.minimize %e, %r schedule(single) iterations(1) attention(certified)
+}
+
+// P1 eq. 20's energy with the residual term, certified: one step on the
+// majorizer of the whole smooth part, then the prox of the indicator. The
+// whole energy must never increase (the guarantee a trained energy-derived
+// model relies on; docs/experiments/energy-icl/).
+unroll.energy @certified_eq20 {
+^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
+  %Wa = unroll.param "W_a" {std = 0.6 : f64} : tensor<4x4xf64>
+  %Wf = unroll.param "W_f" {std = 0.5 : f64} : tensor<4x4xf64>
+  %e = unroll.pairwise %Y proj %Wa : tensor<4x4xf64> rho(neg_exp) mask(causal) : tensor<?x4xf64>
+  %q = unroll.quadratic %Y, %Wf : tensor<?x4xf64>, tensor<4x4xf64>
+  %r = unroll.sqnorm %Y center %X : tensor<?x4xf64> : tensor<?x4xf64>
+  %n = unroll.nonneg %Y : tensor<?x4xf64>
+  unroll.minimize %e, %q, %r, %n schedule(proximal_aim) iterations(1) attention(certified)
 }

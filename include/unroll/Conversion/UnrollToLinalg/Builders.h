@@ -233,9 +233,10 @@ public:
   }
   /// Full reduction of an unbatched `rank`-d space to a scalar (weights).
   Value reduceAll(ArrayRef<Value> ins, ArrayRef<AffineMap> maps, BodyFn body, unsigned rank) {
-    Value init = b.create<linalg::FillOp>(
-                      loc, cst(0.0), b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
-                     .getResult(0);
+    Value init =
+        b.create<linalg::FillOp>(loc, cst(0.0),
+                                 b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
+            .getResult(0);
     Value r = generic(rank, ins, maps, init, scalar(rank), parRed(0, rank), body);
     return b.create<tensor::ExtractOp>(loc, r, ValueRange{});
   }
@@ -275,7 +276,8 @@ private:
       it.push_back(c == 'p' ? utils::IteratorType::parallel : utils::IteratorType::reduction);
     return generic(rank, ins, maps, filled(sizes, 0.0), map(rank, out), it,
                    [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                     return nb.create<arith::AddFOp>(l, a[2], nb.create<arith::MulFOp>(l, a[0], a[1]));
+                     return nb.create<arith::AddFOp>(l, a[2],
+                                                     nb.create<arith::MulFOp>(l, a[0], a[1]));
                    });
   }
 };

@@ -202,7 +202,11 @@ LogicalResult MinimizeOp::verify() {
   if (s == Schedule::proximal_aim && !nonneg)
     return emitOpError("schedule 'proximal_aim' expected an 'unroll.nonneg' "
                        "term");
-  if (s != Schedule::single) {
+  bool certified = getAttention() == AttentionVariant::certified;
+  if (certified && s != Schedule::single && getAlpha())
+    return emitOpError("attention(certified) takes one step of size 1/L (a bound of the whole "
+                       "energy's curvature) on all its terms: remove alpha(...)");
+  if (s != Schedule::single && !certified) {
     if (!getAlpha())
       return emitOpError() << "schedule '" << name << "' expected a step size alpha(...)";
     double a = getAlpha()->convertToDouble();
@@ -213,5 +217,8 @@ LogicalResult MinimizeOp::verify() {
   }
   if (getLearnable() && !getAlpha())
     return emitOpError("'learnable' needs a step size alpha(...) to start from");
+  if (getLearnable() && getAttention() == AttentionVariant::certified)
+    return emitOpError("'learnable' has no step size to learn with attention(certified): its "
+                       "step size is 1/L, from a bound of the whole energy's curvature");
   return success();
 }

@@ -144,8 +144,7 @@ LogicalResult ModelOp::verifyRegions() {
   // The head must depend on the loop's result, not on values before it other
   // than parameters (it is re-run on every iterate the loss sees).
   LoopOp loop = getLoop();
-  if (auto e = loop.getEnergyAttr();
-      e && !SymbolTable::lookupNearestSymbolFrom<EnergyOp>(*this, e))
+  if (auto e = loop.getEnergyAttr(); e && !SymbolTable::lookupNearestSymbolFrom<EnergyOp>(*this, e))
     return loop.emitOpError() << "expected '" << e.getValue() << "' to name an 'unroll.energy'";
   for (Operation *op = loop->getNextNode(); op && op != &body.back(); op = op->getNextNode())
     for (Value v : op->getOperands()) {

@@ -34,6 +34,12 @@ LogicalResult MMStepOp::verify() {
                                      : "a weight region requires form(general)");
   if (getVariant() == AttentionVariant::certified && !general)
     return emitOpError("variant(certified) requires form(general)");
+  if (getQuad()) {
+    if (getVariant() != AttentionVariant::certified)
+      return emitOpError("a 'quad' weight requires variant(certified)");
+    if (failed(verifyFeatureMatrix(*this, getY(), getQuad(), "quad", true)))
+      return failure();
+  }
   if (getCoeff().convertToDouble() < 0.0)
     return emitOpError() << "expected coeff >= 0, got " << getCoeff().convertToDouble();
   if (general)
@@ -112,9 +118,10 @@ LogicalResult MMStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
   Type dprojTy = getProj() ? getProj().getType() : Type();
   Value center = certified ? getCenter() : Value();
   Type dcenterTy = center ? center.getType() : Type();
-  auto v = b.create<MMStepVJPOp>(getLoc(), getY().getType(), dprojTy, dcenterTy, getY(), getProj(),
-                                 dy, center, getFormAttr(), getVariantAttr(), getMaskAttr(),
-                                 getGraphAttr(), getCoeffAttr());
+  Type dquadTy = getQuad() ? getQuad().getType() : Type();
+  auto v = b.create<MMStepVJPOp>(getLoc(), getY().getType(), dprojTy, dcenterTy, dquadTy, getY(),
+                                 getProj(), dy, center, getQuad(), getFormAttr(), getVariantAttr(),
+                                 getMaskAttr(), getGraphAttr(), getCoeffAttr());
   // The VJP's weight region yields (rho'(z), rho''(z)).
   if (getForm() == WeightForm::general)
     differentiateScalarRegion(getWeightBody(), v.getWeightBody(), getLoc(),
@@ -123,7 +130,9 @@ LogicalResult MMStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
     return failure();
   if (getProj() && failed(rm.addCotangent(*this, getProj(), v.getDproj())))
     return failure();
-  if (center)
-    return rm.addCotangent(*this, center, v.getDcenter());
+  if (center && failed(rm.addCotangent(*this, center, v.getDcenter())))
+    return failure();
+  if (getQuad())
+    return rm.addCotangent(*this, getQuad(), v.getDquad());
   return success();
 }

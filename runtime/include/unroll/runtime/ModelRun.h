@@ -76,6 +76,8 @@ public:
   bool init(const Model &m, const nlohmann::json &info, std::string &error);
   const nlohmann::json &info() const { return *info_; }
   int64_t numParams() const { return numParams_; }
+  /// The library's element type is f32 (else f64).
+  bool f32() const { return f32_; }
   /// Threads over the batch (default: all cores; tools read $UNROLL_THREADS).
   /// Results depend on the count only through summation order.
   /// GPU libraries take the whole batch in one call (threads stay 1).
@@ -91,6 +93,16 @@ public:
   bool lossGrad(const Prompts &p, const std::vector<double> &theta, int64_t loops, int64_t window,
                 std::vector<double> &losses, std::vector<double> &grad, std::string &error) const;
 
+  /// Whether the model's loop descends an energy whose values the library
+  /// reports (@M_energy_trace; model info "energy").
+  bool hasEnergyTrace() const { return energyTrace_ != nullptr; }
+  /// energies [(loops + 1) · B]: E(Y_t; P) of every prompt at the states
+  /// t = 0 .. loops; starts [loops · B]: E at the point u_t each iteration's
+  /// steps start from (Y_{t-1}, or Y_{t-1} + P with injection(add)).
+  bool energyTrace(const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                   std::vector<double> &energies, std::vector<double> &starts,
+                   std::string &error) const;
+
   /// Whether the library has the compiled optimizer step (@M_adam).
   bool hasAdam() const { return adam_ != nullptr; }
   /// lossGrad on resident state: reads st.theta, writes st.grad.
@@ -103,7 +115,7 @@ public:
 private:
   bool check(const Prompts &p, int64_t thetaSize, int64_t loops, std::string &error) const;
   const nlohmann::json *info_ = nullptr;
-  void *forward_ = nullptr, *lossGrad_ = nullptr, *adam_ = nullptr;
+  void *forward_ = nullptr, *lossGrad_ = nullptr, *adam_ = nullptr, *energyTrace_ = nullptr;
   bool f32_ = false, gpu_ = false;
   int64_t numParams_ = 0, dim_ = 0, positions_ = -1;
   int threads_ = 1;

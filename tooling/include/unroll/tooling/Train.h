@@ -57,6 +57,13 @@ int evaluate(const ModelRunner &run, const std::vector<double> &theta, const Tra
 int loopStudy(const ModelRunner &run, const std::vector<double> &theta, const TrainConfig &cfg,
               const std::vector<int64_t> &loops);
 
+/// For a model whose loop descends an energy: the energy E(Y_t; P) of every
+/// iterate on fresh prompts (up to 256 of the evaluation's), how often an
+/// iteration's steps increase it and how many prompts descend monotonically;
+/// writes energy.csv / energy.json / energy.svg into cfg.out and prints a
+/// table. Returns a process exit code.
+int energyStudy(const ModelRunner &run, const std::vector<double> &theta, const TrainConfig &cfg);
+
 /// 5% and 95% quantiles, over `resamples` bootstrap resamples of the prompts,
 /// of the mean of errs[prompt, i] / norm, for each position i < k.
 void bootstrapBands(const std::vector<double> &errs, int64_t prompts, int64_t k, double norm,

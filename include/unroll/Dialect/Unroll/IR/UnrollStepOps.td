@@ -32,7 +32,11 @@ def Unroll_MMStepOp : Unroll_Op<"mm_step", [DeclareOpInterfaceMethods<Unroll_VJP
     * `variant(certified)`: Y <- Y - (L_w~ Y S + c (Y - C)) / L with
       w~ = w + w^T, S = W_a W_a^T, L = 2 max_i deg_i ||W_a||_F² + c: a
       gradient step on the majorizer that cannot increase the energy.
-      Requires `form(general)`.
+      Requires `form(general)`. With `quad` W (the quadratic term
+      ½Tr(Y W Yᵀ) of the same energy) the step is on the majorizer of the
+      whole smooth part: the gradient gains Y (W + Wᵀ)/2 and L gains
+      ‖(W + Wᵀ)/2‖_F, so that (with the prox of the indicator after it) the
+      whole energy cannot increase.
 
     ```mlir
     %u = unroll.mm_step %Y form(reweighted_softmax) mask(causal)
@@ -42,6 +46,7 @@ def Unroll_MMStepOp : Unroll_Op<"mm_step", [DeclareOpInterfaceMethods<Unroll_VJP
   let arguments = (ins TokenMatrix:$y,
                        Optional<RankedTensorOf<[F32, F64]>>:$proj,
                        Optional<TokenMatrix>:$center,
+                       Optional<RankedTensorOf<[F32, F64]>>:$quad,
                        Unroll_WeightForm:$form,
                        DefaultValuedAttr<Unroll_AttentionVariant,
                                          "AttentionVariant::paper">:$variant,
@@ -51,7 +56,8 @@ def Unroll_MMStepOp : Unroll_Op<"mm_step", [DeclareOpInterfaceMethods<Unroll_VJP
   let results = (outs TokenMatrix:$result);
   let regions = (region AnyRegion:$weight_body);
   let assemblyFormat = [{
-    $y (`proj` $proj^ `:` type($proj))? (`center` $center^ `:` type($center))? `form` `(` $form `)`
+    $y (`proj` $proj^ `:` type($proj))? (`center` $center^ `:` type($center))?
+    (`quad` $quad^ `:` type($quad))? `form` `(` $form `)`
     ($weight_body^)? (`variant` `(` $variant^ `)`)? (`mask` `(` $mask^ `)`)?
     attr-dict `:` type($y)
   }];

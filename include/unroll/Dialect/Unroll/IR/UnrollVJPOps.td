@@ -68,22 +68,27 @@ def Unroll_MMStepVJPOp : Unroll_Op<"mm_step_vjp", [Pure, AttrSizedOperandSegment
     L = 2 max_i deg_i ‖W_a‖_F² + c: the maximum passes its gradient to the
     row of largest degree, shared equally among rows that tie (exact where
     one row attains it, and where rows tie identically, as the two rows of
-    a two-token step always do). Gives dC when the step has a center.
+    a two-token step always do). Gives dC when the step has a center and
+    dW for its `quad` weight.
   }];
   let arguments = (ins TokenMatrix:$y, Optional<RankedTensorOf<[F32, F64]>>:$proj,
-                       TokenMatrix:$dy, Optional<TokenMatrix>:$center, Unroll_WeightForm:$form,
+                       TokenMatrix:$dy, Optional<TokenMatrix>:$center,
+                       Optional<RankedTensorOf<[F32, F64]>>:$quad, Unroll_WeightForm:$form,
                        DefaultValuedAttr<Unroll_AttentionVariant,
                                          "AttentionVariant::paper">:$variant,
                        DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
                        OptionalAttr<ElementsAttr>:$graph,
                        DefaultValuedAttr<F64Attr, "0.0">:$coeff);
   let results = (outs TokenMatrix:$dx, Optional<RankedTensorOf<[F32, F64]>>:$dproj,
-                      Optional<TokenMatrix>:$dcenter);
+                      Optional<TokenMatrix>:$dcenter,
+                      Optional<RankedTensorOf<[F32, F64]>>:$dquad);
   let regions = (region AnyRegion:$weight_body);
   let assemblyFormat = [{
     $y (`proj` $proj^ `:` type($proj))? `,` $dy (`center` $center^ `:` type($center))?
+    (`quad` $quad^ `:` type($quad))?
     `form` `(` $form `)` ($weight_body^)? (`variant` `(` $variant^ `)`)? (`mask` `(` $mask^ `)`)?
     attr-dict `:` type($y) (`->` type($dproj)^)? (`center_grad` type($dcenter)^)?
+    (`quad_grad` type($dquad)^)?
   }];
 }
 
