@@ -35,11 +35,14 @@ Tape mlir::unroll::lowering::planTape(LoopOp loop) {
   IRMapping toBody;
   for (auto [r, b] : llvm::zip(rev.getArguments(), body.getArguments()))
     toBody.map(r, b);
-  // Parameters correspond by name (the body may declare its own).
-  for (auto p : rev.getOps<ParamOp>())
-    for (auto q : body.getOps<ParamOp>())
-      if (q.getName() == p.getName())
-        toBody.map(p.getResult(), q.getResult());
+  // Parameters correspond by name (a body may declare one several times,
+  // e.g. once per inlined descent step).
+  auto same = [&](Value r, Value b) {
+    auto pr = r.getDefiningOp<ParamOp>(), pb = b.getDefiningOp<ParamOp>();
+    if (pr || pb)
+      return pr && pb && pr.getName() == pb.getName();
+    return toBody.lookupOrDefault(r) == b;
+  };
   DenseSet<Operation *> matched;
   for (Operation &op : rev) {
     if (!t.primal.contains(&op))
@@ -51,9 +54,8 @@ Tape mlir::unroll::lowering::planTape(LoopOp loop) {
           cand.getResultTypes() != op.getResultTypes() ||
           cand.getNumOperands() != op.getNumOperands())
         continue;
-      if (llvm::all_of(llvm::zip(op.getOperands(), cand.getOperands()), [&](auto pair) {
-            return toBody.lookupOrDefault(std::get<0>(pair)) == std::get<1>(pair);
-          })) {
+      if (llvm::all_of(llvm::zip(op.getOperands(), cand.getOperands()),
+                       [&](auto pair) { return same(std::get<0>(pair), std::get<1>(pair)); })) {
         match = &cand;
         break;
       }
