@@ -6,6 +6,7 @@
 // RUN: unroll-opt %s --lower-to-cpu=recompute-window=1 --dump-pass-pipeline 2>&1 >/dev/null | FileCheck %s --check-prefix=RECOMPUTE
 
 // PIPE: unroll-derive-steps
+// PIPE-SAME: unroll-inline-descent
 // PIPE-SAME: unroll-differentiate
 // PIPE-SAME: convert-unroll-to-entry-points{chip= recompute-window=false target=cpu}
 // PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=true}

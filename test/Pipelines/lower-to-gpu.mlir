@@ -12,6 +12,7 @@
 // CPU kernels), bufferization, the kernel mapping, NVVM and serialization.
 // PIPE: unroll-gpu-check-toolkit{cuda-path={{.*}} format=isa}
 // PIPE-SAME: unroll-derive-steps
+// PIPE-SAME: unroll-inline-descent
 // PIPE-SAME: unroll-differentiate
 // PIPE-SAME: convert-unroll-to-entry-points{chip=sm_80 recompute-window=false target=gpu}
 // PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=false}
