@@ -41,11 +41,11 @@ train() {
     --lr 1e-3 --seed 0 --eval-prompts 1280 --log-every 500 --out "$OUT/$m" > "$OUT/$m.log" 2>&1
   echo "trained $m" >&2
 }
-pids=()
+running=0
 for m in "${MODELS[@]}"; do
+  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
   train "$m" &
-  pids+=($!)
-  if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+  running=$((running + 1))
 done
 wait
 for m in "${MODELS[@]}"; do

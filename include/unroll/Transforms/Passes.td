@@ -14,8 +14,12 @@ def UnrollDeriveSteps : Pass<"unroll-derive-steps", "ModuleOp"> {
     in the schedule's order. The attention weights are rho'(z): for
     rho = -exp(-z) (paper variant) the reweighted softmax of Thm 3.1; for
     every other rho, and for user-written rho, a region computing rho'(z)
-    built by differentiating the rho region (forward mode). Energies whose
-    steps are already present are left alone.
+    built by differentiating the rho region (forward mode). With
+    `learnable`, the gradient step reads its size from the parameter
+    `alpha`. With `attention(certified)` and a quadratic term, one certified
+    step on the majorizer of the whole smooth part replaces the attention
+    and gradient steps. Energies whose steps are already present are left
+    alone.
   }];
   let options = [
     Option<"assumeUnitNorm", "assume-unit-norm", "bool", /*default=*/"false",
@@ -49,19 +53,21 @@ def UnrollInlineDescent : Pass<"unroll-inline-descent", "ModuleOp"> {
 }
 
 def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
-  let summary = "Build the reverse-mode (VJP) regions of every model";
+  let summary = "Build the reverse-mode (VJP) regions of every model and energy";
   let description = [{
     For each `unroll.model` whose reverse regions are empty, writes
-    vector-Jacobian products, one rule per step op, in reverse order:
+    vector-Jacobian products in reverse order: each region starts with a
+    copy of its forward ops, then the ReverseMode driver asks every op for
+    its rule (VJPOpInterface, implemented next to the op):
 
-    * the loop's `reverse` region (u, dY) -> du recomputes the body from u
-      (only the loop states are stored by the lowering) and back-propagates,
-    * the model's `head_reverse` (Y, dpred) -> dY does the same for the
-      read-out,
+    * the loop's `reverse` region (u, [P,] dY) -> du (the lowering reads the
+      activations the VJPs need from the window's tape, or recomputes them
+      from this copy); the cotangent of P becomes `unroll.accumulate_grad`,
+    * the model's `head_reverse` (Y, dpred) -> dY for the read-out,
     * `embed_reverse` (Z, dP) for the read-in.
 
     Energies get a `reverse` region (Y, X, dY') -> dY for one descent
-    iteration.
+    iteration (X's cotangent as `unroll.accumulate_grad`).
     Parameter gradients become `unroll.accumulate_grad`. The truncated loss
     over the last T iterations is assembled by the lowering from these
     regions (see docs/Rationale.md).

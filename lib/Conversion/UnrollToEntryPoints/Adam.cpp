@@ -7,7 +7,7 @@ using namespace mlir::unroll;
 using namespace mlir::unroll::lowering;
 
 /// @M_adam(theta, grad, m, v, lr_bc1, sqrt_bc2, beta1, beta2, eps, partial[R]):
-/// one Adam step in place, PyTorch's formulation as in runtime/Adam.h
+/// one Adam step in place, PyTorch's formulation as in tooling/include/unroll/tooling/Adam.h
 /// (lr_bc1 = lr / (1 - beta1^t), sqrt_bc2 = sqrt(1 - beta2^t)):
 ///   m <- beta1 m + (1 - beta1) g,  v <- beta2 v + (1 - beta2) g^2,
 ///   theta <- theta - lr_bc1 m / (sqrt(v) / sqrt_bc2 + eps),

@@ -1,4 +1,4 @@
-"""Compares unroll's in-context baselines (runtime/Baselines.cpp, through
+"""Compares unroll's in-context baselines (tooling/Baselines.cpp, through
 unroll-baseline-check) with scikit-learn on the same data.
 
   python3 baselines_vs_sklearn.py TOOL WORKDIR
