@@ -12,6 +12,9 @@
 #   energy_cert     examples/energy_icl_certified.mlir: the certified step on
 #                   the whole energy (every iteration provably descends)
 #   energy_d160     energy with D = 160 (about the GPT-2's parameter count)
+#   energy_pos      energy with a learned position embedding added in the
+#                   read-in (P = read_in(Z) + wpe), so that attention can pair
+#                   a y token with its x token by position
 #
 # For each: the error against k (eval.csv), the energy along the loop after
 # training (energy.csv: steps that increased it), the parameter count and the
@@ -22,21 +25,40 @@ set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/energy-icl}; STEPS=${3:-5000}
 BIN="$BUILD/bin"
 mkdir -p "$OUT"
-sed 's/64xf32/160xf32/g; s/<64x/<160x/g; s/std = 0.125/std = 0.079/' examples/energy_icl.mlir \
-  | sed 's/@icl_energy\b/@icl_energy_d160/g; s/@energy_icl\b/@energy_icl_d160/' > "$OUT/energy_icl_d160.mlir"
+if [ ! -f "$OUT/energy_icl_d160.mlir" ] || [ examples/energy_icl.mlir -nt "$OUT/energy_icl_d160.mlir" ]; then
+  sed 's/64xf32/160xf32/g; s/<64x/<160x/g; s/std = 0.125/std = 0.079/' examples/energy_icl.mlir \
+    | sed 's/@icl_energy\b/@icl_energy_d160/g; s/@energy_icl\b/@energy_icl_d160/' > "$OUT/energy_icl_d160.mlir"
+fi
+if [ ! -f "$OUT/energy_icl_pos.mlir" ] || [ examples/energy_icl.mlir -nt "$OUT/energy_icl_pos.mlir" ]; then
+  python3 - examples/energy_icl.mlir "$OUT/energy_icl_pos.mlir" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+old = "  %P = unroll.linear %Z, %Wi, %bi : (tensor<?x?x5xf32>, tensor<64x5xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>"
+assert old in s
+s = s.replace(old, """  %wpe = unroll.param "wpe" {std = 0.1 : f64} : tensor<23x64xf32>
+  %P0 = unroll.linear %Z, %Wi, %bi : (tensor<?x?x5xf32>, tensor<64x5xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %P = unroll.position_embed %P0, %wpe : tensor<?x?x64xf32>, tensor<23x64xf32>""")
+s = s.replace("@icl_energy", "@icl_energy_pos").replace("@energy_icl ", "@energy_icl_pos ")
+open(sys.argv[2], "w").write(s)
+PY
+fi
 declare -A SRC=([gpt2]=examples/looped_gpt2_small.mlir [energy]=examples/energy_icl.mlir
                 [energy_add]=examples/energy_icl_add.mlir
                 [energy_cert]=examples/energy_icl_certified.mlir
-                [energy_d160]="$OUT/energy_icl_d160.mlir")
-MODELS=(gpt2 energy energy_add energy_cert energy_d160)
+                [energy_d160]="$OUT/energy_icl_d160.mlir" [energy_pos]="$OUT/energy_icl_pos.mlir")
+MODELS=(gpt2 energy energy_add energy_cert energy_d160 energy_pos)
 for m in "${MODELS[@]}"; do
+  if [ -f "$OUT/$m.so" ] && [ "$OUT/$m.so" -nt "${SRC[$m]}" ] && [ "$OUT/$m.so" -nt "$BIN/unroll-opt" ]; then
+    continue
+  fi
   echo "compiling ${SRC[$m]}" >&2
   "$BIN/unroll-opt" "${SRC[$m]}" --lower-to-cpu -o "$OUT/$m.mlir"
   "$BIN/unroll-translate" "$OUT/$m.mlir" -o "$OUT/$m.so"
 done
 # Two trainings at a time (one thread each), then the timings alone.
-train() {
+train() { # (a model already trained in OUT is kept: rerun to redo only what is missing)
   local m=$1
+  [ -f "$OUT/$m/eval.csv" ] && [ -f "$OUT/$m.log" ] && return
   UNROLL_THREADS=1 "$BIN/unroll-run" "$OUT/$m.so" --task icl_linear --steps "$STEPS" --batch 64 \
     --lr 1e-3 --seed 0 --eval-prompts 1280 --log-every 500 --out "$OUT/$m" > "$OUT/$m.log" 2>&1
   echo "trained $m" >&2
@@ -60,6 +82,7 @@ done
   "$OUT/energy_add/eval.csv:model:energy, loop injection (D 64)" \
   "$OUT/energy_cert/eval.csv:model:energy, certified (D 64)" \
   "$OUT/energy_d160/eval.csv:model:energy, residual (D 160)" \
+  "$OUT/energy_pos/eval.csv:model:energy, residual, positions in P (D 64)" \
   "$OUT/gpt2/eval.csv:least_squares:least squares" "$OUT/gpt2/eval.csv:averaging:averaging" \
   "$OUT/gpt2/eval.csv:nearest_neighbors_3:3-NN"
 python3 - "$OUT" "$STEPS" "${MODELS[@]}" <<'PY'
