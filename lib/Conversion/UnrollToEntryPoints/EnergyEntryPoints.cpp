@@ -23,34 +23,6 @@ using namespace mlir::unroll::lowering;
 
 namespace {
 
-/// theta[offset(p) : +numel(p)] += g, flattened.
-Value accumulateTheta(OpBuilder &b, Location loc, Value theta, const ParamInfo &info, Value g) {
-  int64_t numel = info.type.getNumElements();
-  Type elem = info.type.getElementType();
-  Value flat = g;
-  if (info.type.getRank() != 1) {
-    ReassociationIndices all;
-    for (int64_t i = 0; i < info.type.getRank(); ++i)
-      all.push_back(i);
-    flat = b.create<tensor::CollapseShapeOp>(loc, g, ArrayRef<ReassociationIndices>{all});
-  }
-  SmallVector<OpFoldResult> off{b.getIndexAttr(info.offset)}, sz{b.getIndexAttr(numel)},
-      st{b.getIndexAttr(1)};
-  auto ty = RankedTensorType::get({numel}, elem);
-  Value cur = b.create<tensor::ExtractSliceOp>(loc, ty, theta, off, sz, st);
-  Value sum =
-      b.create<linalg::GenericOp>(loc, ty, ValueRange{cur, flat},
-                                  ValueRange{b.create<tensor::EmptyOp>(loc, ty, ValueRange{})},
-                                  SmallVector<AffineMap>(3, b.getMultiDimIdentityMap(1)),
-                                  SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
-                                  [](OpBuilder &nb, Location l, ValueRange a) {
-                                    nb.create<linalg::YieldOp>(
-                                        l, ValueRange{nb.create<arith::AddFOp>(l, a[0], a[1])});
-                                  })
-          .getResult(0);
-  return b.create<tensor::InsertSliceOp>(loc, sum, theta, off, sz, st);
-}
-
 class EnergyLowering {
 public:
   EnergyLowering(EnergyOp energy) : energy(energy) { table.collect(energy); }
@@ -143,7 +115,7 @@ Value EnergyLowering::runRegion(OpBuilder &b, Region &region, ArrayRef<Value> ar
         const ParamInfo &info = table[p.getName()];
         Emitter e(b, op.getLoc(), elem());
         g = e.castTo(g, info.type);
-        grads.theta = accumulateTheta(b, op.getLoc(), grads.theta, info, g);
+        grads.theta = accumulateInto(b, op.getLoc(), grads.theta, info, g);
       } else {
         // The input X.
         Emitter e(b, op.getLoc(), elem());
