@@ -260,35 +260,10 @@ llvm::json::Object EnergyLowering::info() {
   MinimizeOp min = energy.getMinimize();
   auto tok = energy.getTokenType();
   llvm::json::Array ps = table.toJson();
-  // Each term with what an independent evaluator needs to recompute it.
-  auto paramName = [](Value v) -> llvm::json::Value {
-    if (auto p = v ? v.getDefiningOp<ParamOp>() : ParamOp())
-      return p.getName().str();
-    return nullptr;
-  };
-  auto centerName = [&](Value v) -> llvm::json::Value {
-    if (!v)
-      return "zero";
-    if (v == energy.getInput())
-      return "X";
-    return paramName(v);
-  };
-  llvm::json::Array terms;
   PairwiseOp pw;
-  for (Value t : min.getTerms()) {
-    Operation *d = t.getDefiningOp();
-    llvm::json::Object term{{"op", d->getName().stripDialect().str()}};
-    if (auto p = dyn_cast<PairwiseOp>(d)) {
+  for (Value t : min.getTerms())
+    if (auto p = t.getDefiningOp<PairwiseOp>())
       pw = p;
-      term["proj"] = paramName(p.getProj());
-    } else if (auto q = dyn_cast<QuadraticOp>(d)) {
-      term["weight"] = paramName(q.getWeight());
-    } else if (auto r = dyn_cast<SqNormOp>(d)) {
-      term["coeff"] = r.getCoeff().convertToDouble();
-      term["center"] = centerName(r.getCenter());
-    }
-    terms.push_back(std::move(term));
-  }
   llvm::json::Object o{
       {"name", energy.getSymName().str()},
       {"trace", (energy.getSymName() + "_trace").str()},
@@ -309,7 +284,7 @@ llvm::json::Object EnergyLowering::info() {
       {"iterations", min.getIterations()},
       {"rho", stringifyRhoKind(pw.getRho()).str()},
       {"mask", stringifyMaskKind(pw.getMask()).str()},
-      {"terms", std::move(terms)},
+      {"terms", energyTermsJson(energy)},
       {"num_params", table.numParams},
       {"params", std::move(ps)}};
   if (min.getAlpha())

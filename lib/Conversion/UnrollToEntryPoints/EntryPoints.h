@@ -69,6 +69,11 @@ MemRefType dynMemref(unsigned rank, Type elem);
 /// grad[offset(p) : +numel(p)] += g (flattened), as tensors; returns the new
 /// gradient vector.
 Value accumulateInto(OpBuilder &b, Location loc, Value grad, const ParamInfo &p, Value g);
+/// The terms of an energy's minimize, for the library's info: each term's
+/// op and the parameters, rho, mask, coefficient and center an independent
+/// evaluator needs (a center is "zero", "X" for the energy's input, or a
+/// parameter's name).
+llvm::json::Array energyTermsJson(EnergyOp energy);
 
 //===----------------------------------------------------------------------===//
 // The window's tape (Tape.cpp)

@@ -601,29 +601,6 @@ llvm::json::Object ModelLowering::info() {
     // The energy the loop descends, and what an independent evaluator needs
     // to recompute its terms and steps.
     MinimizeOp min = e.getMinimize();
-    auto paramName = [](Value v) -> llvm::json::Value {
-      if (auto p = v ? v.getDefiningOp<ParamOp>() : ParamOp())
-        return p.getName().str();
-      return nullptr;
-    };
-    llvm::json::Array terms;
-    for (Value term : min.getTerms()) {
-      Operation *d = term.getDefiningOp();
-      llvm::json::Object j{{"op", d->getName().stripDialect().str()}};
-      if (auto pw = dyn_cast<PairwiseOp>(d)) {
-        j["proj"] = paramName(pw.getProj());
-        j["rho"] = stringifyRhoKind(pw.getRho()).str();
-        j["mask"] = stringifyMaskKind(pw.getMask()).str();
-      } else if (auto q = dyn_cast<QuadraticOp>(d)) {
-        j["weight"] = paramName(q.getWeight());
-      } else if (auto r = dyn_cast<SqNormOp>(d)) {
-        j["coeff"] = r.getCoeff().convertToDouble();
-        j["center"] = !r.getCenter()                  ? llvm::json::Value("zero")
-                      : r.getCenter() == e.getInput() ? llvm::json::Value("X")
-                                                      : paramName(r.getCenter());
-      }
-      terms.push_back(std::move(j));
-    }
     int64_t steps = 0;
     MMStepOp first;
     loop.getBody().walk([&](MMStepOp m) {
@@ -643,7 +620,7 @@ llvm::json::Object ModelLowering::info() {
                           {"input", loop.getBody().getNumArguments() == 2 ? "P" : "none"},
                           {"rho", stringifyRhoKind(pw.getRho()).str()},
                           {"mask", stringifyMaskKind(pw.getMask()).str()},
-                          {"terms", std::move(terms)}};
+                          {"terms", energyTermsJson(e)}};
     if (first)
       eo["weight_form"] = stringifyWeightForm(first.getForm()).str();
     if (min.getAlpha())

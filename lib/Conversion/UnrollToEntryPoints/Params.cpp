@@ -90,3 +90,30 @@ Value mlir::unroll::lowering::accumulateInto(OpBuilder &b, Location loc, Value g
   });
   return b.create<tensor::InsertSliceOp>(loc, sum, grad, off, sz, st);
 }
+
+llvm::json::Array mlir::unroll::lowering::energyTermsJson(EnergyOp energy) {
+  auto paramName = [](Value v) -> llvm::json::Value {
+    if (auto p = v ? v.getDefiningOp<ParamOp>() : ParamOp())
+      return p.getName().str();
+    return nullptr;
+  };
+  llvm::json::Array terms;
+  for (Value term : energy.getMinimize().getTerms()) {
+    Operation *d = term.getDefiningOp();
+    llvm::json::Object j{{"op", d->getName().stripDialect().str()}};
+    if (auto pw = dyn_cast<PairwiseOp>(d)) {
+      j["proj"] = paramName(pw.getProj());
+      j["rho"] = stringifyRhoKind(pw.getRho()).str();
+      j["mask"] = stringifyMaskKind(pw.getMask()).str();
+    } else if (auto q = dyn_cast<QuadraticOp>(d)) {
+      j["weight"] = paramName(q.getWeight());
+    } else if (auto r = dyn_cast<SqNormOp>(d)) {
+      j["coeff"] = r.getCoeff().convertToDouble();
+      j["center"] = !r.getCenter()                       ? llvm::json::Value("zero")
+                    : r.getCenter() == energy.getInput() ? llvm::json::Value("X")
+                                                         : paramName(r.getCenter());
+    }
+    terms.push_back(std::move(j));
+  }
+  return terms;
+}
