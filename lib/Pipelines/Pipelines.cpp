@@ -156,6 +156,12 @@ static void buildKernelMapping(OpPassManager &pm, int64_t blockSize, bool emulat
   pm.addNestedPass<func::FuncOp>(createUnrollGPUMapLoops(mo));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (!emulate) {
+    // What host code still does to buffers runs on the device too; then
+    // buffers move to device memory and launches onto one stream per call.
+    pm.addNestedPass<func::FuncOp>(createUnrollGPUSerialKernels());
+    pm.addPass(createUnrollGPUAsync());
+  }
 }
 
 void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOptions &options) {

@@ -1,19 +1,23 @@
 //===- CudaRuntime.cpp - the mgpu* functions of GPU compiled.so ----------===//
 //
 // `unroll-opt --lower-to-gpu` produces host code that calls MLIR's GPU
-// runtime interface (mgpuModuleLoad, mgpuLaunchKernel, ...) and allocates
-// through _mlir_memref_to_llvm_alloc/free. unroll-translate links this file
-// (as libunroll_cuda_runtime.a) into every GPU compiled.so, so the library
-// needs nothing but an NVIDIA driver at run time:
+// runtime interface (mgpuModuleLoad, mgpuLaunchKernel, mgpuMemAlloc, ...).
+// unroll-translate links this file (as libunroll_cuda_runtime.a) into every
+// GPU compiled.so, so the library needs nothing but an NVIDIA driver at run
+// time:
 //
 //  * the driver API is opened with dlopen("libcuda.so.1"); no CUDA headers or
 //    toolkit libraries are needed to build or to run;
 //  * modules are loaded once per embedded binary and cached, as are kernel
-//    handles; one stream per thread is reused for every launch;
-//  * every allocation is CUDA managed memory (reachable from kernels and from
-//    the little host code that touches buffers), taken from a pool keyed by
-//    size, so the activations of one call reuse the device memory of the
-//    previous call instead of calling cuMemAllocManaged again.
+//    handles; one stream per thread carries every launch, copy and GEMM of
+//    an entry point (unroll-gpu-async), and the host waits once per call;
+//  * buffers are plain device memory (cuMemAlloc) from a pool keyed by size:
+//    a buffer freed during a call is reused by a later allocation of the
+//    same size without a wait, since all work is ordered on the one stream;
+//    memory is never oversubscribed, and an allocation that does not fit
+//    after the pool's cached blocks are released is one clear error;
+//  * host memory (memref.alloc of the host's deallocation bookkeeping) comes
+//    from malloc; _mlir_memref_to_llvm_free tells the two apart.
 //
 // Errors in the driver are fatal: the message names the call and the CUDA
 // error, and the process exits with status 70 (a GPU fault mid-call cannot be
@@ -23,9 +27,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../common/StateRegistry.h"
+#include "Driver.h"
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -36,45 +42,14 @@
 #include <unordered_map>
 #include <vector>
 
+using namespace unroll::gpu;
+
 namespace {
 
-// The few driver API types and entry points used (cuda.h, CUDA >= 11).
-using CUresult = int;
-using CUdevice = int;
-using CUcontext = void *;
-using CUmodule = void *;
-using CUfunction = void *;
-using CUstream = void *;
-using CUdeviceptr = unsigned long long;
-constexpr CUresult CUDA_SUCCESS = 0;
-constexpr unsigned CU_MEM_ATTACH_GLOBAL = 1;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
-constexpr int CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3;
-
-struct Driver {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGetCount)(int *);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
-  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, CUstream, void **, void **);
-  CUresult (*cuStreamCreate)(CUstream *, unsigned);
-  CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*cuMemsetD32)(CUdeviceptr, unsigned, size_t);
-  CUresult (*cuMemsetD16)(CUdeviceptr, unsigned short, size_t);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuGetErrorName)(CUresult, const char **);
-  CUresult (*cuMemAdvise)(CUdeviceptr, size_t, int, CUdevice);
-};
+constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+constexpr int kDefaultSharedBytes = 48 * 1024;
 
 std::mutex gMutex;
 Driver gDriver;
@@ -92,18 +67,6 @@ std::string errorName(CUresult r) {
   return "CUDA error " + std::to_string(r);
 }
 
-[[noreturn]] void fatal(const char *call, CUresult r) {
-  fprintf(stderr, "unroll GPU runtime: error: %s failed: %s\n", call, errorName(r).c_str());
-  exit(70);
-}
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS)                                                                        \
-      fatal(#call, r_);                                                                            \
-  } while (0)
-
 /// Opens the driver and makes the primary context of device 0; idempotent.
 const std::string &initLocked() {
   if (gInitDone)
@@ -117,8 +80,10 @@ const std::string &initLocked() {
     return gInitError;
   }
   bool ok = true;
-  auto load = [&](auto &fn, const char *name) {
+  auto load = [&](auto &fn, const char *name, const char *fallback = nullptr) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+    if (!fn && fallback)
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, fallback));
     if (!fn && ok) {
       gInitError = std::string("libcuda.so.1 lacks ") + name + " (driver too old?)";
       ok = false;
@@ -132,20 +97,24 @@ const std::string &initLocked() {
   load(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
   load(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   load(d.cuCtxSetCurrent, "cuCtxSetCurrent");
+  load(d.cuCtxSynchronize, "cuCtxSynchronize");
   load(d.cuModuleLoadData, "cuModuleLoadData");
   load(d.cuModuleGetFunction, "cuModuleGetFunction");
+  load(d.cuFuncSetAttribute, "cuFuncSetAttribute");
   load(d.cuLaunchKernel, "cuLaunchKernel");
   load(d.cuStreamCreate, "cuStreamCreate");
   load(d.cuStreamSynchronize, "cuStreamSynchronize");
-  load(d.cuMemAllocManaged, "cuMemAllocManaged");
+  load(d.cuMemAlloc, "cuMemAlloc_v2");
   load(d.cuMemFree, "cuMemFree_v2");
+  load(d.cuMemGetInfo, "cuMemGetInfo_v2");
   load(d.cuMemcpy, "cuMemcpy");
-  load(d.cuMemsetD32, "cuMemsetD32_v2");
-  load(d.cuMemsetD16, "cuMemsetD16_v2");
-  load(d.cuCtxSynchronize, "cuCtxSynchronize");
+  load(d.cuMemcpyAsync, "cuMemcpyAsync");
+  load(d.cuMemsetD32Async, "cuMemsetD32Async");
+  load(d.cuMemsetD16Async, "cuMemsetD16Async");
+  load(d.cuEventCreate, "cuEventCreate");
+  load(d.cuEventRecord, "cuEventRecord");
+  load(d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
   load(d.cuGetErrorName, "cuGetErrorName");
-  // Optional (an advice only): the v1 signature, kept by every driver since CUDA 8.
-  d.cuMemAdvise = reinterpret_cast<decltype(d.cuMemAdvise)>(dlsym(lib, "cuMemAdvise"));
   if (!ok)
     return gInitError;
   if (CUresult r = d.cuInit(0); r != CUDA_SUCCESS) {
@@ -174,7 +143,98 @@ const std::string &initLocked() {
   return gInitError;
 }
 
-/// Every mgpu* entry: initialized driver, context current on this thread.
+// Caches: one module per embedded binary, one handle per kernel (and its
+// name, for the profile), kernels whose shared-memory limit was raised.
+std::unordered_map<const void *, CUmodule> gModules;
+std::map<std::pair<CUmodule, std::string>, CUfunction> gFunctions;
+std::unordered_map<CUfunction, std::string> gFunctionNames;
+std::unordered_map<CUfunction, int> gSharedLimit;
+
+//===----------------------------------------------------------------------===//
+// The device-memory pool: free blocks by size; live blocks remember theirs.
+//===----------------------------------------------------------------------===//
+
+std::multimap<size_t, void *> gFree;
+std::unordered_map<void *, size_t> gLive;
+size_t gPooledBytes = 0;
+
+/// Gives the cached free blocks back to the driver (after the GPU is done
+/// with them); with gMutex held.
+void releaseCachedLocked() {
+  UNROLL_CU_CHECK(gDriver.cuCtxSynchronize());
+  for (auto &[bytes, p] : gFree) {
+    UNROLL_CU_CHECK(gDriver.cuMemFree(reinterpret_cast<CUdeviceptr>(p)));
+    gPooledBytes -= bytes;
+  }
+  gFree.clear();
+}
+
+[[noreturn]] void outOfMemory(size_t bytes) {
+  size_t freeBytes = 0, total = 0;
+  gDriver.cuMemGetInfo(&freeBytes, &total);
+  fprintf(stderr,
+          "unroll GPU runtime: error: out of GPU memory: allocating %zu bytes failed; this "
+          "process holds %zu bytes in its pool and the device has %zu of %zu bytes free. Use a "
+          "smaller batch or fewer tokens.\n",
+          bytes, gPooledBytes, freeBytes, total);
+  exit(70);
+}
+
+//===----------------------------------------------------------------------===//
+// Profile: an event pair around each launch or library call, read when the
+// host next waits for the stream.
+//===----------------------------------------------------------------------===//
+
+bool gProfiling = false;
+struct Pending {
+  CUevent start, end;
+  std::string name;
+};
+std::vector<Pending> gPending;
+std::vector<std::pair<CUevent, CUevent>> gSpareEvents;
+struct KernelTime {
+  uint64_t calls = 0;
+  double ms = 0;
+};
+std::map<std::string, KernelTime> gTimes;
+
+/// After a wait: the pending intervals are complete; with gMutex held.
+void drainProfileLocked() {
+  for (Pending &p : gPending) {
+    float ms = 0;
+    if (!p.name.empty() && gDriver.cuEventElapsedTime(&ms, p.start, p.end) == CUDA_SUCCESS) {
+      KernelTime &t = gTimes[p.name];
+      ++t.calls;
+      t.ms += ms;
+    }
+    gSpareEvents.push_back({p.start, p.end});
+  }
+  gPending.clear();
+}
+
+void waitStream(CUstream stream) {
+  UNROLL_CU_CHECK(gDriver.cuStreamSynchronize(stream));
+  if (gProfiling) {
+    std::lock_guard<std::mutex> lock(gMutex);
+    drainProfileLocked();
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Services shared with Blas.cpp (Driver.h).
+//===----------------------------------------------------------------------===//
+
+namespace unroll::gpu {
+
+const Driver &driver() { return gDriver; }
+
+[[noreturn]] void fatal(const char *call, CUresult r) {
+  fprintf(stderr, "unroll GPU runtime: error: %s failed: %s\n", call, errorName(r).c_str());
+  exit(70);
+}
+
 void ensureReady() {
   thread_local bool current = false;
   if (current)
@@ -187,20 +247,20 @@ void ensureReady() {
       exit(70);
     }
   }
-  CHECK(gDriver.cuCtxSetCurrent(gContext));
+  UNROLL_CU_CHECK(gDriver.cuCtxSetCurrent(gContext));
   current = true;
 }
 
-// Caches: one module per embedded binary, one handle per kernel.
-std::unordered_map<const void *, CUmodule> gModules;
-std::map<std::pair<CUmodule, std::string>, CUfunction> gFunctions;
+CUstream threadStream() {
+  thread_local CUstream stream = nullptr;
+  if (!stream) {
+    ensureReady();
+    UNROLL_CU_CHECK(gDriver.cuStreamCreate(&stream, 0));
+  }
+  return stream;
+}
 
-// The managed-memory pool: free blocks by size; live blocks remember theirs.
-std::multimap<size_t, void *> gFree;
-std::unordered_map<void *, size_t> gLive;
-size_t gPooledBytes = 0;
-
-void *poolAlloc(size_t bytes) {
+void *deviceAlloc(size_t bytes) {
   ensureReady();
   if (bytes == 0)
     bytes = 1;
@@ -212,7 +272,15 @@ void *poolAlloc(size_t bytes) {
     gFree.erase(it);
   } else {
     CUdeviceptr dp = 0;
-    CHECK(gDriver.cuMemAllocManaged(&dp, bytes, CU_MEM_ATTACH_GLOBAL));
+    CUresult r = gDriver.cuMemAlloc(&dp, bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && !gFree.empty()) {
+      releaseCachedLocked();
+      r = gDriver.cuMemAlloc(&dp, bytes);
+    }
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+      outOfMemory(bytes);
+    if (r != CUDA_SUCCESS)
+      fatal("cuMemAlloc", r);
     p = reinterpret_cast<void *>(dp);
     gPooledBytes += bytes;
   }
@@ -220,25 +288,47 @@ void *poolAlloc(size_t bytes) {
   return p;
 }
 
-void poolFree(void *p) {
-  if (!p)
-    return;
+/// Back to the pool; false if `p` is not a live pool block.
+static bool poolFree(void *p) {
   std::lock_guard<std::mutex> lock(gMutex);
   auto it = gLive.find(p);
   if (it == gLive.end())
-    return; // not ours (never happens for compiler-generated frees)
+    return false;
   gFree.emplace(it->second, p);
   gLive.erase(it);
+  return true;
 }
 
-CUstream threadStream() {
-  thread_local CUstream stream = nullptr;
-  if (!stream)
-    CHECK(gDriver.cuStreamCreate(&stream, 0));
-  return stream;
+void deviceFree(void *p) {
+  if (p)
+    poolFree(p);
 }
 
-} // namespace
+bool profiling() { return gProfiling; }
+
+int profileBegin(CUstream stream) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  std::pair<CUevent, CUevent> ev;
+  if (!gSpareEvents.empty()) {
+    ev = gSpareEvents.back();
+    gSpareEvents.pop_back();
+  } else {
+    UNROLL_CU_CHECK(gDriver.cuEventCreate(&ev.first, 0));
+    UNROLL_CU_CHECK(gDriver.cuEventCreate(&ev.second, 0));
+  }
+  UNROLL_CU_CHECK(gDriver.cuEventRecord(ev.first, stream));
+  gPending.push_back({ev.first, ev.second, std::string()});
+  return static_cast<int>(gPending.size()) - 1;
+}
+
+void profileEnd(int token, CUstream stream, const char *name) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  Pending &p = gPending[token];
+  UNROLL_CU_CHECK(gDriver.cuEventRecord(p.end, stream));
+  p.name = name;
+}
+
+} // namespace unroll::gpu
 
 //===----------------------------------------------------------------------===//
 // Queried by unroll-run (and any other caller) before the first entry point.
@@ -246,26 +336,85 @@ CUstream threadStream() {
 
 extern "C" {
 
+#define UNROLL_EXPORT __attribute__((visibility("default")))
+
 /// nullptr when a GPU is usable, else why not.
-__attribute__((visibility("default"))) const char *unroll_gpu_init(void) {
+UNROLL_EXPORT const char *unroll_gpu_init(void) {
   std::lock_guard<std::mutex> lock(gMutex);
   const std::string &e = initLocked();
   return e.empty() ? nullptr : e.c_str();
 }
 
 /// "NVIDIA H200 (sm_90)" after a successful unroll_gpu_init.
-__attribute__((visibility("default"))) const char *unroll_gpu_device(void) {
+UNROLL_EXPORT const char *unroll_gpu_device(void) {
   static std::string s;
   std::lock_guard<std::mutex> lock(gMutex);
   s = gDeviceName + " (sm_" + std::to_string(gCapability) + ")";
   return s.c_str();
 }
 
-/// Managed memory held by the pool, in bytes.
-__attribute__((visibility("default"))) uint64_t unroll_gpu_pool_bytes(void) {
+/// Device memory held by the pool, in bytes.
+UNROLL_EXPORT uint64_t unroll_gpu_pool_bytes(void) {
   std::lock_guard<std::mutex> lock(gMutex);
   return gPooledBytes;
 }
+
+/// Starts (or restarts) the per-kernel profile: from now on every launch
+/// and library call is timed with a pair of events.
+UNROLL_EXPORT void unroll_gpu_profile_start(void) {
+  ensureReady();
+  std::lock_guard<std::mutex> lock(gMutex);
+  gTimes.clear();
+  gProfiling = true;
+}
+
+/// The profile so far, as a table of the `top` kernels by total time (all
+/// work of every call is complete: each entry point waits before returning).
+UNROLL_EXPORT const char *unroll_gpu_profile_report(int top) {
+  static std::string out;
+  std::lock_guard<std::mutex> lock(gMutex);
+  drainProfileLocked();
+  std::vector<std::pair<std::string, KernelTime>> rows(gTimes.begin(), gTimes.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto &a, const auto &b) { return a.second.ms > b.second.ms; });
+  double total = 0;
+  uint64_t calls = 0;
+  for (auto &[name, t] : rows) {
+    total += t.ms;
+    calls += t.calls;
+  }
+  char line[512];
+  snprintf(line, sizeof line, "GPU profile: %llu launches, %.3f ms in kernels\n",
+           (unsigned long long)calls, total);
+  out = line;
+  out += "  share     total ms    calls    mean us  kernel\n";
+  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top); ++i) {
+    const KernelTime &t = rows[i].second;
+    snprintf(line, sizeof line, "  %5.1f%%  %10.3f  %7llu  %9.2f  %s\n",
+             total > 0 ? 100 * t.ms / total : 0.0, t.ms, (unsigned long long)t.calls,
+             1000 * t.ms / t.calls, rows[i].first.c_str());
+    out += line;
+  }
+  return out.c_str();
+}
+
+/// A scalar of device memory for host control flow (unroll-gpu-serial-kernels):
+/// waits for the stream, then copies it back.
+#define UNROLL_READ(NAME, T)                                                                       \
+  UNROLL_EXPORT T NAME(uintptr_t addr) {                                                           \
+    CUstream s = threadStream();                                                                   \
+    T value;                                                                                       \
+    UNROLL_CU_CHECK(                                                                               \
+        gDriver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(&value), addr, sizeof(T), s));         \
+    waitStream(s);                                                                                 \
+    return value;                                                                                  \
+  }
+UNROLL_READ(unroll_gpu_read_f32, float)
+UNROLL_READ(unroll_gpu_read_f64, double)
+UNROLL_READ(unroll_gpu_read_i8, int8_t)
+UNROLL_READ(unroll_gpu_read_i32, int32_t)
+UNROLL_READ(unroll_gpu_read_i64, int64_t)
+#undef UNROLL_READ
 
 //===----------------------------------------------------------------------===//
 // MLIR's GPU runtime interface (the calls gpu-to-llvm emits, MLIR 19).
@@ -276,7 +425,7 @@ CUmodule mgpuModuleLoad(void *data, size_t /*size*/) {
   std::lock_guard<std::mutex> lock(gMutex);
   CUmodule &m = gModules[data];
   if (!m)
-    CHECK(gDriver.cuModuleLoadData(&m, data));
+    UNROLL_CU_CHECK(gDriver.cuModuleLoadData(&m, data));
   return m;
 }
 
@@ -288,8 +437,10 @@ void mgpuModuleUnload(CUmodule) {} // cached for the life of the process
 CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
   std::lock_guard<std::mutex> lock(gMutex);
   CUfunction &f = gFunctions[{module, name}];
-  if (!f)
-    CHECK(gDriver.cuModuleGetFunction(&f, module, name));
+  if (!f) {
+    UNROLL_CU_CHECK(gDriver.cuModuleGetFunction(&f, module, name));
+    gFunctionNames[f] = name;
+  }
   return f;
 }
 
@@ -297,79 +448,91 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY, intpt
                       intptr_t blockX, intptr_t blockY, intptr_t blockZ, int32_t smem,
                       CUstream stream, void **params, void **extra, size_t /*paramsCount*/) {
   ensureReady();
-  CHECK(gDriver.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ, smem, stream,
-                               params, extra));
+  if (smem > kDefaultSharedBytes) {
+    // Above 48 KB a kernel must opt in to its dynamic shared memory.
+    std::lock_guard<std::mutex> lock(gMutex);
+    int &limit = gSharedLimit[function];
+    if (limit < smem) {
+      UNROLL_CU_CHECK(gDriver.cuFuncSetAttribute(
+          function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+      limit = smem;
+    }
+  }
+  int token = gProfiling ? profileBegin(stream) : -1;
+  UNROLL_CU_CHECK(gDriver.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                                         smem, stream, params, extra));
+  if (token >= 0) {
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(gMutex);
+      name = gFunctionNames[function];
+    }
+    profileEnd(token, stream, name.c_str());
+  }
 }
 
-CUstream mgpuStreamCreate() {
-  ensureReady();
-  return threadStream();
-}
+/// The calling thread's stream, for every async region of every call.
+CUstream mgpuStreamCreate() { return threadStream(); }
 
 void mgpuStreamDestroy(CUstream) {} // the thread's stream is reused
 
-void mgpuStreamSynchronize(CUstream stream) { CHECK(gDriver.cuStreamSynchronize(stream)); }
+void mgpuStreamSynchronize(CUstream stream) { waitStream(stream); }
 
-void *mgpuMemAlloc(uint64_t bytes, CUstream stream, bool /*isHostShared*/) {
-  if (stream)
-    CHECK(gDriver.cuStreamSynchronize(stream));
-  return poolAlloc(bytes);
+void *mgpuMemAlloc(uint64_t bytes, CUstream /*stream*/, bool isHostShared) {
+  if (isHostShared) {
+    fprintf(stderr, "unroll GPU runtime: error: host-shared allocations are not supported "
+                    "(the GPU lowering never emits them)\n");
+    exit(70);
+  }
+  return deviceAlloc(bytes);
 }
 
-void mgpuMemFree(void *ptr, CUstream stream) {
-  if (stream)
-    CHECK(gDriver.cuStreamSynchronize(stream));
-  poolFree(ptr);
-}
+void mgpuMemFree(void *ptr, CUstream /*stream*/) { deviceFree(ptr); }
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, CUstream stream) {
   ensureReady();
-  if (stream)
-    CHECK(gDriver.cuStreamSynchronize(stream));
-  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src),
-                         bytes));
+  UNROLL_CU_CHECK(gDriver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                        reinterpret_cast<CUdeviceptr>(src), bytes, stream));
 }
 
 void mgpuMemset32(void *dst, unsigned value, size_t count, CUstream stream) {
   ensureReady();
-  if (stream)
-    CHECK(gDriver.cuStreamSynchronize(stream));
-  CHECK(gDriver.cuMemsetD32(reinterpret_cast<CUdeviceptr>(dst), value, count));
+  UNROLL_CU_CHECK(
+      gDriver.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count, stream));
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count, CUstream stream) {
   ensureReady();
-  if (stream)
-    CHECK(gDriver.cuStreamSynchronize(stream));
-  CHECK(gDriver.cuMemsetD16(reinterpret_cast<CUdeviceptr>(dst), value, count));
+  UNROLL_CU_CHECK(
+      gDriver.cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count, stream));
 }
 
 void mgpuSetDefaultDevice(int32_t) {}
 
 //===----------------------------------------------------------------------===//
 // memref.alloc / memref.dealloc of the host code (use-generic-functions).
-// Kernels may run on the buffer, so every allocation is managed memory, and
-// a free waits for the kernels still using it (launches are synchronous, so
-// the wait is a formality kept for safety).
+// Only the host's own bookkeeping is allocated here (buffers that kernels
+// use are gpu.alloc, i.e. mgpuMemAlloc); a free may be of either.
 //===----------------------------------------------------------------------===//
 
-void *_mlir_memref_to_llvm_alloc(size_t bytes) { return poolAlloc(bytes); }
+void *_mlir_memref_to_llvm_alloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
 
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
-  // cuMemAllocManaged returns 256-byte (or better) aligned memory.
-  (void)alignment;
-  return poolAlloc(bytes);
+  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  return aligned_alloc(alignment, rounded ? rounded : alignment);
 }
 
-void _mlir_memref_to_llvm_free(void *ptr) { poolFree(ptr); }
+void _mlir_memref_to_llvm_free(void *ptr) {
+  if (ptr && !poolFree(ptr))
+    free(ptr);
+}
 
 //===----------------------------------------------------------------------===//
 // Resident training state (docs/abi.md): weights, gradient and Adam moments
-// that a caller keeps for a whole run. They are managed memory whose
-// preferred location is the GPU; the staging code of every entry point uses
-// them in place (unroll_state_resident), and the caller moves data in and
-// out only with unroll_state_write/read (cuMemcpy: no page migration back to
-// the host), i.e. at start-up and at checkpoints.
+// that a caller keeps for a whole run, in device memory. The staging code of
+// every entry point uses them in place (unroll_state_resident), and the
+// caller moves data in and out only with unroll_state_write/read, i.e. at
+// start-up and at checkpoints.
 //===----------------------------------------------------------------------===//
 
 namespace {
@@ -379,24 +542,28 @@ unroll::StateRegistry &states() {
 }
 } // namespace
 
-#define UNROLL_EXPORT __attribute__((visibility("default")))
-
 UNROLL_EXPORT void *unroll_state_alloc(size_t bytes) {
   ensureReady();
   if (bytes == 0)
     bytes = 1;
   CUdeviceptr dp = 0;
-  CHECK(gDriver.cuMemAllocManaged(&dp, bytes, CU_MEM_ATTACH_GLOBAL));
-  if (gDriver.cuMemAdvise) // keep the pages on the GPU; failure only costs speed
-    (void)gDriver.cuMemAdvise(dp, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, gDevice);
-  CHECK(gDriver.cuMemsetD32(dp, 0, bytes / 4));
+  CUresult r = gDriver.cuMemAlloc(&dp, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    outOfMemory(bytes);
+  if (r != CUDA_SUCCESS)
+    fatal("cuMemAlloc", r);
+  CUstream s = threadStream();
+  UNROLL_CU_CHECK(gDriver.cuMemsetD32Async(dp, 0, (bytes + 3) / 4, s));
+  waitStream(s);
   states().add(reinterpret_cast<void *>(dp), bytes);
   return reinterpret_cast<void *>(dp);
 }
 
 UNROLL_EXPORT void unroll_state_free(void *p) {
-  if (p && states().remove(p))
-    CHECK(gDriver.cuMemFree(reinterpret_cast<CUdeviceptr>(p)));
+  if (p && states().remove(p)) {
+    UNROLL_CU_CHECK(gDriver.cuCtxSynchronize());
+    UNROLL_CU_CHECK(gDriver.cuMemFree(reinterpret_cast<CUdeviceptr>(p)));
+  }
 }
 
 UNROLL_EXPORT int32_t unroll_state_resident(uintptr_t addr) { return states().contains(addr); }
@@ -404,15 +571,18 @@ UNROLL_EXPORT int32_t unroll_state_resident(uintptr_t addr) { return states().co
 UNROLL_EXPORT uint64_t unroll_state_hits(void) { return states().hits(); }
 
 UNROLL_EXPORT void unroll_state_write(void *state, const void *host, size_t bytes) {
-  ensureReady();
-  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(state), reinterpret_cast<CUdeviceptr>(host),
-                         bytes));
+  CUstream s = threadStream();
+  UNROLL_CU_CHECK(gDriver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(state),
+                                        reinterpret_cast<CUdeviceptr>(host), bytes, s));
+  waitStream(s);
 }
 
 UNROLL_EXPORT void unroll_state_read(void *host, const void *state, size_t bytes) {
+  // Everything any thread queued must be done before the host reads.
   ensureReady();
-  CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(host), reinterpret_cast<CUdeviceptr>(state),
-                         bytes));
+  UNROLL_CU_CHECK(gDriver.cuCtxSynchronize());
+  UNROLL_CU_CHECK(gDriver.cuMemcpy(reinterpret_cast<CUdeviceptr>(host),
+                                   reinterpret_cast<CUdeviceptr>(state), bytes));
 }
 
 } // extern "C"

@@ -5,6 +5,8 @@
 //
 // RUN: unroll-opt %s --lower-to-gpu="format=isa cuda-path=%cuda_home" | FileCheck %s
 // RUN: unroll-opt %s --lower-to-gpu="chip=sm_80 format=isa cuda-path=%cuda_home" | FileCheck %s --check-prefix=SM80
+// RUN: unroll-opt %s --lower-to-gpu="format=isa cuda-path=%cuda_home" | FileCheck %s --check-prefix=ALLOC
+// ALLOC: llvm.func @mgpuMemAlloc(i64, !llvm.ptr, i8) -> !llvm.ptr
 // RUN: unroll-opt %s --lower-to-gpu="chip=sm_80 format=isa block-size=128 cuda-path=%cuda_home" --dump-pass-pipeline 2>&1 >/dev/null | FileCheck %s --check-prefix=PIPE
 //
 // The pipeline, pinned, with its options reaching the passes: toolkit check,
@@ -25,18 +27,26 @@
 // PIPE-SAME: scf-parallel-loop-fusion
 // PIPE-SAME: unroll-gpu-fuse-rows
 // PIPE-SAME: unroll-gpu-map-loops{block-size=128 emulate-on-host=false}
+// PIPE-SAME: unroll-gpu-serial-kernels
+// PIPE-SAME: unroll-gpu-async
 // PIPE-SAME: gpu-kernel-outlining
 // PIPE-SAME: nvvm-attach-target{{.*}}chip=sm_80
 // PIPE-SAME: convert-gpu-to-nvvm
 // PIPE-SAME: gpu-to-llvm
 // PIPE-SAME: gpu-module-to-binary{format=isa
 //
-// Host code: every kernel is a launch of an embedded module; no gpu.module
-// is left unserialized and no memref ops remain on the host.
+// Host code: every kernel is a launch of an embedded module on the call's
+// stream, buffers are device memory (mgpuMemAlloc), and the host waits once,
+// at the end; no gpu.module is left unserialized.
 // CHECK-NOT:   gpu.module
-// CHECK-DAG:   llvm.func @cr_trace(
-// CHECK-DAG:   llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
-// CHECK:       gpu.launch_func @cr_trace_kernel{{.*}}::@cr_trace_kernel blocks in
+// CHECK:       llvm.func @cr_trace(
+// CHECK:       %[[S:.*]] = llvm.call @mgpuStreamCreate()
+// CHECK-NOT:   mgpuStreamSynchronize
+// CHECK:       gpu.launch_func <%[[S]] : !llvm.ptr> @cr_trace_kernel{{.*}}::@cr_trace_kernel blocks in
+// CHECK-NOT:   mgpuStreamSynchronize
+// CHECK:       llvm.call @mgpuStreamSynchronize(%[[S]])
+// CHECK-NEXT:  llvm.call @mgpuStreamDestroy(%[[S]])
+// CHECK-NEXT:  llvm.return
 // CHECK:       gpu.binary @cr_trace_kernel
 // CHECK-SAME:  #gpu.object<#nvvm.target<O = 3, chip = "sm_90">
 // CHECK-SAME:  assembly = "

@@ -258,4 +258,51 @@ def UnrollGPUMapLoops : Pass<"unroll-gpu-map-loops", "func::FuncOp"> {
   ];
 }
 
+def UnrollGPUSerialKernels : Pass<"unroll-gpu-serial-kernels", "func::FuncOp"> {
+  let summary = "Run host code that reads or writes device buffers as one-thread kernels";
+  let description = [{
+    After `unroll-gpu-map-loops`, a little code outside kernels may still
+    touch buffers: a rank-0 fill and the full reduction into it (a loss, a
+    bias-gradient total) whose unit parallel loop the canonicalizer folded
+    away, and the scalar arithmetic on its result. Buffers live in device
+    memory, which host code cannot dereference, so each maximal run of such
+    operations in a block (with the side-effect-free operations that depend
+    on them) becomes one `gpu.launch` of one thread. Buffers of `index` or
+    `i1` elements are the deallocation bookkeeping of the host and stay
+    there. A value such a kernel computes and later code needs goes through
+    a device scalar: later device code loads it (and joins a kernel in its
+    turn); host control flow (a branch on an energy comparison) calls
+    `unroll_gpu_read_f32/f64`, which waits for the stream and copies it
+    back.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "One-thread kernels created">,
+    Statistic<"numHostReads", "host-reads", "Scalars read back for host control flow">
+  ];
+}
+
+def UnrollGPUAsync : Pass<"unroll-gpu-async", "ModuleOp"> {
+  let summary = "Device memory, stream-ordered launches and one synchronization per entry point";
+  let description = [{
+    Every function with kernels gets one stream, `%s = gpu.wait async`, at
+    its start. Launches, copies between its arguments and device buffers
+    (`memref.copy` of `unroll-gpu-stage-arguments` becomes `gpu.memcpy`) and
+    the allocation of every buffer (`memref.alloc` becomes
+    `gpu.alloc async`, device memory from the runtime's pool) are issued on
+    it; the host waits once, `gpu.wait [%s]`, before each return. All work
+    of a call goes to one stream, so stream order is program order, and a
+    buffer freed to the pool can be reused by a later allocation of the same
+    call without a wait. Buffers of `index`/`i1` elements (deallocation
+    bookkeeping) stay in host memory. The pass fails, at the operation, if
+    host code still loads or stores a device buffer.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let statistics = [
+    Statistic<"numLaunches", "launches", "Launches made asynchronous">,
+    Statistic<"numAllocs", "allocs", "Allocations moved to device memory">,
+    Statistic<"numCopies", "copies", "Copies issued on the stream">
+  ];
+}
+
 #endif

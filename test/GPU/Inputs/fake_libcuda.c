@@ -1,42 +1,183 @@
-/* A stand-in for libcuda.so.1 that has no GPU behind it, to test how unroll's
- * GPU runtime reports driver failures on machines without a GPU.
+/* A stand-in for libcuda.so.1 with no GPU behind it.
+ *
  *   FAKE_CUDA=no-device  cuInit fails with CUDA_ERROR_NO_DEVICE (100)
  *   FAKE_CUDA=zero       cuInit succeeds, cuDeviceGetCount reports 0
- * Built with -DOLD_DRIVER it lacks cuMemAllocManaged (an old driver). */
+ *   FAKE_CUDA=record     every call succeeds and is appended, one line each,
+ *                        to the file FAKE_CUDA_LOG: a device that runs
+ *                        nothing, to check what the runtime asks of the
+ *                        driver (launches, waits, allocations, copies).
+ *                        "Device memory" is mapped PROT_NONE, so host code
+ *                        that touches a device buffer dies with SIGSEGV;
+ *                        copies to the host deliver zeros.
+ *
+ * Built with -DOLD_DRIVER it lacks cuMemAlloc_v2 (an old driver). */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+typedef unsigned long long dptr;
 
 static const char *mode(void) {
   const char *m = getenv("FAKE_CUDA");
   return m ? m : "no-device";
 }
+static int recording(void) { return strcmp(mode(), "record") == 0; }
+static int fail(void) { return recording() ? 0 : 100; }
+
+static void logf_(const char *fmt, ...) {
+  const char *path = getenv("FAKE_CUDA_LOG");
+  if (!path)
+    return;
+  FILE *f = fopen(path, "a");
+  if (!f)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  fputc('\n', f);
+  fclose(f);
+}
+
+/* Device allocations: PROT_NONE mappings, remembered to tell device from
+ * host pointers. */
+static struct {
+  char *p;
+  size_t n;
+} regions[1 << 16];
+static int nregions;
+static int isDevice(dptr p) {
+  for (int i = 0; i < nregions; ++i)
+    if ((char *)p >= regions[i].p && (char *)p < regions[i].p + regions[i].n)
+      return 1;
+  return 0;
+}
+
 int cuGetErrorName(int e, const char **s) {
   *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN";
   return 0;
 }
 int cuInit(unsigned f) { return strcmp(mode(), "no-device") == 0 ? 100 : 0; }
 int cuDeviceGetCount(int *n) {
-  *n = 0;
+  *n = recording() ? 1 : 0;
   return 0;
 }
-int cuDeviceGet(int *d, int i) { return 100; }
-int cuDeviceGetName(char *s, int n, int d) { return 100; }
-int cuDeviceGetAttribute(int *v, int a, int d) { return 100; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { return 100; }
-int cuCtxSetCurrent(void *c) { return 100; }
-int cuModuleLoadData(void **m, const void *p) { return 100; }
-int cuModuleGetFunction(void **f, void *m, const char *n) { return 100; }
+int cuDeviceGet(int *d, int i) {
+  *d = 0;
+  return fail();
+}
+int cuDeviceGetName(char *s, int n, int d) {
+  snprintf(s, n, "fake GPU");
+  return fail();
+}
+int cuDeviceGetAttribute(int *v, int a, int d) {
+  *v = a == 75 ? 9 : 0;
+  return fail();
+}
+int cuDevicePrimaryCtxRetain(void **c, int d) {
+  *c = (void *)1;
+  return fail();
+}
+int cuCtxSetCurrent(void *c) { return fail(); }
+int cuCtxSynchronize(void) {
+  logf_("cuCtxSynchronize");
+  return fail();
+}
+int cuModuleLoadData(void **m, const void *p) {
+  *m = (void *)p;
+  logf_("cuModuleLoadData");
+  return fail();
+}
+int cuModuleGetFunction(void **f, void *m, const char *n) {
+  *f = strdup(n);
+  return fail();
+}
+int cuFuncSetAttribute(void *f, int a, int v) {
+  logf_("cuFuncSetAttribute %s %d %d", (const char *)f, a, v);
+  return fail();
+}
 int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g,
                    unsigned h, void *s, void **p, void **x) {
+  logf_("cuLaunchKernel %s", (const char *)f);
+  return fail();
+}
+int cuStreamCreate(void **s, unsigned f) {
+  static int n;
+  *s = (void *)(long)(0x100 + n++);
+  logf_("cuStreamCreate");
+  return fail();
+}
+int cuStreamSynchronize(void *s) {
+  logf_("cuStreamSynchronize");
+  return fail();
+}
+#ifndef OLD_DRIVER
+int cuMemAlloc_v2(dptr *p, size_t n) {
+  if (!recording())
+    return 100;
+  size_t len = (n + 4095) / 4096 * 4096;
+  char *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED || nregions == (int)(sizeof regions / sizeof regions[0]))
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  regions[nregions].p = m;
+  regions[nregions++].n = len;
+  *p = (dptr)m;
+  logf_("cuMemAlloc %zu", n);
+  return 0;
+}
+#endif
+int cuMemAllocManaged(dptr *p, size_t n, unsigned f) {
+  logf_("cuMemAllocManaged %zu", n);
   return 100;
 }
-int cuStreamCreate(void **s, unsigned f) { return 100; }
-int cuStreamSynchronize(void *s) { return 100; }
-#ifndef OLD_DRIVER
-int cuMemAllocManaged(unsigned long long *p, size_t n, unsigned f) { return 100; }
-#endif
-int cuMemFree_v2(unsigned long long p) { return 100; }
-int cuMemcpy(unsigned long long d, unsigned long long s, size_t n) { return 100; }
-int cuMemsetD32_v2(unsigned long long d, unsigned v, size_t n) { return 100; }
-int cuMemsetD16_v2(unsigned long long d, unsigned short v, size_t n) { return 100; }
-int cuCtxSynchronize(void) { return 100; }
+int cuMemFree_v2(dptr p) {
+  logf_("cuMemFree");
+  return fail();
+}
+int cuMemGetInfo_v2(size_t *f, size_t *t) {
+  *f = 1ull << 30;
+  *t = 1ull << 31;
+  return fail();
+}
+/* Host -> device reads the source (a bad host pointer faults here); device
+ * -> host writes zeros. */
+static void copy(dptr d, dptr s, size_t n) {
+  if (isDevice(d) && !isDevice(s)) {
+    volatile unsigned char sum = 0;
+    for (size_t i = 0; i < n; ++i)
+      sum += ((unsigned char *)s)[i];
+    (void)sum;
+  } else if (!isDevice(d)) {
+    memset((void *)d, 0, n);
+  }
+}
+int cuMemcpy(dptr d, dptr s, size_t n) {
+  logf_("cuMemcpy %s%s %zu", isDevice(s) ? "D" : "H", isDevice(d) ? "D" : "H", n);
+  if (recording())
+    copy(d, s, n);
+  return fail();
+}
+int cuMemcpyAsync(dptr d, dptr s, size_t n, void *st) {
+  logf_("cuMemcpyAsync %s%s %zu", isDevice(s) ? "D" : "H", isDevice(d) ? "D" : "H", n);
+  if (recording())
+    copy(d, s, n);
+  return fail();
+}
+int cuMemsetD32Async(dptr d, unsigned v, size_t n, void *s) {
+  logf_("cuMemsetD32Async");
+  return fail();
+}
+int cuMemsetD16Async(dptr d, unsigned short v, size_t n, void *s) { return fail(); }
+int cuEventCreate(void **e, unsigned f) {
+  static long n;
+  *e = (void *)(0x1000 + n++);
+  return fail();
+}
+int cuEventRecord(void *e, void *s) { return fail(); }
+int cuEventElapsedTime_v2(float *ms, void *a, void *b) {
+  *ms = 0.001f;
+  return fail();
+}

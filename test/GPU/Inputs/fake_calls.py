@@ -1,0 +1,23 @@
+"""Per-training-step driver calls, from the logs of the recording fake
+libcuda (fake_libcuda.c) for two runs of unroll-run that differ only in
+their number of steps: (calls of the longer run - calls of the shorter) /
+(step difference), by call name; and the calls no run may make."""
+import collections
+import sys
+
+short_log, short_steps, long_log, long_steps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+
+
+def counts(path):
+    c = collections.Counter()
+    for line in open(path):
+        c[line.split()[0]] += 1
+    return c
+
+
+a, b = counts(short_log), counts(long_log)
+steps = long_steps - short_steps
+for name in sorted(set(a) | set(b)):
+    per_step = (b[name] - a[name]) / steps
+    print(f"per step: {name} {per_step:g}")
+print(f"ever: cuMemAllocManaged {b['cuMemAllocManaged']}")
