@@ -89,7 +89,7 @@ class LoopedTransformer(nn.Module):
     @staticmethod
     def combine(xs, ys):
         B, k, d = xs.shape
-        yw = torch.cat([ys.view(B, k, 1), torch.zeros(B, k, d - 1, dtype=xs.dtype)], dim=2)
+        yw = torch.cat([ys.view(B, k, 1), torch.zeros(B, k, d - 1, dtype=xs.dtype, device=xs.device)], dim=2)
         return torch.stack([xs, yw], dim=2).view(B, 2 * k, d)
 
     def forward(self, xs, ys, loops, window=None):

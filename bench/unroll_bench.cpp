@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 using namespace unroll;
@@ -25,10 +26,11 @@ using namespace unroll;
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
-            "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N]\n");
+            "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N] "
+            "[--gpu-profile TOP]\n");
     return 2;
   }
-  int64_t batch = 64, points = -1, repeats = 5, threads = -1;
+  int64_t batch = 64, points = -1, repeats = 5, threads = -1, profileTop = 0;
   std::string optimizer = "auto", only;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -53,6 +55,8 @@ int main(int argc, char **argv) {
       repeats = v;
     else if (a == "--threads")
       threads = v;
+    else if (a == "--gpu-profile") // after timing: per-kernel times of one step and one forward
+      profileTop = v;
   }
   Model m;
   std::string err;
@@ -113,6 +117,23 @@ int main(int argc, char **argv) {
   for (int64_t r = 0; r < repeats; ++r) {
     ts.push_back(doStep ? time(step) : 0.0);
     fs.push_back(doFwd ? time(fwd) : 0.0);
+  }
+  if (profileTop > 0 && m.gpu()) {
+    // One more training step and forward, each timed kernel by kernel with
+    // events (the runtime's profile); the table goes to stderr.
+    auto start = reinterpret_cast<void (*)()>(m.symbol("unroll_gpu_profile_start"));
+    auto report = reinterpret_cast<const char *(*)(int)>(m.symbol("unroll_gpu_profile_report"));
+    if (!start || !report) {
+      fprintf(stderr, "unroll-bench: %s has no GPU profile (rebuild it)\n", argv[1]);
+      return 2;
+    }
+    for (auto [name, fn] : {std::pair<const char *, std::function<void()>>{"training step", step},
+                            {"forward", fwd}}) {
+      start();
+      fn();
+      fprintf(stderr, "%s, batch %lld, k = %lld:\n%s", name, (long long)batch, (long long)points,
+              report(static_cast<int>(profileTop)));
+    }
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());

@@ -38,6 +38,8 @@ for m in looped_gpt2 looped_gpt2_small; do
   build "$m" "$SRC/examples/$m.mlir" gpu "=cuda-path=$CUDA"
   build "$m" "$SRC/examples/$m.mlir" cpu
 done
+# The paper config with its matrix products on TF32 tensor cores.
+build looped_gpt2_tf32 "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA precision=tf32"
 build tiny_f64 "$tmp/tiny_f64.mlir" gpu "=cuda-path=$CUDA"
 for e in transformer_energy custom_rho_energy residual_energy; do
   build "$e" "$SRC/examples/$e.mlir" gpu "=cuda-path=$CUDA"

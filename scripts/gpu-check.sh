@@ -10,7 +10,7 @@
 # every test passed. Budget: well under 8 minutes on an H200.
 set -uo pipefail
 B=$(cd "${1:?usage: gpu-check.sh BUNDLE RESULTS [REPEATS]}" && pwd)
-R=${2:?usage: gpu-check.sh BUNDLE RESULTS [REPEATS]}; REPEATS=${3:-5}
+R=${2:?usage: gpu-check.sh BUNDLE RESULTS [REPEATS]}; REPEATS=${3:-20}
 mkdir -p "$R"; R=$(cd "$R" && pwd)
 BIN="$B/bin"; LIB="$B/lib"
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$R/summary.txt" >&2; }
@@ -20,6 +20,7 @@ if ! "$BIN/unroll-run" --gpu-info > "$R/device.txt" 2>&1; then
   exit 1
 fi
 log "device: $(cat "$R/device.txt")"
+command -v nvidia-smi >/dev/null && nvidia-smi > "$R/nvidia-smi.txt" 2>&1
 export UNROLL_THREADS=$(nproc)
 fails=0
 check() { # check NAME COMMAND... : runs it, records the last lines and PASS/FAIL
@@ -32,6 +33,7 @@ check() { # check NAME COMMAND... : runs it, records the last lines and PASS/FAI
 }
 log "tests"
 check paper-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41
+check paper-tf32-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_tf32.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41 --tol 3e-3
 check small-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_small.gpu.so" "$LIB/looped_gpt2_small.cpu.so" --batch 16 --points 11
 check paper-vs-reference "$BIN/unroll-model-check" --forward "$LIB/looped_gpt2.gpu.so" --batch 4 --points 41 --perturb 0
 check gradcheck-f64-truncated "$BIN/unroll-model-check" --gradcheck "$LIB/tiny_f64.gpu.so"
@@ -46,9 +48,17 @@ check train-100-gpu "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --ba
 check train-100-cpu "$BIN/unroll-run" "$LIB/looped_gpt2.cpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-cpu"
 check train-100-match "$BIN/unroll-model-check" --compare-checkpoints "$R/train-gpu/checkpoint" "$R/train-cpu/checkpoint"
 
+log "one-step kernel profile (paper config, batch 64, k = 41; top 15)"
+"$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats 1 --gpu-profile 15 > /dev/null 2> "$R/profile.txt" || log "profile failed; see profile.txt"
+if command -v cuobjdump >/dev/null; then
+  # Register spills in the SASS of every kernel: LDL/STL must be 0.
+  cuobjdump --dump-sass "$LIB/looped_gpt2.gpu.so" > "$R/sass.txt" 2>&1
+  log "SASS: $(grep -c 'Function :' "$R/sass.txt") kernels, LDL $(grep -c 'LDL' "$R/sass.txt"), STL $(grep -c 'STL' "$R/sass.txt"), FFMA $(grep -c 'FFMA' "$R/sass.txt")"
+fi
 log "benchmark (paper config, batch 64, k = 41, median of $REPEATS)"
 rows=()
-u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU\", \"r\": $u}")
+u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU (FP32)\", \"r\": $u}")
+u=$("$BIN/unroll-bench" "$LIB/looped_gpt2_tf32.gpu.so" --points 41 --repeats "$REPEATS" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU (TF32)\", \"r\": $u}")
 u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.cpu.so" --points 41 --repeats 3 --threads "$(nproc)" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll CPU ($(nproc) threads)\", \"r\": $u}")
 PY=$(command -v python3 || true)
 if [ -n "$PY" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then

@@ -3,8 +3,8 @@
 
 Reads the IR after unroll-gpu-map-loops (or any IR with gpu.launch /
 gpu.launch_func ops and scf.for loops) and prints, for every function, the
-launches outside loops and the launches directly inside each scf.for (one
-execution of that loop's body). Usage:
+launches (and calls of the GEMM ABI, unroll_gpu_gemm_*) outside loops and
+directly inside each scf.for (one execution of that loop's body). Usage:
 
   unroll-opt m.mlir --lower-to-gpu --mlir-print-ir-after=unroll-gpu-map-loops \
       -o /dev/null 2>&1 | scripts/gpu-launch-counts.py [--json]
@@ -23,7 +23,7 @@ def main():
         m = re.match(r"\s*func\.func (?:public |private )?@(\w+)", line)
         if m:
             func, stack = m.group(1), []
-            rows.append({"function": func, "loop": "(outside loops)", "launches": 0})
+            rows.append({"function": func, "loop": "(outside loops)", "launches": 0, "gemms": 0})
             depth = 0
         if func is None:
             continue
@@ -34,8 +34,13 @@ def main():
                 kernel_end = None
             continue
         if re.search(r"\bscf\.for\b", line):
-            rows.append({"function": func, "loop": "scf.for", "launches": 0})
+            rows.append({"function": func, "loop": "scf.for", "launches": 0, "gemms": 0})
             stack.append((depth + 1, len(rows) - 1))
+        if re.search(r"call @unroll_gpu_gemm_f(32|64)\(", line):
+            target = stack[-1][1] if stack else next(
+                i for i in range(len(rows) - 1, -1, -1)
+                if rows[i]["function"] == func and rows[i]["loop"] == "(outside loops)")
+            rows[target]["gemms"] += 1
         if re.search(r"\bgpu\.launch(_func)?\b", line):
             target = stack[-1][1] if stack else next(
                 i for i in range(len(rows) - 1, -1, -1)
@@ -46,7 +51,7 @@ def main():
         depth += opens - closes
         while stack and depth < stack[-1][0]:
             stack.pop()
-    rows = [r for r in rows if r["launches"] or r["loop"] == "(outside loops)"]
+    rows = [r for r in rows if r["launches"] or r["gemms"] or r["loop"] == "(outside loops)"]
     # Host loops that launch kernels, numbered per function in program order.
     counter = {}
     for r in rows:
@@ -57,10 +62,10 @@ def main():
         json.dump(rows, sys.stdout, indent=1)
         print()
         return
-    print("%-36s %-16s %s" % ("function", "loop", "launches per execution"))
+    print("%-36s %-16s %s" % ("function", "loop", "launches, GEMM calls per execution"))
     for r in rows:
-        if r["function"] != "dealloc_helper":
-            print("%-36s %-16s %d" % (r["function"], r["loop"], r["launches"]))
+        if r["function"] != "dealloc_helper" and not r["function"].startswith("unroll_"):
+            print("%-36s %-16s %d %d" % (r["function"], r["loop"], r["launches"], r["gemms"]))
 
 
 if __name__ == "__main__":

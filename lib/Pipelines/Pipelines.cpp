@@ -58,9 +58,10 @@ static void buildFrontEnd(OpPassManager &pm, const std::string &target, const st
   // No CSE before bufferization: it would merge the identical zero-filled
   // inits of different linalg ops, which bufferization must then copy.
   pm.addPass(createCanonicalizerPass());
-  // Elementwise producers fold into their consumers: fewer kernels.
+  // Elementwise producers fold into their consumers (fewer kernels), but
+  // not into contractions, which become library GEMMs.
   if (fuseElementwise)
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createUnrollGPUFuseElementwise());
   // Tensors -> buffers, with deallocation of every temporary.
   bufferization::OneShotBufferizationOptions bo;
   bo.allowReturnAllocsFromLoops = true; // Y_{t+1} is a new buffer each step
@@ -133,8 +134,13 @@ std::string LowerToGPUOptions::toolkit() const {
 }
 
 /// Bufferized linalg -> one gpu.launch per fused parallel loop nest.
-static void buildKernelMapping(OpPassManager &pm, int64_t blockSize, bool emulate) {
+static void buildKernelMapping(OpPassManager &pm, const LowerToGPUOptions &options, bool emulate) {
   pm.addPass(createUnrollGPUStageArguments());
+  // Contractions call the GEMM ABI: cuBLASLt on the GPU, a host loop when
+  // emulated (so the calls' strides and transposes are checked here).
+  UnrollGPUGemmOptions go;
+  go.precision = options.precision;
+  pm.addPass(createUnrollGPUGemm(go));
   pm.addNestedPass<func::FuncOp>(createUnrollGPUPrepareLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   // Adjacent nests over the same space (a fill and the reduction into it,
@@ -151,7 +157,7 @@ static void buildKernelMapping(OpPassManager &pm, int64_t blockSize, bool emulat
   pm.addNestedPass<func::FuncOp>(createUnrollGPUFuseRows());
   pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());
   UnrollGPUMapLoopsOptions mo;
-  mo.blockSize = blockSize;
+  mo.blockSize = options.blockSize;
   mo.emulateOnHost = emulate;
   pm.addNestedPass<func::FuncOp>(createUnrollGPUMapLoops(mo));
   pm.addPass(createCanonicalizerPass());
@@ -171,8 +177,9 @@ void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOp
   tk.format = format;
   pm.addPass(createUnrollGPUCheckToolkit(tk));
   buildFrontEnd(pm, "gpu", chip, options.recomputeWindow, /*fuseElementwise=*/true);
-  buildKernelMapping(pm, options.blockSize, /*emulate=*/false);
+  buildKernelMapping(pm, options, /*emulate=*/false);
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createUnrollGPUNameKernels());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertSCFToCFPass());
@@ -203,7 +210,7 @@ void mlir::unroll::buildLowerToGPUEmulatedPipeline(OpPassManager &pm,
   // The emulation keeps every op a loop nest, as the GPU lowering has it.
   buildFrontEnd(pm, "cpu", "", options.recomputeWindow, /*fuseElementwise=*/true,
                 /*cpuKernels=*/false);
-  buildKernelMapping(pm, options.blockSize, /*emulate=*/true);
+  buildKernelMapping(pm, options, /*emulate=*/true);
   buildHostToLLVM(pm, /*genericAlloc=*/false);
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());

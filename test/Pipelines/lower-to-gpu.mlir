@@ -18,9 +18,10 @@
 // PIPE-SAME: unroll-differentiate
 // PIPE-SAME: convert-unroll-to-entry-points{chip=sm_80 recompute-window=false target=gpu}
 // PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=false}
-// PIPE-SAME: linalg-fuse-elementwise-ops
+// PIPE-SAME: unroll-gpu-fuse-elementwise
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: unroll-gpu-stage-arguments
+// PIPE-SAME: unroll-gpu-gemm{precision=f32}
 // PIPE-SAME: unroll-gpu-prepare-linalg
 // PIPE-SAME: convert-linalg-to-parallel-loops
 // PIPE-SAME: unroll-gpu-group-allocs
@@ -30,6 +31,7 @@
 // PIPE-SAME: unroll-gpu-serial-kernels
 // PIPE-SAME: unroll-gpu-async
 // PIPE-SAME: gpu-kernel-outlining
+// PIPE-SAME: unroll-gpu-name-kernels
 // PIPE-SAME: nvvm-attach-target{{.*}}chip=sm_80
 // PIPE-SAME: convert-gpu-to-nvvm
 // PIPE-SAME: gpu-to-llvm
@@ -42,7 +44,9 @@
 // CHECK:       llvm.func @cr_trace(
 // CHECK:       %[[S:.*]] = llvm.call @mgpuStreamCreate()
 // CHECK-NOT:   mgpuStreamSynchronize
-// CHECK:       gpu.launch_func <%[[S]] : !llvm.ptr> @cr_trace_kernel{{.*}}::@cr_trace_kernel blocks in
+// CHECK:       gpu.launch_func <%[[S]] : !llvm.ptr> @cr_trace_kernel::@cr_trace_kernel blocks in
+// CHECK-NOT:   mgpuStreamSynchronize
+// CHECK:       gpu.launch_func <%[[S]] : !llvm.ptr> @cr_trace_kernel_0::@cr_trace_kernel_0 blocks in
 // CHECK-NOT:   mgpuStreamSynchronize
 // CHECK:       llvm.call @mgpuStreamSynchronize(%[[S]])
 // CHECK-NEXT:  llvm.call @mgpuStreamDestroy(%[[S]])

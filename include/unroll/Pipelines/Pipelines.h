@@ -47,6 +47,11 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       *this, "recompute-window",
       llvm::cl::desc("Models: recompute the backward's activations instead of storing them"),
       llvm::cl::init(false)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("Matrix products (cuBLASLt): f32 (FP32 compute, as PyTorch with TF32 off) "
+                     "or tf32 (TF32 tensor cores, f32 accumulation)"),
+      llvm::cl::init("f32")};
 
   /// cuda-path if given, else $CUDA_HOME, else /usr/local/cuda.
   std::string toolkit() const;

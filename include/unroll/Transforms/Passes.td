@@ -258,6 +258,51 @@ def UnrollGPUMapLoops : Pass<"unroll-gpu-map-loops", "func::FuncOp"> {
   ];
 }
 
+def UnrollGPUFuseElementwise : Pass<"unroll-gpu-fuse-elementwise"> {
+  let summary = "Elementwise fusion on tensors that leaves contractions alone";
+  let description = [{
+    `linalg-fuse-elementwise-ops` with one difference: a producer is never
+    fused into a contraction (a generic with reductions, two inputs and an
+    acc + a*b body). On the GPU those become cuBLASLt calls
+    (`unroll-gpu-gemm`); a layer norm's normalization folded into the
+    projection's operand, or GELU recomputed inside the down-projection's
+    reduction, would keep them serial-dot-product kernels. Everything else
+    (residuals into layer-norm statistics, chains of elementwise ops) still
+    fuses.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numKept", "kept", "Fusions into contractions refused">
+  ];
+}
+
+def UnrollGPUGemm : Pass<"unroll-gpu-gemm", "ModuleOp"> {
+  let summary = "Turn dense contractions into calls of the GPU GEMM ABI (cuBLASLt)";
+  let description = [{
+    On bufferized IR, every linalg contraction whose body is acc + a*b (or a
+    named matmul), without batch dimensions, whose m, n and k index groups
+    are each contiguous in its operands and whose operands each have a
+    static unit stride in their row or column group, becomes a call of
+    `unroll_gpu_gemm_f32` / `_f64` (include/unroll/runtime/GpuKernels.h):
+    cuBLASLt in GPU libraries, a host loop in emulated ones. This covers the
+    linear layers and their input and weight gradients (the batch and token
+    dimensions collapse into one, so a weight gradient is one GEMM with
+    K = batch x tokens). A zero fill right before is dropped (the call
+    overwrites). `precision=tf32` computes the f32 products on TF32 tensor
+    cores.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
+           "f32 (FP32 compute, the default) or tf32 (TF32 tensor cores, f32 accumulation)">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+  let statistics = [
+    Statistic<"numCalls", "calls", "Contractions turned into GEMM calls">
+  ];
+}
+
 def UnrollGPUSerialKernels : Pass<"unroll-gpu-serial-kernels", "func::FuncOp"> {
   let summary = "Run host code that reads or writes device buffers as one-thread kernels";
   let description = [{
@@ -280,6 +325,17 @@ def UnrollGPUSerialKernels : Pass<"unroll-gpu-serial-kernels", "func::FuncOp"> {
     Statistic<"numKernels", "kernels", "One-thread kernels created">,
     Statistic<"numHostReads", "host-reads", "Scalars read back for host control flow">
   ];
+}
+
+def UnrollGPUNameKernels : Pass<"unroll-gpu-name-kernels", "ModuleOp"> {
+  let summary = "Give every outlined kernel its module's unique name";
+  let description = [{
+    `gpu-kernel-outlining` calls every kernel of a function
+    `<function>_kernel` (each in a module `<function>_kernel_<n>`). This
+    pass renames each kernel to its module's name and updates the launches,
+    so that the runtime's profile, cuobjdump and ncu tell kernels apart.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 def UnrollGPUAsync : Pass<"unroll-gpu-async", "ModuleOp"> {

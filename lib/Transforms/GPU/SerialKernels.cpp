@@ -5,8 +5,8 @@
 // as a one-thread kernel. See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Transforms/Passes.h"
 #include "Buffers.h"
+#include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

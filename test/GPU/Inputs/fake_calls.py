@@ -21,3 +21,7 @@ for name in sorted(set(a) | set(b)):
     per_step = (b[name] - a[name]) / steps
     print(f"per step: {name} {per_step:g}")
 print(f"ever: cuMemAllocManaged {b['cuMemAllocManaged']}")
+computes = collections.Counter(
+    int(line.split("compute ")[1].split()[0]) for line in open(long_log)
+    if line.startswith("cublasLtMatmul m"))
+print(f"ever: cublasLtMatmul compute {dict(computes)}")

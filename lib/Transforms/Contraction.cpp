@@ -1,0 +1,297 @@
+//===- Contraction.cpp - linalg contractions as calls of a GEMM ABI -------===//
+//
+// The matcher and call emission shared by unroll-cpu-gemm (the packed CPU
+// kernel) and unroll-gpu-gemm (cuBLASLt): every linalg contraction
+//
+//   C[m..., n...] += Σ_k... A[.. m.., .. k..] · B[.. k.., .. n..]
+//
+// (a generic whose body is acc + a·b, or a named matmul) whose m, n and k
+// index groups are each contiguous in every dense operand becomes one call
+//
+//   <name>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, extra...)
+//
+// (acc = 0 when the contraction's output was zero-filled just before: the
+// fill is dropped and the callee overwrites). Groups of several dims collapse
+// to one stride where the operand is dense over them (checked when the call
+// runs, with the loop nest as the fallback). Contractions with batch
+// dimensions become a loop of calls, or stay loop nests.
+//
+//===----------------------------------------------------------------------===//
+#include "Contraction.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/SmallBitVector.h"
+
+using namespace mlir;
+
+bool mlir::unroll::isMulAdd(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  if (body.getNumArguments() != 3 || body.getOperations().size() != 3)
+    return false;
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value acc = body.getArgument(2);
+  Value other = add.getLhs() == acc ? add.getRhs() : add.getRhs() == acc ? add.getLhs() : Value();
+  auto mul = other ? other.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  return (mul.getLhs() == a && mul.getRhs() == b) || (mul.getLhs() == b && mul.getRhs() == a);
+}
+
+namespace {
+
+/// Positions (in an operand's indexing map) of the loop dims of `group`, in
+/// the operand's order; empty if they are not consecutive there.
+SmallVector<unsigned> groupPositions(AffineMap map, ArrayRef<unsigned> group) {
+  SmallVector<unsigned> pos;
+  for (unsigned r = 0; r < map.getNumResults(); ++r) {
+    auto d = dyn_cast<AffineDimExpr>(map.getResult(r));
+    if (d && llvm::is_contained(group, d.getPosition()))
+      pos.push_back(r);
+  }
+  for (unsigned i = 1; i < pos.size(); ++i)
+    if (pos[i] != pos[i - 1] + 1)
+      return {};
+  return pos;
+}
+
+/// The loop dims at `pos` of an operand's map, in that order.
+SmallVector<unsigned> dimsAt(AffineMap map, ArrayRef<unsigned> pos) {
+  SmallVector<unsigned> dims;
+  for (unsigned p : pos)
+    dims.push_back(cast<AffineDimExpr>(map.getResult(p)).getPosition());
+  return dims;
+}
+
+} // namespace
+
+static void declare(ModuleOp module, StringRef name, unsigned numArgs) {
+  if (module.lookupSymbol(name))
+    return;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  SmallVector<Type> types(numArgs, b.getIndexType());
+  auto fn = b.create<func::FuncOp>(module.getLoc(), name, b.getFunctionType(types, {}));
+  fn.setPrivate();
+}
+
+LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const ContractionCall &call) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !unroll::isMulAdd(op))
+    return failure();
+  Value ops[3] = {op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]};
+  Type elem;
+  for (Value v : ops) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !isStrided(t))
+      return failure();
+    if (elem && t.getElementType() != elem)
+      return failure();
+    elem = t.getElementType();
+  }
+  if (!elem.isF32() && !elem.isF64())
+    return failure();
+  // Each map result is a loop dim or a constant index (e.g. the q/k/v slot
+  // of a fused QKV tensor); constants become offsets.
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  for (AffineMap m : maps) {
+    if (m.getNumSymbols() != 0)
+      return failure();
+    llvm::SmallBitVector seen(op.getNumLoops());
+    for (AffineExpr e : m.getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) {
+        if (seen.test(d.getPosition()))
+          return failure();
+        seen.set(d.getPosition());
+      } else if (!isa<AffineConstantExpr>(e)) {
+        return failure();
+      }
+    }
+  }
+  // Classify the loops: batch (A, B, C), m (A, C), n (B, C), k (A, B).
+  auto iters = op.getIteratorTypesArray();
+  SmallVector<unsigned> bDims, mDims, nDims, kDims;
+  for (unsigned d = 0; d < op.getNumLoops(); ++d) {
+    bool inA = maps[0].isFunctionOfDim(d), inB = maps[1].isFunctionOfDim(d),
+         inC = maps[2].isFunctionOfDim(d);
+    bool red = iters[d] == utils::IteratorType::reduction;
+    if (inA && inB && inC && !red)
+      bDims.push_back(d);
+    else if (inA && inC && !inB && !red)
+      mDims.push_back(d);
+    else if (inB && inC && !inA && !red)
+      nDims.push_back(d);
+    else if (inA && inB && !inC && red)
+      kDims.push_back(d);
+    else
+      return failure(); // broadcast dims: keep the loop nest
+  }
+  if (mDims.empty() || nDims.empty() || kDims.empty())
+    return failure();
+  // Each m/n/k group must be consecutive in every operand holding it, in
+  // the same order, so it collapses to one dimension with one stride.
+  auto group = [&](unsigned operand, ArrayRef<unsigned> dims) {
+    return groupPositions(maps[operand], dims);
+  };
+  SmallVector<unsigned> aM = group(0, mDims), aK = group(0, kDims), bK = group(1, kDims),
+                        bN = group(1, nDims), cM = group(2, mDims), cN = group(2, nDims);
+  for (auto *p : {&aM, &aK, &bK, &bN, &cM, &cN})
+    if (p->empty())
+      return failure();
+  if (dimsAt(maps[0], aM) != dimsAt(maps[2], cM) || dimsAt(maps[0], aK) != dimsAt(maps[1], bK) ||
+      dimsAt(maps[1], bN) != dimsAt(maps[2], cN))
+    return failure();
+  // Taken before this rewrite inserts its index arithmetic in between.
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto cst = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
+  auto size = [&](Value v, unsigned p) -> Value { return b.create<memref::DimOp>(loc, v, p); };
+  SmallVector<memref::ExtractStridedMetadataOp> meta;
+  for (Value v : ops)
+    meta.push_back(b.create<memref::ExtractStridedMetadataOp>(loc, v));
+  // A group of several dims collapses to one stride only where the operand
+  // is dense row-major over it. The identity layout says so statically;
+  // other layouts (a slice [w] of the window's tape: strides [?, F, 1],
+  // offset ?) are checked when the call runs, with the loop nest as the
+  // fallback.
+  Value collapsible;
+  auto dense = [&](unsigned i, ArrayRef<unsigned> pos) {
+    if (pos.size() < 2 || cast<MemRefType>(ops[i].getType()).getLayout().isIdentity())
+      return;
+    for (unsigned j = 0; j + 1 < pos.size(); ++j) {
+      Value inner = b.create<arith::MulIOp>(loc, meta[i].getStrides()[pos[j + 1]],
+                                            meta[i].getSizes()[pos[j + 1]]);
+      Value eq = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                         meta[i].getStrides()[pos[j]], inner);
+      collapsible = collapsible ? b.create<arith::AndIOp>(loc, collapsible, eq).getResult() : eq;
+    }
+  };
+  dense(0, aM), dense(0, aK), dense(1, bK), dense(1, bN), dense(2, cM), dense(2, cN);
+  auto product = [&](Value v, ArrayRef<unsigned> pos) {
+    Value r;
+    for (unsigned p : pos)
+      r = r ? b.create<arith::MulIOp>(loc, r, size(v, p)).getResult() : size(v, p);
+    return r;
+  };
+  // Strides and offsets from the operands' layouts (static or not); a
+  // group's stride is its innermost dim's (denseness checked above).
+  auto stride = [&](unsigned i, ArrayRef<unsigned> pos) -> Value {
+    return meta[i].getStrides()[pos.back()];
+  };
+  // Element offset of each operand without the batch dims: the layout's
+  // offset plus the constant indices.
+  SmallVector<Value> base(3);
+  for (unsigned i = 0; i < 3; ++i) {
+    Value off = meta[i].getOffset();
+    for (auto [r, e] : llvm::enumerate(maps[i].getResults()))
+      if (auto c = dyn_cast<AffineConstantExpr>(e); c && c.getValue() != 0)
+        off = b.create<arith::AddIOp>(
+            loc, off, b.create<arith::MulIOp>(loc, cst(c.getValue()), meta[i].getStrides()[r]));
+    base[i] = off;
+  }
+  Value M = product(ops[2], cM), N = product(ops[2], cN), K = product(ops[0], aK);
+  SmallVector<Value> strides{stride(0, aM), stride(0, aK), stride(1, bK),
+                             stride(1, bN), stride(2, cM), stride(2, cN)};
+  SmallVector<Value> ptrs;
+  for (Value v : ops)
+    ptrs.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, v));
+  if (!bDims.empty() && !call.batchLoops)
+    return failure();
+  if (call.unitStride) {
+    // Each operand needs a unit stride in one of its two groups (a row- or
+    // column-major matrix with a leading dimension), known statically.
+    auto unit = [&](unsigned i, ArrayRef<unsigned> p, ArrayRef<unsigned> q) {
+      SmallVector<int64_t> st;
+      int64_t off;
+      if (failed(getStridesAndOffset(cast<MemRefType>(ops[i].getType()), st, off)))
+        return false;
+      return st[p.back()] == 1 || st[q.back()] == 1;
+    };
+    if (!unit(0, aM, aK) || !unit(1, bK, bN) || !unit(2, cM, cN))
+      return failure();
+  }
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  std::string name = call.name(elem.isF32());
+  declare(op->getParentOfType<ModuleOp>(), name, call.numArgs);
+  // A zero fill of C right before, covering exactly what the calls write
+  // (C indexed by loop dims only), is replaced by overwriting.
+  Value accumulate = cst(1);
+  if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == ops[2] &&
+      llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); })) {
+    auto zero = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+    auto fv = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
+    if (fv && fv.getValue().isZero()) {
+      fill.erase();
+      accumulate = cst(0);
+    }
+  }
+
+  // One call, or one per batch index (loops over the batch dims, sizes
+  // from C).
+  auto emitCall = [&](OpBuilder &nb, ValueRange ivs) {
+    SmallVector<Value> addr(3);
+    for (unsigned i = 0; i < 3; ++i) {
+      Value off = base[i];
+      for (auto [j, d] : llvm::enumerate(bDims)) {
+        unsigned pos = *maps[i].getResultPosition(nb.getAffineDimExpr(d));
+        off = nb.create<arith::AddIOp>(
+            loc, off, nb.create<arith::MulIOp>(loc, ivs[j], meta[i].getStrides()[pos]));
+      }
+      addr[i] = nb.create<arith::AddIOp>(
+          loc, ptrs[i],
+          nb.create<arith::MulIOp>(loc, off, nb.create<arith::ConstantIndexOp>(loc, bytes)));
+    }
+    SmallVector<Value> args{M,          N,          K,          addr[0],    strides[0],
+                            strides[1], addr[1],    strides[2], strides[3], addr[2],
+                            strides[4], strides[5], accumulate};
+    for (int64_t extra : call.extraArgs)
+      args.push_back(nb.create<arith::ConstantIndexOp>(loc, extra));
+    assert(args.size() == call.numArgs && "the ABI header declares another signature");
+    nb.create<func::CallOp>(loc, name, TypeRange{}, args);
+  };
+  auto emitCalls = [&](OpBuilder &b) {
+    if (bDims.empty()) {
+      emitCall(b, {});
+      return;
+    }
+    SmallVector<Value> lbs, ubs, steps;
+    for (unsigned d : bDims) {
+      lbs.push_back(cst(0));
+      ubs.push_back(size(ops[2], *maps[2].getResultPosition(b.getAffineDimExpr(d))));
+      steps.push_back(cst(1));
+    }
+    scf::buildLoopNest(b, loc, lbs, ubs, steps,
+                       [&](OpBuilder &nb, Location, ValueRange ivs) { emitCall(nb, ivs); });
+  };
+  if (!collapsible) {
+    emitCalls(b);
+  } else {
+    // Not dense after all: the loop nest (after the zero fill, if the
+    // calls were to overwrite).
+    b.create<scf::IfOp>(
+        loc, collapsible,
+        [&](OpBuilder &tb, Location tl) {
+          emitCalls(tb);
+          tb.create<scf::YieldOp>(tl);
+        },
+        [&](OpBuilder &eb, Location el) {
+          if (accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0) {
+            Value zero = eb.create<arith::ConstantOp>(el, eb.getZeroAttr(elem));
+            eb.create<linalg::FillOp>(el, zero, ops[2]);
+          }
+          eb.clone(*op.getOperation());
+          eb.create<scf::YieldOp>(el);
+        });
+  }
+  op.erase();
+  return success();
+}

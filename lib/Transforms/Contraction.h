@@ -1,0 +1,35 @@
+//===- Contraction.h - linalg contractions as GEMM calls --------*- C++ -*-===//
+#ifndef UNROLL_TRANSFORMS_CONTRACTION_H
+#define UNROLL_TRANSFORMS_CONTRACTION_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <functional>
+#include <string>
+
+namespace mlir::unroll {
+
+/// How a contraction becomes a call (Contraction.cpp).
+struct ContractionCall {
+  /// The callee for f32 (true) or f64 (false) elements.
+  std::function<std::string(bool f32)> name;
+  /// Arguments of the callee: the 13 of the GEMM ABI, then `extraArgs`.
+  unsigned numArgs = 13;
+  SmallVector<int64_t> extraArgs;
+  /// Contractions with batch dimensions: a loop of calls (else unchanged).
+  bool batchLoops = true;
+  /// Every operand must have a static unit stride in its row or column
+  /// group (a library that takes row- or column-major matrices).
+  bool unitStride = false;
+};
+
+/// The body computes acc + a · b (in either operand order).
+bool isMulAdd(linalg::GenericOp op);
+
+/// Replaces `op` (bufferized) by calls if it is a contraction the call can
+/// express; failure leaves it unchanged.
+LogicalResult rewriteContraction(linalg::GenericOp op, const ContractionCall &call);
+
+} // namespace mlir::unroll
+
+#endif

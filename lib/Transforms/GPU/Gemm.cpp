@@ -1,0 +1,60 @@
+//===- Gemm.cpp - unroll-gpu-gemm --------------------------------------------===//
+//
+// Dense contractions of the GPU lowering become calls of unroll_gpu_gemm_*
+// (cuBLASLt on the GPU, a host loop in emulated libraries). See docs/gpu.md.
+//
+//===----------------------------------------------------------------------===//
+#include "../Contraction.h"
+#include "unroll/Transforms/Passes.h"
+#include "unroll/runtime/GpuKernels.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::unroll {
+#define GEN_PASS_DEF_UNROLLGPUGEMM
+#include "unroll/Transforms/Passes.h.inc"
+} // namespace mlir::unroll
+
+using namespace mlir;
+
+namespace {
+
+struct Gemm : public mlir::unroll::impl::UnrollGPUGemmBase<Gemm> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (precision != "f32" && precision != "tf32") {
+      getOperation().emitError() << "unroll-gpu-gemm: precision must be f32 or tf32, got '"
+                                 << precision << "'";
+      return signalPassFailure();
+    }
+    IRRewriter rewriter(&getContext());
+    SmallVector<linalg::LinalgOp> named;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp, linalg::MatmulTransposeBOp>(op))
+        named.push_back(op);
+    });
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      (void)linalg::generalizeNamedOp(rewriter, op);
+    }
+    mlir::unroll::ContractionCall call;
+    call.name = [](bool f32) { return std::string(::unroll::abi::gpuGemmName(f32)); };
+    call.numArgs = ::unroll::abi::kGpuGemmArgs;
+    call.extraArgs = {precision == "tf32" ? UNROLL_GEMM_TF32 : 0};
+    // Batched products (attention's per-(batch, head) matrices) stay
+    // kernels: one library call per batch index would cost more launches
+    // than the products do.
+    call.batchLoops = false;
+    call.unitStride = true;
+    SmallVector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    for (linalg::GenericOp op : generics)
+      if (succeeded(mlir::unroll::rewriteContraction(op, call)))
+        ++numCalls;
+  }
+};
+
+} // namespace

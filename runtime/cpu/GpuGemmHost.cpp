@@ -1,0 +1,61 @@
+//===- GpuGemmHost.cpp - unroll_gpu_gemm_* for emulated GPU libraries -----===//
+//
+// --lower-to-gpu-emulated libraries run every kernel as host loops; their
+// contractions call the GPU GEMM ABI like real GPU libraries, and this file
+// implements it on the host with a plain triple loop (the oracle for the
+// strides, transposes and accumulation that the cuBLASLt path in
+// runtime/gpu/Blas.cpp receives). With UNROLL_GEMM_TF32 the f32 operands are
+// rounded to TF32 first (10-bit mantissa, to nearest, ties away from zero:
+// cvt.rna.tf32.f32), as tensor cores do.
+//
+//===----------------------------------------------------------------------===//
+#include "unroll/runtime/GpuKernels.h"
+
+#include <cstring>
+
+namespace {
+
+float toTF32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) // finite: round the low 13 bits away
+    bits = (bits + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+template <typename T>
+void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
+          int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t accumulate,
+          int64_t flags) {
+  bool tf32 = sizeof(T) == 4 && (flags & UNROLL_GEMM_TF32);
+  auto in = [&](T v) { return tf32 ? T(toTF32(float(v))) : v; };
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      T acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += in(A[i * sAm + k * sAk]) * in(B[k * sBk + j * sBn]);
+      T &c = C[i * sCm + j * sCn];
+      c = accumulate ? c + acc : acc;
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) void
+unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
+                    const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
+                    int64_t accumulate, int64_t flags) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags);
+}
+
+__attribute__((visibility("default"))) void
+unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
+                    const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
+                    int64_t accumulate, int64_t flags) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags);
+}
+
+} // extern "C"

@@ -1,0 +1,49 @@
+/*===- GpuKernels.h - the library ABI of GPU compiled.so ---------*- C -*-===*
+ *
+ * What the host code of a --lower-to-gpu library calls besides MLIR's mgpu*
+ * interface (unroll-gpu-gemm, unroll-gpu-serial-kernels):
+ *
+ *   unroll_gpu_gemm_<f32|f64>   C (+)= A · B, strided, on the calling
+ *                               thread's stream: cuBLASLt in GPU libraries
+ *                               (runtime/gpu/Blas.cpp), a plain host loop in
+ *                               --lower-to-gpu-emulated libraries
+ *                               (runtime/cpu/GpuGemmHost.cpp)
+ *   unroll_gpu_read_<type>      a device scalar for host control flow
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef UNROLL_RUNTIME_GPUKERNELS_H
+#define UNROLL_RUNTIME_GPUKERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Flags of unroll_gpu_gemm_*: compute in TF32 (f32 operands rounded to a
+ * 10-bit mantissa, f32 accumulation; cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32). */
+#define UNROLL_GEMM_TF32 1
+
+/* C[M, N] (+)= A[M, K] · B[K, N] with element strides sXr (rows) and sXc
+ * (columns); each operand has a unit stride in one of the two. accumulate
+ * = 0 overwrites C. A, B and C are device addresses. */
+void unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm,
+                         int64_t sAk, const float *B, int64_t sBk, int64_t sBn, float *C,
+                         int64_t sCm, int64_t sCn, int64_t accumulate, int64_t flags);
+void unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm,
+                         int64_t sAk, const double *B, int64_t sBk, int64_t sBn, double *C,
+                         int64_t sCm, int64_t sCn, int64_t accumulate, int64_t flags);
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+namespace unroll::abi {
+/// unroll_gpu_gemm_*'s arguments: the CPU GEMM's 13, then the flags.
+inline constexpr unsigned kGpuGemmArgs = 14;
+inline const char *gpuGemmName(bool f32) {
+  return f32 ? "unroll_gpu_gemm_f32" : "unroll_gpu_gemm_f64";
+}
+} // namespace unroll::abi
+#endif /* __cplusplus */
+
+#endif /* UNROLL_RUNTIME_GPUKERNELS_H */
