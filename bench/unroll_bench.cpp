@@ -27,15 +27,20 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N] "
-            "[--gpu-profile TOP]\n");
+            "[--gpu-profile TOP] [--gpu-graphs on|off]\n");
     return 2;
   }
   int64_t batch = 64, points = -1, repeats = 5, threads = -1, profileTop = 0;
   std::string optimizer = "auto", only;
+  bool graphs = true;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--optimizer") {
       optimizer = argv[i + 1];
+      continue;
+    }
+    if (a == "--gpu-graphs") { // on (default) | off
+      graphs = std::string(argv[i + 1]) != "off";
       continue;
     }
     if (a == "--only") { // forward | train: time one of them (for profiling)
@@ -95,8 +100,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "unroll-bench: %s\n", err.empty() ? "no compiled optimizer" : err.c_str());
     return 2;
   }
-  if (compiled)
+  if (compiled) {
+    dev.setGraphs(graphs);
     dev.upload(theta, {}, {});
+  }
   auto step = [&] {
     if (compiled) {
       run.lossGrad(p, dev, b, T, losses, err);
@@ -118,6 +125,7 @@ int main(int argc, char **argv) {
     ts.push_back(doStep ? time(step) : 0.0);
     fs.push_back(doFwd ? time(fwd) : 0.0);
   }
+  bool usedGraphs = compiled && m.gpu() && dev.graphsUsable();
   if (profileTop > 0 && m.gpu()) {
     // One more training step and forward, each timed kernel by kernel with
     // events (the runtime's profile); the table goes to stderr.
@@ -127,6 +135,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "unroll-bench: %s has no GPU profile (rebuild it)\n", argv[1]);
       return 2;
     }
+    dev.setGraphs(false); // kernel by kernel, not one graph launch
     for (auto [name, fn] : {std::pair<const char *, std::function<void()>>{"training step", step},
                             {"forward", fwd}}) {
       start();
@@ -146,6 +155,7 @@ int main(int argc, char **argv) {
                    {"window", T},
                    {"threads", run.threads()},
                    {"optimizer", compiled ? "compiled" : "host"},
+                   {"cuda_graphs", usedGraphs},
                    {"target", m.info().value("target", "cpu")},
                    {"device", m.gpu() ? m.device() : std::string("cpu")},
                    {"train_step_s", ts},

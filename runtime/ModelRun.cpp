@@ -248,9 +248,19 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
 //===----------------------------------------------------------------------===//
 
 ResidentState::~ResidentState() {
+  resetStepGraph();
   for (void *p : {theta, grad, m, v})
     if (p)
       free_ ? free_(p) : ::free(p);
+}
+
+void ResidentState::resetStepGraph() {
+  if (step_.exec && graphDestroy_)
+    graphDestroy_(step_.exec);
+  for (void *p : {step_.z, step_.ys, step_.losses})
+    if (p && free_)
+      free_(p);
+  step_ = StepGraph();
 }
 
 bool ResidentState::init(const Model &lib, int64_t n, bool isF32, std::string &error) {
@@ -262,6 +272,14 @@ bool ResidentState::init(const Model &lib, int64_t n, bool isF32, std::string &e
       reinterpret_cast<void (*)(void *, const void *, size_t)>(lib.symbol("unroll_state_write"));
   read_ = reinterpret_cast<void (*)(void *, const void *, size_t)>(lib.symbol("unroll_state_read"));
   hits_ = reinterpret_cast<uint64_t (*)()>(lib.symbol("unroll_state_hits"));
+  graphsSupported_ = reinterpret_cast<int32_t (*)()>(lib.symbol("unroll_gpu_graphs_supported"));
+  captureBegin_ = reinterpret_cast<void (*)()>(lib.symbol("unroll_gpu_capture_begin"));
+  captureEnd_ = reinterpret_cast<void *(*)()>(lib.symbol("unroll_gpu_capture_end"));
+  captureError_ = reinterpret_cast<const char *(*)()>(lib.symbol("unroll_gpu_capture_error"));
+  graphLaunch_ = reinterpret_cast<void (*)(void *)>(lib.symbol("unroll_gpu_graph_launch"));
+  graphDestroy_ = reinterpret_cast<void (*)(void *)>(lib.symbol("unroll_gpu_graph_destroy"));
+  if (!captureBegin_ || !captureEnd_ || !captureError_ || !graphDestroy_)
+    graphLaunch_ = nullptr;
   if (!alloc_ || !free_ || !write_ || !read_) {
     if (lib.gpu()) {
       error = lib.path() + ": the GPU library lacks the unroll_state_* functions (rebuild it "
@@ -336,6 +354,9 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
     error = "the loss window T must be >= 1, got " + std::to_string(window);
     return false;
   }
+  if (threads_ == 1 && gpu_ && st.graphsUsable())
+    return f32_ ? lossGradGraph<float>(p, st, loops, window, losses)
+                : lossGradGraph<double>(p, st, loops, window, losses);
   if (threads_ == 1) {
     // Straight into the resident buffers: nothing is copied on a GPU.
     if (f32_)
@@ -352,6 +373,59 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
   if (!lossGrad(p, theta, loops, window, losses, grad, error))
     return false;
   st.writeVector(st.grad, grad);
+  return true;
+}
+
+template <typename T>
+bool ModelRunner::lossGradGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                                std::vector<double> &losses) const {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
+                      MemRef<T, 1> *, MemRef<T, 1> *);
+  ResidentState::StepGraph &g = st.step_;
+  int64_t n = 2 * p.points, tw = std::min(loops, window);
+  std::vector<int64_t> key{p.batch, p.points, p.dim, loops, window};
+  if (g.key != key) { // a new shape: new input buffers, and a new graph later
+    st.resetStepGraph();
+    g.key = key;
+    g.z = st.alloc_(size_t(p.batch * n * p.dim) * sizeof(T));
+    g.ys = st.alloc_(size_t(p.batch * p.points) * sizeof(T));
+    g.losses = st.alloc_(size_t(tw) * sizeof(T));
+  }
+  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
+  st.write_(g.z, z.data(), z.size() * sizeof(T));
+  st.write_(g.ys, ys.data(), ys.size() * sizeof(T));
+  auto zm = makeMemRef<T, 3>(static_cast<T *>(g.z), {p.batch, n, p.dim});
+  auto ym = makeMemRef<T, 2>(static_cast<T *>(g.ys), {p.batch, p.points});
+  auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
+  auto lm = makeMemRef<T, 1>(static_cast<T *>(g.losses), {tw});
+  auto gm = makeMemRef<T, 1>(static_cast<T *>(st.grad), {st.size});
+  auto call = [&] { reinterpret_cast<Fn>(lossGrad_)(&zm, &ym, &tm, loops, window, &lm, &gm); };
+  if (g.exec) {
+    st.graphLaunch_(g.exec);
+    ++st.graphStats_.replayed;
+  } else if (!g.warm || g.refused) {
+    // The first call of a shape runs directly: the pool then holds every
+    // buffer the call needs, so its capture allocates nothing.
+    call();
+    g.warm = true;
+    ++st.graphStats_.direct;
+  } else {
+    st.captureBegin_();
+    call();
+    g.exec = st.captureEnd_();
+    if (g.exec) {
+      ++st.graphStats_.captured;
+      st.graphLaunch_(g.exec);
+      ++st.graphStats_.replayed;
+    } else {
+      g.refused = true;
+      st.graphStats_.refused = st.captureError_();
+      call();
+      ++st.graphStats_.direct;
+    }
+  }
+  st.read_(l.data(), g.losses, l.size() * sizeof(T));
+  losses.assign(l.begin(), l.end());
   return true;
 }
 

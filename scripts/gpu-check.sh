@@ -47,6 +47,10 @@ rm -rf "$R/train-gpu" "$R/train-cpu"
 check train-100-gpu "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-gpu"
 check train-100-cpu "$BIN/unroll-run" "$LIB/looped_gpt2.cpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-cpu"
 check train-100-match "$BIN/unroll-model-check" --compare-checkpoints "$R/train-gpu/checkpoint" "$R/train-cpu/checkpoint"
+# CUDA graph replay must be bit-identical to running every call directly.
+rm -rf "$R/train-gpu-nograph"
+check train-100-gpu-nograph "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --gpu-graphs off --out "$R/train-gpu-nograph"
+check train-100-graph-bitwise "$BIN/unroll-model-check" --compare-checkpoints "$R/train-gpu/checkpoint" "$R/train-gpu-nograph/checkpoint" --tol 1e-300
 
 log "one-step kernel profile (paper config, batch 64, k = 41; top 15)"
 "$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats 1 --gpu-profile 15 > /dev/null 2> "$R/profile.txt" || log "profile failed; see profile.txt"
@@ -59,6 +63,7 @@ log "benchmark (paper config, batch 64, k = 41, median of $REPEATS)"
 rows=()
 u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU (FP32)\", \"r\": $u}")
 u=$("$BIN/unroll-bench" "$LIB/looped_gpt2_tf32.gpu.so" --points 41 --repeats "$REPEATS" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU (TF32)\", \"r\": $u}")
+u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" --gpu-graphs off 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU (FP32, no CUDA graph)\", \"r\": $u}")
 u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.cpu.so" --points 41 --repeats 3 --threads "$(nproc)" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll CPU ($(nproc) threads)\", \"r\": $u}")
 PY=$(command -v python3 || true)
 if [ -n "$PY" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then

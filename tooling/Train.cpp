@@ -50,6 +50,7 @@ nlohmann::json TrainConfig::toJson() const {
           {"eval_loops", evalLoops},
           {"eval_batch", evalBatch},
           {"optimizer", optimizer},
+          {"gpu_graphs", gpuGraphs},
           {"baseline_prompts", baselinePrompts}};
 }
 
@@ -153,6 +154,12 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
       else
         error =
             "config key 'optimizer' expects \"auto\", \"host\" or \"compiled\", got " + v.dump();
+    } else if (k == "gpu_graphs") {
+      ok = v.is_boolean();
+      if (ok)
+        gpuGraphs = v.get<bool>();
+      else
+        error = "config key 'gpu_graphs' expects true or false, got " + v.dump();
     } else {
       error = "unknown config key '" + k + "'";
       return false;
@@ -264,6 +271,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   if (compiled) {
     if (!dev.init(m, run.numParams(), m.info().value("element_type", "") == "f32", err))
       return die(err);
+    dev.setGraphs(cfg.gpuGraphs);
     dev.upload(st.theta, st.adam.m, st.adam.v);
   }
   auto toHost = [&] {
@@ -373,6 +381,19 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   if (compiled)
     fprintf(stderr, "resident state: %llu entry-point arguments used in place (not copied)\n",
             (unsigned long long)dev.residentHits());
+  if (compiled && m.gpu()) {
+    const ResidentState::GraphStats &g = dev.graphStats();
+    if (!dev.graphsUsable())
+      fprintf(stderr, "CUDA graphs: off (%s)\n",
+              cfg.gpuGraphs ? "the driver has none" : "--gpu-graphs off");
+    else
+      fprintf(stderr,
+              "CUDA graphs: loss and gradient captured %llu times, replayed %llu times, run "
+              "directly %llu times%s%s\n",
+              (unsigned long long)g.captured, (unsigned long long)g.replayed,
+              (unsigned long long)g.direct,
+              g.refused.empty() ? "" : "; a capture was refused: ", g.refused.c_str());
+  }
   fprintf(stderr, "trained %lld steps in %s; checkpoint in %s\n",
           (long long)(cfg.steps - startStep),
           hms(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(), ckptDir.c_str());

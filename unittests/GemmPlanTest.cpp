@@ -76,8 +76,12 @@ void check(int64_t M, int64_t N, int64_t K, Layout a, Layout b, Layout c) {
 } // namespace
 
 TEST(GemmPlan, EveryLayoutMatchesTheStridedDefinition) {
-  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{5, 7, 3}, {1, 6, 4}, {6, 1, 4},
-                         {4, 5, 1}, {1, 1, 9}, {8, 8, 8}})
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{5, 7, 3},
+                         {1, 6, 4},
+                         {6, 1, 4},
+                         {4, 5, 1},
+                         {1, 1, 9},
+                         {8, 8, 8}})
     for (bool ra : {false, true})
       for (bool rb : {false, true})
         for (bool rc : {false, true})

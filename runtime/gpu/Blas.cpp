@@ -145,13 +145,15 @@ using Key = std::tuple<bool, int64_t, bool, bool, int64_t, int64_t, int64_t, int
 std::map<Key, Prepared> gPrepared;
 
 const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p) {
-  Key key{f32,    flags,   p.transX, p.transY, p.m,     p.n,     p.k,
-          p.ldx,  p.ldy,   p.ldc,    p.rowsX,  p.colsX, p.rowsY, p.colsY};
+  Key key{f32,   flags, p.transX, p.transY, p.m,     p.n,     p.k,
+          p.ldx, p.ldy, p.ldc,    p.rowsX,  p.colsX, p.rowsY, p.colsY};
   auto it = gPrepared.find(key);
   if (it != gPrepared.end())
     return it->second;
   int type = f32 ? CUDA_R_32F : CUDA_R_64F;
-  int compute = !f32 ? COMPUTE_64F : (flags & UNROLL_GEMM_TF32) ? COMPUTE_32F_FAST_TF32 : COMPUTE_32F;
+  int compute = !f32                         ? COMPUTE_64F
+                : (flags & UNROLL_GEMM_TF32) ? COMPUTE_32F_FAST_TF32
+                                             : COMPUTE_32F;
   Prepared r;
   if (Status s = gLt.descCreate(&r.desc, compute, type))
     fail("cublasLtMatmulDescCreate", s);
@@ -203,14 +205,13 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
   const Prepared &r = prepare(sizeof(T) == 4, flags, p);
   const T *x = p.swap ? B : A, *y = p.swap ? A : B;
   int token = profiling() ? profileBegin(stream) : -1;
-  if (Status s = gLt.matmul(gHandle, r.desc, &alpha, x, r.x, y, r.y, &beta, C, r.c, C, r.c,
-                            &r.algo, gWorkspace, kWorkspaceBytes, stream))
+  if (Status s = gLt.matmul(gHandle, r.desc, &alpha, x, r.x, y, r.y, &beta, C, r.c, C, r.c, &r.algo,
+                            gWorkspace, kWorkspaceBytes, stream))
     fail("cublasLtMatmul", s);
   if (token >= 0) {
     char name[96];
     snprintf(name, sizeof name, "cublasLt %s %lldx%lldx%lld%s", sizeof(T) == 4 ? "f32" : "f64",
-             (long long)M, (long long)N, (long long)K,
-             (flags & UNROLL_GEMM_TF32) ? " tf32" : "");
+             (long long)M, (long long)N, (long long)K, (flags & UNROLL_GEMM_TF32) ? " tf32" : "");
     profileEnd(token, stream, name);
   }
 }

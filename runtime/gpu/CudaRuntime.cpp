@@ -115,6 +115,16 @@ const std::string &initLocked() {
   load(d.cuEventRecord, "cuEventRecord");
   load(d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
   load(d.cuGetErrorName, "cuGetErrorName");
+  // Optional: graphs (CUDA >= 12 drivers have them all).
+  auto optional = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+  };
+  optional(d.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+  optional(d.cuStreamEndCapture, "cuStreamEndCapture");
+  optional(d.cuGraphInstantiate, "cuGraphInstantiateWithFlags");
+  optional(d.cuGraphLaunch, "cuGraphLaunch");
+  optional(d.cuGraphExecDestroy, "cuGraphExecDestroy");
+  optional(d.cuGraphDestroy, "cuGraphDestroy");
   if (!ok)
     return gInitError;
   if (CUresult r = d.cuInit(0); r != CUDA_SUCCESS) {
@@ -181,6 +191,21 @@ void releaseCachedLocked() {
 }
 
 //===----------------------------------------------------------------------===//
+// Capture: while a thread's stream is captured, nothing may allocate from
+// the driver, copy from pageable memory or wait; what would is recorded and
+// the capture is refused at its end.
+//===----------------------------------------------------------------------===//
+
+thread_local bool tCapturing = false;
+thread_local std::string tCaptureError;
+bool gGraphsExist = false; // graphs hold pool blocks: never release them
+
+void breakCapture(const char *why) {
+  if (tCaptureError.empty())
+    tCaptureError = why;
+}
+
+//===----------------------------------------------------------------------===//
 // Profile: an event pair around each launch or library call, read when the
 // host next waits for the stream.
 //===----------------------------------------------------------------------===//
@@ -213,6 +238,8 @@ void drainProfileLocked() {
 }
 
 void waitStream(CUstream stream) {
+  if (tCapturing)
+    return; // the entry point's final wait: replays are waited for by their caller
   UNROLL_CU_CHECK(gDriver.cuStreamSynchronize(stream));
   if (gProfiling) {
     std::lock_guard<std::mutex> lock(gMutex);
@@ -271,9 +298,12 @@ void *deviceAlloc(size_t bytes) {
     p = it->second;
     gFree.erase(it);
   } else {
+    if (tCapturing)
+      breakCapture("an allocation missed the pool (the call allocated more than its "
+                   "uncaptured run before)");
     CUdeviceptr dp = 0;
     CUresult r = gDriver.cuMemAlloc(&dp, bytes);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && !gFree.empty()) {
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && !gFree.empty() && !gGraphsExist) {
       releaseCachedLocked();
       r = gDriver.cuMemAlloc(&dp, bytes);
     }
@@ -304,7 +334,9 @@ void deviceFree(void *p) {
     poolFree(p);
 }
 
-bool profiling() { return gProfiling; }
+bool profiling() { return gProfiling && !tCapturing; }
+
+bool capturing() { return tCapturing; }
 
 int profileBegin(CUstream stream) {
   std::lock_guard<std::mutex> lock(gMutex);
@@ -403,7 +435,11 @@ UNROLL_EXPORT const char *unroll_gpu_profile_report(int top) {
 #define UNROLL_READ(NAME, T)                                                                       \
   UNROLL_EXPORT T NAME(uintptr_t addr) {                                                           \
     CUstream s = threadStream();                                                                   \
-    T value;                                                                                       \
+    T value = 0;                                                                                   \
+    if (tCapturing) {                                                                              \
+      breakCapture("host control flow reads a device value");                                      \
+      return value;                                                                                \
+    }                                                                                              \
     UNROLL_CU_CHECK(                                                                               \
         gDriver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(&value), addr, sizeof(T), s));         \
     waitStream(s);                                                                                 \
@@ -415,6 +451,66 @@ UNROLL_READ(unroll_gpu_read_i8, int8_t)
 UNROLL_READ(unroll_gpu_read_i32, int32_t)
 UNROLL_READ(unroll_gpu_read_i64, int64_t)
 #undef UNROLL_READ
+
+//===----------------------------------------------------------------------===//
+// CUDA graphs of whole calls (docs/gpu.md): the caller runs a call once
+// uncaptured (the pool then holds every buffer it needs), captures the next
+// one between begin and end, and replays the graph for every later call
+// with the same shapes, its inputs and outputs in resident state.
+//===----------------------------------------------------------------------===//
+
+/// Whether this driver has graphs.
+UNROLL_EXPORT int32_t unroll_gpu_graphs_supported(void) {
+  ensureReady();
+  const Driver &d = gDriver;
+  return d.cuStreamBeginCapture && d.cuStreamEndCapture && d.cuGraphInstantiate &&
+         d.cuGraphLaunch && d.cuGraphExecDestroy && d.cuGraphDestroy;
+}
+
+UNROLL_EXPORT void unroll_gpu_capture_begin(void) {
+  CUstream s = threadStream();
+  tCaptureError.clear();
+  // Thread-local mode: only this thread's unsafe calls interfere.
+  UNROLL_CU_CHECK(gDriver.cuStreamBeginCapture(s, /*CU_STREAM_CAPTURE_MODE_THREAD_LOCAL=*/1));
+  tCapturing = true;
+}
+
+/// The instantiated graph, or nullptr if the capture was refused
+/// (unroll_gpu_capture_error says why).
+UNROLL_EXPORT void *unroll_gpu_capture_end(void) {
+  CUstream s = threadStream();
+  tCapturing = false;
+  CUgraph graph = nullptr;
+  UNROLL_CU_CHECK(gDriver.cuStreamEndCapture(s, &graph));
+  if (!tCaptureError.empty()) {
+    if (graph)
+      gDriver.cuGraphDestroy(graph);
+    return nullptr;
+  }
+  CUgraphExec exec = nullptr;
+  UNROLL_CU_CHECK(gDriver.cuGraphInstantiate(&exec, graph, 0));
+  UNROLL_CU_CHECK(gDriver.cuGraphDestroy(graph));
+  std::lock_guard<std::mutex> lock(gMutex);
+  gGraphsExist = true;
+  return exec;
+}
+
+UNROLL_EXPORT const char *unroll_gpu_capture_error(void) { return tCaptureError.c_str(); }
+
+/// Queues a replay on the calling thread's stream (the caller's next
+/// unroll_state_read waits for it).
+UNROLL_EXPORT void unroll_gpu_graph_launch(void *exec) {
+  CUstream s = threadStream();
+  int token = profiling() ? profileBegin(s) : -1;
+  UNROLL_CU_CHECK(gDriver.cuGraphLaunch(exec, s));
+  if (token >= 0)
+    profileEnd(token, s, "CUDA graph (whole call)");
+}
+
+UNROLL_EXPORT void unroll_gpu_graph_destroy(void *exec) {
+  if (exec)
+    UNROLL_CU_CHECK(gDriver.cuGraphExecDestroy(exec));
+}
 
 //===----------------------------------------------------------------------===//
 // MLIR's GPU runtime interface (the calls gpu-to-llvm emits, MLIR 19).
@@ -458,7 +554,7 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY, intpt
       limit = smem;
     }
   }
-  int token = gProfiling ? profileBegin(stream) : -1;
+  int token = profiling() ? profileBegin(stream) : -1;
   UNROLL_CU_CHECK(gDriver.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
                                          smem, stream, params, extra));
   if (token >= 0) {
@@ -491,6 +587,11 @@ void mgpuMemFree(void *ptr, CUstream /*stream*/) { deviceFree(ptr); }
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, CUstream stream) {
   ensureReady();
+  if (tCapturing) {
+    // The only copies an entry point makes are its arguments' staging.
+    breakCapture("an argument is not resident state (it would be copied from host memory)");
+    return;
+  }
   UNROLL_CU_CHECK(gDriver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                                         reinterpret_cast<CUdeviceptr>(src), bytes, stream));
 }
@@ -571,10 +672,11 @@ UNROLL_EXPORT int32_t unroll_state_resident(uintptr_t addr) { return states().co
 UNROLL_EXPORT uint64_t unroll_state_hits(void) { return states().hits(); }
 
 UNROLL_EXPORT void unroll_state_write(void *state, const void *host, size_t bytes) {
+  // Ordered before the next call on this stream; from pageable memory the
+  // copy returns once the source has been read, so no wait is needed.
   CUstream s = threadStream();
   UNROLL_CU_CHECK(gDriver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(state),
                                         reinterpret_cast<CUdeviceptr>(host), bytes, s));
-  waitStream(s);
 }
 
 UNROLL_EXPORT void unroll_state_read(void *host, const void *state, size_t bytes) {

@@ -53,6 +53,13 @@ struct Driver {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*cuGetErrorName)(CUresult, const char **);
+  // CUDA graphs (optional: a driver without them runs every call directly).
+  CUresult (*cuStreamBeginCapture)(CUstream, int);
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*cuGraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  CUresult (*cuGraphDestroy)(CUgraph);
 };
 
 /// The opened driver (valid after ensureReady()).
@@ -72,6 +79,9 @@ CUstream threadStream();
 /// Device memory from the runtime's pool (stream-ordered reuse).
 void *deviceAlloc(size_t bytes);
 void deviceFree(void *p);
+
+/// True while the calling thread's stream is being captured into a graph.
+bool capturing();
 
 /// Profiling (unroll_gpu_profile_start): true while on. `profileBegin`
 /// returns a token that `profileEnd` closes with the work's name.

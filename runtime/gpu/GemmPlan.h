@@ -26,7 +26,7 @@ struct GemmPlan {
   bool ok = false;   // false: some operand has no unit stride
   bool swap = false; // the first operand is B (C row-major), else A
   bool transX = false, transY = false;
-  int64_t m = 0, n = 0, k = 0;     // column-major C'[m, n] = op(X)[m, k] · op(Y)[k, n]
+  int64_t m = 0, n = 0, k = 0; // column-major C'[m, n] = op(X)[m, k] · op(Y)[k, n]
   int64_t ldx = 1, ldy = 1, ldc = 1;
   int64_t rowsX = 0, colsX = 0, rowsY = 0, colsY = 0; // X and Y as stored
 };

@@ -68,6 +68,8 @@ Training and evaluation (models):
                          library's own Adam step on weights and moments kept in
                          its resident buffers (on a GPU they never leave it);
                          auto (default): compiled for GPU libraries, else host
+  --gpu-graphs on|off    GPU libraries: capture each shape's loss-and-gradient call
+                         once as a CUDA graph and replay it (default on)
   --seed S               seed of initialization and data (default 0)
   --out DIR              checkpoints, metrics.jsonl, config.json, eval.* (default out/train)
   --no-curriculum        train at the final b, d and points from the start
@@ -253,7 +255,15 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
       o.predict = true;
     else if (a == "--no-curriculum")
       o.train["curriculum"] = false;
-    else if (a == "--optimizer") {
+    else if (a == "--gpu-graphs") {
+      if (!(v = value()))
+        return false;
+      if (std::string(v) != "on" && std::string(v) != "off") {
+        fprintf(stderr, "unroll-run: error: --gpu-graphs takes on or off, got '%s'\n", v);
+        return false;
+      }
+      o.train["gpu_graphs"] = std::string(v) == "on";
+    } else if (a == "--optimizer") {
       if (!(v = value()))
         return false;
       o.train["optimizer"] = v;

@@ -33,8 +33,7 @@ bool isContraction(Operation *op) {
          mlir::unroll::isMulAdd(generic);
 }
 
-struct FuseElementwise
-    : public mlir::unroll::impl::UnrollGPUFuseElementwiseBase<FuseElementwise> {
+struct FuseElementwise : public mlir::unroll::impl::UnrollGPUFuseElementwiseBase<FuseElementwise> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);

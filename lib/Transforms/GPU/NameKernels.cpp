@@ -37,8 +37,8 @@ struct NameKernels : public mlir::unroll::impl::UnrollGPUNameKernelsBase<NameKer
       auto it = renamed.find(launch.getKernel());
       if (it == renamed.end())
         return;
-      launch.setKernelAttr(SymbolRefAttr::get(launch.getKernelModuleName(),
-                                              {FlatSymbolRefAttr::get(it->second)}));
+      launch.setKernelAttr(
+          SymbolRefAttr::get(launch.getKernelModuleName(), {FlatSymbolRefAttr::get(it->second)}));
     });
   }
 };

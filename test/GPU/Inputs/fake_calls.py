@@ -25,3 +25,12 @@ computes = collections.Counter(
     int(line.split("compute ")[1].split()[0]) for line in open(long_log)
     if line.startswith("cublasLtMatmul m"))
 print(f"ever: cublasLtMatmul compute {dict(computes)}")
+# Calls recorded while a stream was captured into a graph: a wait, an
+# allocation or a copy there would break the graph (or be baked into it).
+captured = collections.Counter(line.split()[0] for line in open(long_log)
+                               if line.startswith("captured:"))
+for name in ("cuStreamSynchronize", "cuCtxSynchronize", "cuMemAlloc", "cuMemFree",
+             "cuMemcpy", "cuMemcpyAsync"):
+    print(f"ever in capture: {name} {captured['captured:' + name]}")
+print(f"ever in capture: launches {captured['captured:cuLaunchKernel']}, "
+      f"matmuls {captured['captured:cublasLtMatmul']}")

@@ -2,6 +2,8 @@
  * (fake_libcuda.c): every call succeeds and is appended to FAKE_CUDA_LOG,
  * matmuls with their column-major problem (m n k, transposes, leading
  * dimensions), so a test can see what the GPU runtime asks of cuBLASLt. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,11 @@ static void logf_(const char *fmt, ...) {
   FILE *f = fopen(path, "a");
   if (!f)
     return;
+  /* The driver is opened RTLD_LOCAL: ask its handle, not the global scope. */
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  int (*capturing)(void) = cuda ? (int (*)(void))dlsym(cuda, "fake_cuda_capturing") : NULL;
+  if (capturing && capturing())
+    fputs("captured:", f);
   va_list ap;
   va_start(ap, fmt);
   vfprintf(f, fmt, ap);
@@ -77,7 +84,7 @@ int cublasLtMatmul(void *h, void *d, const void *alpha, const void *A, void *Ad,
   struct layout *a = Ad, *b = Bd, *c = Cd;
   logf_("cublasLtMatmul m %llu n %llu k %llu trans %d%d ld %lld %lld %lld compute %d beta %g",
         (unsigned long long)c->rows, (unsigned long long)c->cols,
-        (unsigned long long)(x->transa ? a->rows : a->cols), x->transa, x->transb,
-        (long long)a->ld, (long long)b->ld, (long long)c->ld, x->compute, *(const float *)beta);
+        (unsigned long long)(x->transa ? a->rows : a->cols), x->transa, x->transb, (long long)a->ld,
+        (long long)b->ld, (long long)c->ld, x->compute, *(const float *)beta);
   return 0;
 }

@@ -8,7 +8,9 @@
  *                        driver (launches, waits, allocations, copies).
  *                        "Device memory" is mapped PROT_NONE, so host code
  *                        that touches a device buffer dies with SIGSEGV;
- *                        copies to the host deliver zeros.
+ *                        copies to the host deliver zeros. While a stream
+ *                        is captured into a graph, every call is logged as
+ *                        "captured:<call>", and nothing runs.
  *
  * Built with -DOLD_DRIVER it lacks cuMemAlloc_v2 (an old driver). */
 #define _GNU_SOURCE
@@ -27,6 +29,10 @@ static const char *mode(void) {
 static int recording(void) { return strcmp(mode(), "record") == 0; }
 static int fail(void) { return recording() ? 0 : 100; }
 
+static int capturing;
+/* For the fake cuBLASLt, which logs captured calls the same way. */
+int fake_cuda_capturing(void) { return capturing; }
+
 static void logf_(const char *fmt, ...) {
   const char *path = getenv("FAKE_CUDA_LOG");
   if (!path)
@@ -34,6 +40,8 @@ static void logf_(const char *fmt, ...) {
   FILE *f = fopen(path, "a");
   if (!f)
     return;
+  if (capturing)
+    fputs("captured:", f);
   va_list ap;
   va_start(ap, fmt);
   vfprintf(f, fmt, ap);
@@ -181,3 +189,28 @@ int cuEventElapsedTime_v2(float *ms, void *a, void *b) {
   *ms = 0.001f;
   return fail();
 }
+int cuStreamBeginCapture_v2(void *s, int mode) {
+  logf_("cuStreamBeginCapture mode %d", mode);
+  capturing = 1;
+  return fail();
+}
+int cuStreamEndCapture(void *s, void **g) {
+  capturing = 0;
+  *g = (void *)0x2000;
+  logf_("cuStreamEndCapture");
+  return fail();
+}
+int cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) {
+  *e = (void *)0x3000;
+  logf_("cuGraphInstantiate");
+  return fail();
+}
+int cuGraphLaunch(void *e, void *s) {
+  logf_("cuGraphLaunch");
+  return fail();
+}
+int cuGraphExecDestroy(void *e) {
+  logf_("cuGraphExecDestroy");
+  return fail();
+}
+int cuGraphDestroy(void *g) { return fail(); }

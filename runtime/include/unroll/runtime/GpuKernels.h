@@ -27,12 +27,12 @@ extern "C" {
 /* C[M, N] (+)= A[M, K] · B[K, N] with element strides sXr (rows) and sXc
  * (columns); each operand has a unit stride in one of the two. accumulate
  * = 0 overwrites C. A, B and C are device addresses. */
-void unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm,
-                         int64_t sAk, const float *B, int64_t sBk, int64_t sBn, float *C,
-                         int64_t sCm, int64_t sCn, int64_t accumulate, int64_t flags);
-void unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm,
-                         int64_t sAk, const double *B, int64_t sBk, int64_t sBn, double *C,
-                         int64_t sCm, int64_t sCn, int64_t accumulate, int64_t flags);
+void unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
+                         const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
+                         int64_t sCn, int64_t accumulate, int64_t flags);
+void unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
+                         const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm,
+                         int64_t sCn, int64_t accumulate, int64_t flags);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -62,7 +62,38 @@ public:
   int64_t size = 0;
   bool f32 = false;
 
+  /// GPU libraries: run the training step's loss and gradient as one CUDA
+  /// graph per shape (captured on the second step of a shape, replayed
+  /// after); on by default where the driver has graphs.
+  void setGraphs(bool on) { graphsWanted_ = on; }
+  bool graphsUsable() const {
+    return graphsWanted_ && graphLaunch_ && graphsSupported_ && graphsSupported_();
+  }
+  struct GraphStats {
+    uint64_t captured = 0, replayed = 0, direct = 0;
+    std::string refused; // why the last capture was refused, if one was
+  };
+  const GraphStats &graphStats() const { return graphStats_; }
+
 private:
+  friend class ModelRunner;
+  /// The step's inputs and losses in resident buffers, and its graph.
+  struct StepGraph {
+    std::vector<int64_t> key; // batch, points, dim, loops, window
+    void *z = nullptr, *ys = nullptr, *losses = nullptr, *exec = nullptr;
+    bool warm = false, refused = false;
+  };
+  void resetStepGraph();
+  bool graphsWanted_ = true;
+  StepGraph step_;
+  GraphStats graphStats_;
+  int32_t (*graphsSupported_)() = nullptr;
+  void (*captureBegin_)() = nullptr;
+  void *(*captureEnd_)() = nullptr;
+  const char *(*captureError_)() = nullptr;
+  void (*graphLaunch_)(void *) = nullptr;
+  void (*graphDestroy_)(void *) = nullptr;
+
   void *(*alloc_)(size_t) = nullptr;
   void (*free_)(void *) = nullptr;
   void (*write_)(void *, const void *, size_t) = nullptr;
@@ -114,6 +145,9 @@ public:
 
 private:
   bool check(const Prompts &p, int64_t thetaSize, int64_t loops, std::string &error) const;
+  template <typename T>
+  bool lossGradGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                     std::vector<double> &losses) const;
   const nlohmann::json *info_ = nullptr;
   void *forward_ = nullptr, *lossGrad_ = nullptr, *adam_ = nullptr, *energyTrace_ = nullptr;
   bool f32_ = false, gpu_ = false;

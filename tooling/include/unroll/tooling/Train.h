@@ -31,6 +31,9 @@ struct TrainConfig {
   /// (the library's @M_adam on resident state: on a GPU, weights and moments
   /// never leave it) or "auto" (compiled for GPU libraries, else host).
   std::string optimizer = "auto";
+  /// GPU libraries with the compiled optimizer: each shape's loss-and-
+  /// gradient call captured once as a CUDA graph and replayed.
+  bool gpuGraphs = true;
   /// Prompts on which the costly baselines (trees, boosting, the network)
   /// are fitted, at every 5th position beyond 41 points.
   int64_t baselinePrompts = 64;
