@@ -163,11 +163,14 @@ static void buildKernelMapping(OpPassManager &pm, const LowerToGPUOptions &optio
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (!emulate) {
-    // What host code still does to buffers runs on the device too; then
-    // buffers move to device memory and launches onto one stream per call.
+    // What host code still does to buffers runs on the device too.
     pm.addNestedPass<func::FuncOp>(createUnrollGPUSerialKernels());
-    pm.addPass(createUnrollGPUAsync());
   }
+  // Reductions accumulate in registers, not through memory.
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUPromoteAccumulators());
+  // Buffers move to device memory and launches onto one stream per call.
+  if (!emulate)
+    pm.addPass(createUnrollGPUAsync());
 }
 
 void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOptions &options) {

@@ -338,6 +338,27 @@ def UnrollGPUNameKernels : Pass<"unroll-gpu-name-kernels", "ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def UnrollGPUPromoteAccumulators : Pass<"unroll-gpu-promote-accumulators", "func::FuncOp"> {
+  let summary = "Carry a loop's accumulator in a register instead of memory";
+  let description = [{
+    A reduction lowered to loops reads and writes its accumulator element in
+    memory every iteration (`store 0; for k { load; add; store }`), a
+    dependent global-memory round trip per iteration on a GPU. Where the
+    loop touches that element only through loads and stores at the same
+    loop-invariant indices directly in its body, and the buffer is an
+    allocation nothing else in the loop can reach (no other name for it:
+    every use is a view, load, store, deallocation or an address taken for
+    use outside the loop), the element becomes an iter_arg: loaded once
+    before the loop, stored once after. Inner loops first, so nests promote
+    outward. Runs on the kernels (and on the emulated pipeline's host loops,
+    where the CPU tests check it).
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numPromoted", "promoted", "Accumulators carried in registers">
+  ];
+}
+
 def UnrollGPUAsync : Pass<"unroll-gpu-async", "ModuleOp"> {
   let summary = "Device memory, stream-ordered launches and one synchronization per entry point";
   let description = [{
