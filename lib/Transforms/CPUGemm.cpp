@@ -52,16 +52,7 @@ namespace {
 
 struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
   void runOnOperation() override {
-    IRRewriter rewriter(&getContext());
-    SmallVector<linalg::LinalgOp> named;
-    getOperation().walk([&](linalg::LinalgOp op) {
-      if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp, linalg::MatmulTransposeBOp>(op))
-        named.push_back(op);
-    });
-    for (linalg::LinalgOp op : named) {
-      rewriter.setInsertionPoint(op);
-      (void)linalg::generalizeNamedOp(rewriter, op);
-    }
+    mlir::unroll::generalizeMatmuls(getOperation());
     SmallVector<linalg::GenericOp> generics;
     getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics)

@@ -21,14 +21,29 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include "llvm/ADT/SmallBitVector.h"
 
 using namespace mlir;
+
+void mlir::unroll::generalizeMatmuls(Operation *root) {
+  IRRewriter rewriter(root->getContext());
+  SmallVector<linalg::LinalgOp> named;
+  root->walk([&](linalg::LinalgOp op) {
+    if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp, linalg::MatmulTransposeBOp>(op))
+      named.push_back(op);
+  });
+  for (linalg::LinalgOp op : named) {
+    rewriter.setInsertionPoint(op);
+    (void)linalg::generalizeNamedOp(rewriter, op);
+  }
+}
 
 bool mlir::unroll::isMulAdd(linalg::GenericOp op) {
   Block &body = op.getRegion().front();

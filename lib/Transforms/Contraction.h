@@ -23,6 +23,10 @@ struct ContractionCall {
   bool unitStride = false;
 };
 
+/// Named matmuls (plain, transposed A or B) under `root` become generics,
+/// which rewriteContraction matches.
+void generalizeMatmuls(Operation *root);
+
 /// The body computes acc + a · b (in either operand order).
 bool isMulAdd(linalg::GenericOp op);
 

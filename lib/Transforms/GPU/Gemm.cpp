@@ -30,16 +30,7 @@ struct Gemm : public mlir::unroll::impl::UnrollGPUGemmBase<Gemm> {
                                  << precision << "'";
       return signalPassFailure();
     }
-    IRRewriter rewriter(&getContext());
-    SmallVector<linalg::LinalgOp> named;
-    getOperation().walk([&](linalg::LinalgOp op) {
-      if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp, linalg::MatmulTransposeBOp>(op))
-        named.push_back(op);
-    });
-    for (linalg::LinalgOp op : named) {
-      rewriter.setInsertionPoint(op);
-      (void)linalg::generalizeNamedOp(rewriter, op);
-    }
+    mlir::unroll::generalizeMatmuls(getOperation());
     mlir::unroll::ContractionCall call;
     call.name = [](bool f32) { return std::string(::unroll::abi::gpuGemmName(f32)); };
     call.numArgs = ::unroll::abi::kGpuGemmArgs;

@@ -55,7 +55,8 @@ Value rootAllocation(Value v) {
 /// store or a deallocation (inside the loop only the `allowed` ones), or
 /// takes its address for use outside the loop. Anything else (a yield, a
 /// call, a linalg op) could hand the buffer to the loop under another name.
-bool onlyAccessedBy(Value root, scf::ForOp loop, const llvm::SmallPtrSetImpl<Operation *> &allowed) {
+bool onlyAccessedBy(Value root, scf::ForOp loop,
+                    const llvm::SmallPtrSetImpl<Operation *> &allowed) {
   SmallVector<Value> work{root};
   while (!work.empty()) {
     Value v = work.pop_back_val();
@@ -114,11 +115,11 @@ struct Promote : public mlir::unroll::impl::UnrollGPUPromoteAccumulatorsBase<Pro
       // The loads and stores of this element, directly in the body.
       llvm::SmallPtrSet<Operation *, 8> group;
       for (Operation &o : *body) {
-        if (auto l = dyn_cast<memref::LoadOp>(&o); l && l.getMemRef() == mem &&
-                                                   llvm::equal(l.getIndices(), idx))
+        if (auto l = dyn_cast<memref::LoadOp>(&o);
+            l && l.getMemRef() == mem && llvm::equal(l.getIndices(), idx))
           group.insert(l);
-        if (auto s = dyn_cast<memref::StoreOp>(&o); s && s.getMemRef() == mem &&
-                                                    llvm::equal(s.getIndices(), idx))
+        if (auto s = dyn_cast<memref::StoreOp>(&o);
+            s && s.getMemRef() == mem && llvm::equal(s.getIndices(), idx))
           group.insert(s);
       }
       if (!onlyAccessedBy(root, loop, group))
