@@ -36,7 +36,7 @@ struct Layout {
   int64_t pad;
 };
 
-void check(int64_t M, int64_t N, int64_t K, Layout a, Layout b, Layout c) {
+void check(int64_t M, int64_t N, int64_t K, Layout a, Layout b, Layout c, bool rowMajorC = false) {
   auto strides = [](int64_t rows, int64_t cols, Layout l, int64_t &sr, int64_t &sc) {
     if (l.rowMajor)
       sr = cols + l.pad, sc = 1;
@@ -61,8 +61,10 @@ void check(int64_t M, int64_t N, int64_t K, Layout a, Layout b, Layout c) {
         acc += A[i * sAm + k * sAk] * B[k * sBk + j * sBn];
       ref[i * sCm + j * sCn] = acc;
     }
-  GemmPlan p = planGemm(M, N, K, sAm, sAk, sBk, sBn, sCm, sCn);
+  GemmPlan p = planGemm(M, N, K, sAm, sAk, sBk, sBn, sCm, sCn, rowMajorC);
   ASSERT_TRUE(p.ok);
+  if (rowMajorC) // the bias epilogue's orientation: D's rows are C's columns
+    EXPECT_TRUE(p.swap && p.m == N && p.n == M);
   EXPECT_GE(p.ldx, std::max<int64_t>(p.rowsX, 1));
   EXPECT_GE(p.ldy, std::max<int64_t>(p.rowsY, 1));
   EXPECT_GE(p.ldc, std::max<int64_t>(p.m, 1));
@@ -87,6 +89,14 @@ TEST(GemmPlan, EveryLayoutMatchesTheStridedDefinition) {
         for (bool rc : {false, true})
           for (int64_t pad : {0, 3})
             check(M, N, K, {ra, pad}, {rb, pad}, {rc, 0});
+}
+
+TEST(GemmPlan, RowMajorCWhenABiasNeedsIt) {
+  // A row-major C, N = 1 included (the read-out: C [M, 1], both strides 1).
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{5, 7, 3}, {6, 1, 4}, {1, 6, 4}})
+    for (bool ra : {false, true})
+      for (bool rb : {false, true})
+        check(M, N, K, {ra, 0}, {rb, 2}, {true, 0}, /*rowMajorC=*/true);
 }
 
 TEST(GemmPlan, RejectsOperandsWithoutAUnitStride) {

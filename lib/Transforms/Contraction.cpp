@@ -27,6 +27,8 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -88,6 +90,66 @@ SmallVector<unsigned> dimsAt(AffineMap map, ArrayRef<unsigned> pos) {
 }
 
 } // namespace
+
+/// The allocation (or argument) a buffer is a view of.
+static Value viewRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      v = view.getViewSource();
+    else if (auto cast = dyn_cast<memref::CastOp>(def))
+      v = cast.getSource();
+    else
+      break;
+  }
+  return v;
+}
+
+/// Whether `op` may read or write a buffer whose root is one of `roots`
+/// (anything with regions, calls and unknown ops count as touching).
+static bool touches(Operation *op, ArrayRef<Value> roots) {
+  if (op->getNumRegions() > 0 && !isa<linalg::LinalgOp>(op))
+    return true;
+  if (isa<func::CallOp>(op))
+    return true;
+  if (isMemoryEffectFree(op))
+    return false;
+  for (Value v : op->getOperands())
+    if (isa<MemRefType>(v.getType()) && llvm::is_contained(roots, viewRoot(v)))
+      return true;
+  return !isa<linalg::LinalgOp, memref::AllocOp, memref::DeallocOp>(op);
+}
+
+/// The broadcast `root[..., j] = bias[j]` of a rank-1, unit-stride bias
+/// into all of `root`, found walking back from `op` past operations that
+/// touch neither buffer; null if there is none.
+static linalg::GenericOp findBiasBroadcast(Operation *op, Value root) {
+  for (Operation *p = op->getPrevNode(); p; p = p->getPrevNode()) {
+    auto g = dyn_cast<linalg::GenericOp>(p);
+    if (g && g.hasPureBufferSemantics() && g.getNumDpsInputs() == 1 && g.getNumDpsInits() == 1 &&
+        g.getDpsInits()[0] == root && g.getNumReductionLoops() == 0) {
+      Block &body = g.getRegion().front();
+      auto yield = cast<linalg::YieldOp>(body.getTerminator());
+      AffineMap in = g.getIndexingMapsArray()[0], out = g.getIndexingMapsArray()[1];
+      auto bias = dyn_cast<MemRefType>(g.getDpsInputs()[0].getType());
+      SmallVector<int64_t> st;
+      int64_t off;
+      bool ok = body.getOperations().size() == 1 && yield.getOperand(0) == body.getArgument(0) &&
+                out.isIdentity() && in.getNumResults() == 1 &&
+                in.getResult(0) == getAffineDimExpr(out.getNumDims() - 1, op->getContext()) &&
+                bias && bias.getRank() == 1 && succeeded(getStridesAndOffset(bias, st, off)) &&
+                st[0] == 1;
+      if (ok && !llvm::any_of(llvm::make_range(std::next(p->getIterator()), op->getIterator()),
+                              [&](Operation &between) {
+                                return touches(&between, {viewRoot(g.getDpsInputs()[0])});
+                              }))
+        return g;
+      return {};
+    }
+    if (touches(p, {root}))
+      return {};
+  }
+  return {};
+}
 
 static void declare(ModuleOp module, StringRef name, unsigned numArgs) {
   if (module.lookupSymbol(name))
@@ -250,6 +312,42 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     }
   }
 
+  // A bias broadcast into C before it: C = A·B + b in one call. C must be
+  // all of its buffer, row-major with n the buffer's last dim (C itself, or
+  // its last dim expanded into the n group).
+  Value biasAddr;
+  int64_t flagsBias = 0;
+  if (call.biasArg && bDims.empty() && !collapsible &&
+      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 1) {
+    Value root = viewRoot(ops[2]);
+    auto rootType = dyn_cast<MemRefType>(root.getType());
+    auto cType = cast<MemRefType>(ops[2].getType());
+    bool trailingN = cN.back() == cType.getRank() - 1 &&
+                     cN.front() + cN.size() == static_cast<size_t>(cType.getRank());
+    bool whole = ops[2] == root;
+    if (auto expand = ops[2].getDefiningOp<memref::ExpandShapeOp>();
+        expand && expand.getSrc() == root) {
+      auto groups = expand.getReassociationIndices();
+      whole = groups.back().size() == cN.size() && groups.back().front() == (int64_t)cN.front();
+    } else if (whole) {
+      whole = cN.size() == 1;
+    }
+    if (rootType && rootType.getLayout().isIdentity() && root.getDefiningOp<memref::AllocOp>() &&
+        trailingN && whole &&
+        llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); })) {
+      if (linalg::GenericOp bc = findBiasBroadcast(op, root)) {
+        Value bias = bc.getDpsInputs()[0];
+        auto bm = b.create<memref::ExtractStridedMetadataOp>(loc, bias);
+        Value bp = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, bias);
+        biasAddr = b.create<arith::AddIOp>(
+            loc, bp, b.create<arith::MulIOp>(loc, bm.getOffset(), cst(bytes)));
+        bc.erase();
+        accumulate = cst(0);
+        flagsBias = call.biasFlag;
+      }
+    }
+  }
+
   // One call, or one per batch index (loops over the batch dims, sizes
   // from C).
   auto emitCall = [&](OpBuilder &nb, ValueRange ivs) {
@@ -268,8 +366,10 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     SmallVector<Value> args{M,          N,          K,          addr[0],    strides[0],
                             strides[1], addr[1],    strides[2], strides[3], addr[2],
                             strides[4], strides[5], accumulate};
-    for (int64_t extra : call.extraArgs)
-      args.push_back(nb.create<arith::ConstantIndexOp>(loc, extra));
+    for (auto [i, extra] : llvm::enumerate(call.extraArgs))
+      args.push_back(nb.create<arith::ConstantIndexOp>(loc, i == 0 ? extra | flagsBias : extra));
+    if (call.biasArg)
+      args.push_back(biasAddr ? biasAddr : nb.create<arith::ConstantIndexOp>(loc, 0).getResult());
     assert(args.size() == call.numArgs && "the ABI header declares another signature");
     nb.create<func::CallOp>(loc, name, TypeRange{}, args);
   };

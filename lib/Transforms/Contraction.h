@@ -21,6 +21,12 @@ struct ContractionCall {
   /// Every operand must have a static unit stride in its row or column
   /// group (a library that takes row- or column-major matrices).
   bool unitStride = false;
+  /// The callee takes, after `extraArgs`, the address of a bias vector b
+  /// (0: none) and computes C = A·B + b[n] when `biasFlag` is set in its
+  /// flags (extraArgs[0]): a broadcast of b into a row-major C right
+  /// before the contraction is then folded into the call.
+  bool biasArg = false;
+  int64_t biasFlag = 0;
 };
 
 /// Named matmuls (plain, transposed A or B) under `root` become generics,

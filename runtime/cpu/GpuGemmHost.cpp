@@ -27,7 +27,7 @@ float toTF32(float x) {
 template <typename T>
 void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
           int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t accumulate,
-          int64_t flags) {
+          int64_t flags, const T *bias) {
   bool tf32 = sizeof(T) == 4 && (flags & UNROLL_GEMM_TF32);
   auto in = [&](T v) { return tf32 ? T(toTF32(float(v))) : v; };
   for (int64_t i = 0; i < M; ++i)
@@ -35,6 +35,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
       T acc = 0;
       for (int64_t k = 0; k < K; ++k)
         acc += in(A[i * sAm + k * sAk]) * in(B[k * sBk + j * sBn]);
+      if (flags & UNROLL_GEMM_BIAS)
+        acc += bias[j];
       T &c = C[i * sCm + j * sCn];
       c = accumulate ? c + acc : acc;
     }
@@ -47,15 +49,15 @@ extern "C" {
 __attribute__((visibility("default"))) void
 unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                     const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
-                    int64_t accumulate, int64_t flags) {
-  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags);
+                    int64_t accumulate, int64_t flags, const float *bias) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias);
 }
 
 __attribute__((visibility("default"))) void
 unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                     const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
-                    int64_t accumulate, int64_t flags) {
-  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags);
+                    int64_t accumulate, int64_t flags, const double *bias) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias);
 }
 
 } // extern "C"

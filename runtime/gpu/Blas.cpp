@@ -12,7 +12,8 @@
 // picks are cached per shape, so a training step's repeated GEMMs cost one
 // cublasLtMatmul each, on the calling thread's stream. Compute type: FP32
 // (CUBLAS_COMPUTE_32F, PyTorch's default with TF32 off), FP32 with TF32
-// tensor cores under UNROLL_GEMM_TF32, FP64 for f64.
+// tensor cores under UNROLL_GEMM_TF32, FP64 for f64. UNROLL_GEMM_BIAS adds
+// a bias row in cuBLASLt's BIAS epilogue.
 //
 //===----------------------------------------------------------------------===//
 #include "Driver.h"
@@ -50,7 +51,8 @@ struct Heuristic {
 };
 constexpr int CUDA_R_32F = 0, CUDA_R_64F = 1;
 constexpr int COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, COMPUTE_64F = 70;
-constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4;
+constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POINTER = 8;
+constexpr int32_t EPILOGUE_BIAS = 4;
 constexpr int PREF_MAX_WORKSPACE_BYTES = 1;
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
@@ -162,6 +164,13 @@ const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p) {
     fail("cublasLtMatmulDescSetAttribute(TRANSA)", s);
   if (Status s = gLt.descSetAttribute(r.desc, DESC_TRANSB, &ty, sizeof ty))
     fail("cublasLtMatmulDescSetAttribute(TRANSB)", s);
+  if (flags & UNROLL_GEMM_BIAS) {
+    // D = op(X)·op(Y) + bias broadcast along D's columns: D's rows are C's
+    // columns (C row-major: the plan swaps), so bias[n] as cuBLASLt wants.
+    int32_t epilogue = EPILOGUE_BIAS;
+    if (Status s = gLt.descSetAttribute(r.desc, DESC_EPILOGUE, &epilogue, sizeof epilogue))
+      fail("cublasLtMatmulDescSetAttribute(EPILOGUE)", s);
+  }
   if (Status s = gLt.layoutCreate(&r.x, type, p.rowsX, p.colsX, p.ldx))
     fail("cublasLtMatrixLayoutCreate(A)", s);
   if (Status s = gLt.layoutCreate(&r.y, type, p.rowsY, p.colsY, p.ldy))
@@ -185,10 +194,16 @@ const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p) {
 template <typename T>
 void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
           int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t accumulate,
-          int64_t flags) {
+          int64_t flags, const T *bias) {
   if (M == 0 || N == 0)
     return;
-  GemmPlan p = planGemm(M, N, K, sAm, sAk, sBk, sBn, sCm, sCn);
+  GemmPlan p = planGemm(M, N, K, sAm, sAk, sBk, sBn, sCm, sCn, flags & UNROLL_GEMM_BIAS);
+  if ((flags & UNROLL_GEMM_BIAS) && (!p.swap || accumulate || !bias)) {
+    // unroll-gpu-gemm only folds a bias into row-major, overwritten C.
+    fprintf(stderr, "unroll GPU runtime: error: unroll_gpu_gemm with a bias needs a row-major C "
+                    "that it overwrites\n");
+    exit(70);
+  }
   if (!p.ok) {
     // unroll-gpu-gemm only emits calls with a unit stride per operand.
     fprintf(stderr,
@@ -203,6 +218,9 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
   std::lock_guard<std::mutex> lock(gMutex);
   initLocked();
   const Prepared &r = prepare(sizeof(T) == 4, flags, p);
+  if (flags & UNROLL_GEMM_BIAS)
+    if (Status s = gLt.descSetAttribute(r.desc, DESC_BIAS_POINTER, &bias, sizeof bias))
+      fail("cublasLtMatmulDescSetAttribute(BIAS_POINTER)", s);
   const T *x = p.swap ? B : A, *y = p.swap ? A : B;
   int token = profiling() ? profileBegin(stream) : -1;
   if (Status s = gLt.matmul(gHandle, r.desc, &alpha, x, r.x, y, r.y, &beta, C, r.c, C, r.c, &r.algo,
@@ -223,15 +241,15 @@ extern "C" {
 __attribute__((visibility("default"))) void
 unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                     const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
-                    int64_t accumulate, int64_t flags) {
-  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags);
+                    int64_t accumulate, int64_t flags, const float *bias) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias);
 }
 
 __attribute__((visibility("default"))) void
 unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                     const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
-                    int64_t accumulate, int64_t flags) {
-  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags);
+                    int64_t accumulate, int64_t flags, const double *bias) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias);
 }
 
 } // extern "C"

@@ -47,13 +47,22 @@ inline bool asColumnMajor(int64_t rows, int64_t cols, int64_t sr, int64_t sc, bo
   return ld >= std::max<int64_t>(storedRows, 1);
 }
 
+/// `rowMajorC`: C must be taken row-major (swap) when its column stride is
+/// 1, even if its row stride is 1 too (N = 1): a bias epilogue adds along
+/// the rows of the column-major result, i.e. along C's columns only then.
 inline GemmPlan planGemm(int64_t M, int64_t N, int64_t K, int64_t sAm, int64_t sAk, int64_t sBk,
-                         int64_t sBn, int64_t sCm, int64_t sCn) {
+                         int64_t sBn, int64_t sCm, int64_t sCn, bool rowMajorC = false) {
   GemmPlan p;
   bool cTrans;
   int64_t ldc, cRows, cCols;
-  if (!asColumnMajor(M, N, sCm, sCn, cTrans, ldc, cRows, cCols))
+  if (rowMajorC && sCn == 1) {
+    cTrans = true, cRows = N, cCols = M;
+    ldc = M <= 1 ? std::max<int64_t>(N, 1) : sCm;
+    if (ldc < std::max<int64_t>(N, 1))
+      return p;
+  } else if (!asColumnMajor(M, N, sCm, sCn, cTrans, ldc, cRows, cCols)) {
     return p;
+  }
   p.swap = cTrans;
   p.ldc = ldc;
   p.k = K;

@@ -40,6 +40,9 @@ struct Gemm : public mlir::unroll::impl::UnrollGPUGemmBase<Gemm> {
     // than the products do.
     call.batchLoops = false;
     call.unitStride = true;
+    // cuBLASLt's BIAS epilogue: a bias broadcast into C is not a kernel.
+    call.biasArg = true;
+    call.biasFlag = UNROLL_GEMM_BIAS;
     SmallVector<linalg::GenericOp> generics;
     getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics)

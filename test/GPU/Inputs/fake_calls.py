@@ -25,6 +25,10 @@ computes = collections.Counter(
     int(line.split("compute ")[1].split()[0]) for line in open(long_log)
     if line.startswith("cublasLtMatmul m"))
 print(f"ever: cublasLtMatmul compute {dict(computes)}")
+epilogues = collections.Counter(
+    int(line.split("epilogue ")[1].split()[0]) for line in open(long_log)
+    if line.startswith("cublasLtMatmul m"))
+print(f"ever: cublasLtMatmul epilogue {dict(sorted(epilogues.items()))}")
 # Calls recorded while a stream was captured into a graph: a wait, an
 # allocation or a copy there would break the graph (or be baked into it).
 captured = collections.Counter(line.split()[0] for line in open(long_log)

@@ -36,7 +36,7 @@ struct layout {
   int64_t ld;
 };
 struct desc {
-  int compute, transa, transb;
+  int compute, transa, transb, epilogue;
 };
 
 int cublasLtCreate(void **h) {
@@ -57,6 +57,8 @@ int cublasLtMatmulDescSetAttribute(void *d, int attr, const void *buf, size_t n)
     x->transa = *(const int32_t *)buf;
   if (attr == 4)
     x->transb = *(const int32_t *)buf;
+  if (attr == 7)
+    x->epilogue = *(const int32_t *)buf;
   return 0;
 }
 int cublasLtMatrixLayoutCreate(void **l, int type, uint64_t rows, uint64_t cols, int64_t ld) {
@@ -82,9 +84,10 @@ int cublasLtMatmul(void *h, void *d, const void *alpha, const void *A, void *Ad,
                    const void *algo, void *ws, size_t wsBytes, void *stream) {
   struct desc *x = d;
   struct layout *a = Ad, *b = Bd, *c = Cd;
-  logf_("cublasLtMatmul m %llu n %llu k %llu trans %d%d ld %lld %lld %lld compute %d beta %g",
+  logf_("cublasLtMatmul m %llu n %llu k %llu trans %d%d ld %lld %lld %lld compute %d beta %g "
+        "epilogue %d",
         (unsigned long long)c->rows, (unsigned long long)c->cols,
         (unsigned long long)(x->transa ? a->rows : a->cols), x->transa, x->transb, (long long)a->ld,
-        (long long)b->ld, (long long)c->ld, x->compute, *(const float *)beta);
+        (long long)b->ld, (long long)c->ld, x->compute, *(const float *)beta, x->epilogue);
   return 0;
 }

@@ -23,23 +23,27 @@ extern "C" {
 /* Flags of unroll_gpu_gemm_*: compute in TF32 (f32 operands rounded to a
  * 10-bit mantissa, f32 accumulation; cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32). */
 #define UNROLL_GEMM_TF32 1
+/* ... and add bias[n] to every row of C (cuBLASLt's BIAS epilogue; C
+ * row-major, bias contiguous, accumulate = 0). */
+#define UNROLL_GEMM_BIAS 2
 
-/* C[M, N] (+)= A[M, K] · B[K, N] with element strides sXr (rows) and sXc
- * (columns); each operand has a unit stride in one of the two. accumulate
- * = 0 overwrites C. A, B and C are device addresses. */
+/* C[M, N] (+)= A[M, K] · B[K, N] (+ bias[N] with UNROLL_GEMM_BIAS) with
+ * element strides sXr (rows) and sXc (columns); each operand has a unit
+ * stride in one of the two. accumulate = 0 overwrites C. A, B, C and bias
+ * are device addresses; bias is null without UNROLL_GEMM_BIAS. */
 void unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                          const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
-                         int64_t sCn, int64_t accumulate, int64_t flags);
+                         int64_t sCn, int64_t accumulate, int64_t flags, const float *bias);
 void unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                          const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm,
-                         int64_t sCn, int64_t accumulate, int64_t flags);
+                         int64_t sCn, int64_t accumulate, int64_t flags, const double *bias);
 
 #ifdef __cplusplus
 } /* extern "C" */
 
 namespace unroll::abi {
-/// unroll_gpu_gemm_*'s arguments: the CPU GEMM's 13, then the flags.
-inline constexpr unsigned kGpuGemmArgs = 14;
+/// unroll_gpu_gemm_*'s arguments: the CPU GEMM's 13, the flags, the bias.
+inline constexpr unsigned kGpuGemmArgs = 15;
 inline const char *gpuGemmName(bool f32) {
   return f32 ? "unroll_gpu_gemm_f32" : "unroll_gpu_gemm_f64";
 }
