@@ -114,7 +114,14 @@ int main(int argc, char **argv) {
     run.lossGrad(p, theta, b, T, losses, grad, err);
     adam.update(theta, grad);
   };
-  auto fwd = [&] { run.forward(p, theta, b, preds, err); };
+  // On resident weights where the step keeps them (a GPU library's forward
+  // then copies only the prompts in and the predictions out).
+  auto fwd = [&] {
+    if (compiled)
+      run.forward(p, dev, b, preds, err);
+    else
+      run.forward(p, theta, b, preds, err);
+  };
   bool doStep = only != "forward", doFwd = only != "train";
   if (doStep)
     step();

@@ -117,14 +117,16 @@ template <typename T> std::vector<T> to(const std::vector<double> &v) {
   return std::vector<T>(v.begin(), v.end());
 }
 
+/// The forward with theta at `th` (host memory, or resident state used in
+/// place).
 template <typename T>
-void callForward(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
-                 std::vector<double> &preds) {
+void callForwardAt(void *fn, const Prompts &p, T *th, int64_t np, int64_t loops,
+                   std::vector<double> &preds) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 3> *);
   int64_t n = 2 * p.points;
-  std::vector<T> z = to<T>(promptTokens(p)), th = to<T>(theta), out(loops * p.batch * n);
+  std::vector<T> z = to<T>(promptTokens(p)), out(loops * p.batch * n);
   auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
-  auto tm = makeMemRef<T, 1>(th.data(), {(int64_t)th.size()});
+  auto tm = makeMemRef<T, 1>(th, {np});
   auto om = makeMemRef<T, 3>(out.data(), {loops, p.batch, n});
   reinterpret_cast<Fn>(fn)(&zm, &tm, loops, &om);
   preds.resize(loops * p.batch * p.points);
@@ -132,6 +134,13 @@ void callForward(void *fn, const Prompts &p, const std::vector<double> &theta, i
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t i = 0; i < p.points; ++i)
         preds[(t * p.batch + b) * p.points + i] = out[(t * p.batch + b) * n + 2 * i];
+}
+
+template <typename T>
+void callForward(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                 std::vector<double> &preds) {
+  std::vector<T> th = to<T>(theta);
+  callForwardAt<T>(fn, p, th.data(), (int64_t)th.size(), loops, preds);
 }
 
 template <typename T>
@@ -426,6 +435,26 @@ bool ModelRunner::lossGradGraph(const Prompts &p, ResidentState &st, int64_t loo
   }
   st.read_(l.data(), g.losses, l.size() * sizeof(T));
   losses.assign(l.begin(), l.end());
+  return true;
+}
+
+bool ModelRunner::forward(const Prompts &p, ResidentState &st, int64_t loops,
+                          std::vector<double> &preds, std::string &error) const {
+  if (st.size != numParams_ || st.f32 != f32_) {
+    error = "the resident state does not match the model";
+    return false;
+  }
+  if (threads_ != 1) { // threads over the batch (CPU): from a host copy
+    std::vector<double> theta;
+    st.readVector(theta, st.theta);
+    return forward(p, theta, loops, preds, error);
+  }
+  if (!check(p, numParams_, loops, error))
+    return false;
+  if (f32_)
+    callForwardAt<float>(forward_, p, (float *)st.theta, st.size, loops, preds);
+  else
+    callForwardAt<double>(forward_, p, (double *)st.theta, st.size, loops, preds);
   return true;
 }
 

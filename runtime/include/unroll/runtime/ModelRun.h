@@ -139,6 +139,10 @@ public:
   /// lossGrad on resident state: reads st.theta, writes st.grad.
   bool lossGrad(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
                 std::vector<double> &losses, std::string &error) const;
+  /// forward with theta in resident state (used in place on a GPU: the
+  /// weights are not copied to the device for every call).
+  bool forward(const Prompts &p, ResidentState &st, int64_t loops, std::vector<double> &preds,
+               std::string &error) const;
   /// One Adam step on resident state with the library's @M_adam; returns
   /// the squared norm of st.grad.
   double adamStep(ResidentState &st, const AdamStep &opt) const;
