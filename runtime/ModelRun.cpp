@@ -257,19 +257,55 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
 //===----------------------------------------------------------------------===//
 
 ResidentState::~ResidentState() {
-  resetStepGraph();
+  resetGraph(step_);
+  resetGraph(forward_);
   for (void *p : {theta, grad, m, v})
     if (p)
       free_ ? free_(p) : ::free(p);
 }
 
-void ResidentState::resetStepGraph() {
-  if (step_.exec && graphDestroy_)
-    graphDestroy_(step_.exec);
-  for (void *p : {step_.z, step_.ys, step_.losses})
+void ResidentState::resetGraph(StepGraph &g) {
+  if (g.exec && graphDestroy_)
+    graphDestroy_(g.exec);
+  for (void *p : g.buffers)
     if (p && free_)
       free_(p);
-  step_ = StepGraph();
+  g = StepGraph();
+}
+
+template <typename Fill, typename Call>
+bool ResidentState::graphed(StepGraph &g, const std::vector<int64_t> &key,
+                            const std::vector<size_t> &bytes, Fill fill, Call call) {
+  if (g.key != key) { // a new shape: new buffers, and a new graph later
+    resetGraph(g);
+    g.key = key;
+    for (size_t b : bytes)
+      g.buffers.push_back(alloc_(b));
+  }
+  fill(g.buffers);
+  if (g.exec) {
+    graphLaunch_(g.exec);
+    return true;
+  }
+  if (!g.warm || g.refused) {
+    // The first call of a shape runs directly: the pool then holds every
+    // buffer the call needs, so its capture allocates nothing.
+    call(g.buffers);
+    g.warm = true;
+    return false;
+  }
+  captureBegin_();
+  call(g.buffers);
+  g.exec = captureEnd_();
+  if (!g.exec) {
+    g.refused = true;
+    graphStats_.refused = captureError_();
+    call(g.buffers);
+    return false;
+  }
+  ++graphStats_.captured;
+  graphLaunch_(g.exec);
+  return true;
 }
 
 bool ResidentState::init(const Model &lib, int64_t n, bool isF32, std::string &error) {
@@ -390,51 +426,51 @@ bool ModelRunner::lossGradGraph(const Prompts &p, ResidentState &st, int64_t loo
                                 std::vector<double> &losses) const {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
                       MemRef<T, 1> *, MemRef<T, 1> *);
-  ResidentState::StepGraph &g = st.step_;
   int64_t n = 2 * p.points, tw = std::min(loops, window);
-  std::vector<int64_t> key{p.batch, p.points, p.dim, loops, window};
-  if (g.key != key) { // a new shape: new input buffers, and a new graph later
-    st.resetStepGraph();
-    g.key = key;
-    g.z = st.alloc_(size_t(p.batch * n * p.dim) * sizeof(T));
-    g.ys = st.alloc_(size_t(p.batch * p.points) * sizeof(T));
-    g.losses = st.alloc_(size_t(tw) * sizeof(T));
-  }
   std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
-  st.write_(g.z, z.data(), z.size() * sizeof(T));
-  st.write_(g.ys, ys.data(), ys.size() * sizeof(T));
-  auto zm = makeMemRef<T, 3>(static_cast<T *>(g.z), {p.batch, n, p.dim});
-  auto ym = makeMemRef<T, 2>(static_cast<T *>(g.ys), {p.batch, p.points});
-  auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
-  auto lm = makeMemRef<T, 1>(static_cast<T *>(g.losses), {tw});
-  auto gm = makeMemRef<T, 1>(static_cast<T *>(st.grad), {st.size});
-  auto call = [&] { reinterpret_cast<Fn>(lossGrad_)(&zm, &ym, &tm, loops, window, &lm, &gm); };
-  if (g.exec) {
-    st.graphLaunch_(g.exec);
-    ++st.graphStats_.replayed;
-  } else if (!g.warm || g.refused) {
-    // The first call of a shape runs directly: the pool then holds every
-    // buffer the call needs, so its capture allocates nothing.
-    call();
-    g.warm = true;
-    ++st.graphStats_.direct;
-  } else {
-    st.captureBegin_();
-    call();
-    g.exec = st.captureEnd_();
-    if (g.exec) {
-      ++st.graphStats_.captured;
-      st.graphLaunch_(g.exec);
-      ++st.graphStats_.replayed;
-    } else {
-      g.refused = true;
-      st.graphStats_.refused = st.captureError_();
-      call();
-      ++st.graphStats_.direct;
-    }
-  }
-  st.read_(l.data(), g.losses, l.size() * sizeof(T));
+  auto fill = [&](std::vector<void *> &buf) {
+    st.write_(buf[0], z.data(), z.size() * sizeof(T));
+    st.write_(buf[1], ys.data(), ys.size() * sizeof(T));
+  };
+  auto call = [&](std::vector<void *> &buf) {
+    auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, p.dim});
+    auto ym = makeMemRef<T, 2>(static_cast<T *>(buf[1]), {p.batch, p.points});
+    auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
+    auto lm = makeMemRef<T, 1>(static_cast<T *>(buf[2]), {tw});
+    auto gm = makeMemRef<T, 1>(static_cast<T *>(st.grad), {st.size});
+    reinterpret_cast<Fn>(lossGrad_)(&zm, &ym, &tm, loops, window, &lm, &gm);
+  };
+  bool replayed =
+      st.graphed(st.step_, {p.batch, p.points, p.dim, loops, window},
+                 {z.size() * sizeof(T), ys.size() * sizeof(T), l.size() * sizeof(T)}, fill, call);
+  ++(replayed ? st.graphStats_.replayed : st.graphStats_.direct);
+  st.read_(l.data(), st.step_.buffers[2], l.size() * sizeof(T));
   losses.assign(l.begin(), l.end());
+  return true;
+}
+
+template <typename T>
+bool ModelRunner::forwardGraph(const Prompts &p, ResidentState &st, int64_t loops,
+                               std::vector<double> &preds) const {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 3> *);
+  int64_t n = 2 * p.points;
+  std::vector<T> z = to<T>(promptTokens(p)), out(loops * p.batch * n);
+  auto fill = [&](std::vector<void *> &buf) { st.write_(buf[0], z.data(), z.size() * sizeof(T)); };
+  auto call = [&](std::vector<void *> &buf) {
+    auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, p.dim});
+    auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
+    auto om = makeMemRef<T, 3>(static_cast<T *>(buf[1]), {loops, p.batch, n});
+    reinterpret_cast<Fn>(forward_)(&zm, &tm, loops, &om);
+  };
+  if (st.graphed(st.forward_, {p.batch, p.points, p.dim, loops},
+                 {z.size() * sizeof(T), out.size() * sizeof(T)}, fill, call))
+    ++st.graphStats_.forwardReplayed;
+  st.read_(out.data(), st.forward_.buffers[1], out.size() * sizeof(T));
+  preds.resize(loops * p.batch * p.points);
+  for (int64_t t = 0; t < loops; ++t)
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t i = 0; i < p.points; ++i)
+        preds[(t * p.batch + b) * p.points + i] = out[(t * p.batch + b) * n + 2 * i];
   return true;
 }
 
@@ -451,6 +487,9 @@ bool ModelRunner::forward(const Prompts &p, ResidentState &st, int64_t loops,
   }
   if (!check(p, numParams_, loops, error))
     return false;
+  if (gpu_ && st.graphsUsable())
+    return f32_ ? forwardGraph<float>(p, st, loops, preds)
+                : forwardGraph<double>(p, st, loops, preds);
   if (f32_)
     callForwardAt<float>(forward_, p, (float *)st.theta, st.size, loops, preds);
   else

@@ -388,7 +388,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
               cfg.gpuGraphs ? "the driver has none" : "--gpu-graphs off");
     else
       fprintf(stderr,
-              "CUDA graphs: loss and gradient captured %llu times, replayed %llu times, run "
+              "CUDA graphs: %llu captured; loss and gradient replayed %llu times, run "
               "directly %llu times%s%s\n",
               (unsigned long long)g.captured, (unsigned long long)g.replayed,
               (unsigned long long)g.direct,

@@ -62,30 +62,39 @@ public:
   int64_t size = 0;
   bool f32 = false;
 
-  /// GPU libraries: run the training step's loss and gradient as one CUDA
-  /// graph per shape (captured on the second step of a shape, replayed
-  /// after); on by default where the driver has graphs.
+  /// GPU libraries: run the training step's loss and gradient, and the
+  /// forward on resident weights, as one CUDA graph per shape each
+  /// (captured on the second call of a shape, replayed after); on by
+  /// default where the driver has graphs.
   void setGraphs(bool on) { graphsWanted_ = on; }
   bool graphsUsable() const {
     return graphsWanted_ && graphLaunch_ && graphsSupported_ && graphsSupported_();
   }
   struct GraphStats {
-    uint64_t captured = 0, replayed = 0, direct = 0;
-    std::string refused; // why the last capture was refused, if one was
+    uint64_t captured = 0, replayed = 0, direct = 0; // loss-and-gradient calls
+    uint64_t forwardReplayed = 0;                    // forward calls replayed
+    std::string refused;                             // why the last capture was refused, if one was
   };
   const GraphStats &graphStats() const { return graphStats_; }
 
 private:
   friend class ModelRunner;
-  /// The step's inputs and losses in resident buffers, and its graph.
+  /// A call's inputs and outputs in resident buffers, and its graph.
   struct StepGraph {
-    std::vector<int64_t> key; // batch, points, dim, loops, window
-    void *z = nullptr, *ys = nullptr, *losses = nullptr, *exec = nullptr;
+    std::vector<int64_t> key; // the shape: batch, points, dim, loops (, window)
+    std::vector<void *> buffers;
+    void *exec = nullptr;
     bool warm = false, refused = false;
   };
-  void resetStepGraph();
+  void resetGraph(StepGraph &g);
+  /// Runs `call` for the shape `key` with resident buffers of `bytes`
+  /// (allocated when the shape changes): directly the first time, captured
+  /// the second, replayed after. Returns false if it ran directly.
+  template <typename Fill, typename Call>
+  bool graphed(StepGraph &g, const std::vector<int64_t> &key, const std::vector<size_t> &bytes,
+               Fill fill, Call call);
   bool graphsWanted_ = true;
-  StepGraph step_;
+  StepGraph step_, forward_;
   GraphStats graphStats_;
   int32_t (*graphsSupported_)() = nullptr;
   void (*captureBegin_)() = nullptr;
@@ -152,6 +161,9 @@ private:
   template <typename T>
   bool lossGradGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
                      std::vector<double> &losses) const;
+  template <typename T>
+  bool forwardGraph(const Prompts &p, ResidentState &st, int64_t loops,
+                    std::vector<double> &preds) const;
   const nlohmann::json *info_ = nullptr;
   void *forward_ = nullptr, *lossGrad_ = nullptr, *adam_ = nullptr, *energyTrace_ = nullptr;
   bool f32_ = false, gpu_ = false;
