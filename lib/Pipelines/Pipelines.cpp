@@ -168,9 +168,12 @@ static void buildKernelMapping(OpPassManager &pm, const LowerToGPUOptions &optio
   }
   // Reductions accumulate in registers, not through memory.
   pm.addNestedPass<func::FuncOp>(createUnrollGPUPromoteAccumulators());
-  // Buffers move to device memory and launches onto one stream per call.
-  if (!emulate)
+  if (!emulate) {
+    // Full reductions in one-thread kernels get a block of threads.
+    pm.addNestedPass<func::FuncOp>(createUnrollGPUParallelReductions());
+    // Buffers move to device memory and launches onto one stream per call.
     pm.addPass(createUnrollGPUAsync());
+  }
 }
 
 void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOptions &options) {

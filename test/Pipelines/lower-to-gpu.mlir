@@ -30,6 +30,7 @@
 // PIPE-SAME: unroll-gpu-map-loops{block-size=128 emulate-on-host=false}
 // PIPE-SAME: unroll-gpu-serial-kernels
 // PIPE-SAME: unroll-gpu-promote-accumulators
+// PIPE-SAME: unroll-gpu-parallel-reductions
 // PIPE-SAME: unroll-gpu-async
 // PIPE-SAME: gpu-kernel-outlining
 // PIPE-SAME: unroll-gpu-name-kernels

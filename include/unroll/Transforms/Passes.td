@@ -359,6 +359,27 @@ def UnrollGPUPromoteAccumulators : Pass<"unroll-gpu-promote-accumulators", "func
   ];
 }
 
+def UnrollGPUParallelReductions : Pass<"unroll-gpu-parallel-reductions", "func::FuncOp"> {
+  let summary = "Spread the full reductions of one-thread kernels over a block";
+  let description = [{
+    After `unroll-gpu-serial-kernels` and `unroll-gpu-promote-accumulators`,
+    a full reduction (the loss over all prompts and positions, a
+    bias-gradient total) is a one-thread kernel whose loop adds into a
+    register. This pass gives such a kernel 256 threads: thread t runs the
+    outer loop's iterations t, t + 256, ... from zero, `gpu.all_reduce add`
+    combines the partial sums, and thread 0 runs the code before and after
+    the loop with the total. Applies when the loop only adds into its one
+    float iter_arg (nested loops of the same kind allowed), writes no
+    memory, and uses no value computed earlier in the kernel. The sum is
+    reassociated.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numParallelized", "parallelized", "One-thread reductions given a block">
+  ];
+}
+
 def UnrollGPUAsync : Pass<"unroll-gpu-async", "ModuleOp"> {
   let summary = "Device memory, stream-ordered launches and one synchronization per entry point";
   let description = [{
