@@ -91,8 +91,7 @@ SmallVector<unsigned> dimsAt(AffineMap map, ArrayRef<unsigned> pos) {
 
 } // namespace
 
-/// The allocation (or argument) a buffer is a view of.
-static Value viewRoot(Value v) {
+Value mlir::unroll::viewRoot(Value v) {
   while (Operation *def = v.getDefiningOp()) {
     if (auto view = dyn_cast<ViewLikeOpInterface>(def))
       v = view.getViewSource();
@@ -107,6 +106,7 @@ static Value viewRoot(Value v) {
 /// Whether `op` may read or write a buffer whose root is one of `roots`
 /// (anything with regions, calls and unknown ops count as touching).
 static bool touches(Operation *op, ArrayRef<Value> roots) {
+  using mlir::unroll::viewRoot;
   if (op->getNumRegions() > 0 && !isa<linalg::LinalgOp>(op))
     return true;
   if (isa<func::CallOp>(op))
@@ -140,7 +140,7 @@ static linalg::GenericOp findBiasBroadcast(Operation *op, Value root) {
                 st[0] == 1;
       if (ok && !llvm::any_of(llvm::make_range(std::next(p->getIterator()), op->getIterator()),
                               [&](Operation &between) {
-                                return touches(&between, {viewRoot(g.getDpsInputs()[0])});
+                                return touches(&between, {unroll::viewRoot(g.getDpsInputs()[0])});
                               }))
         return g;
       return {};
@@ -319,7 +319,7 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
   int64_t flagsBias = 0;
   if (call.biasArg && bDims.empty() && !collapsible &&
       accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 1) {
-    Value root = viewRoot(ops[2]);
+    Value root = unroll::viewRoot(ops[2]);
     auto rootType = dyn_cast<MemRefType>(root.getType());
     auto cType = cast<MemRefType>(ops[2].getType());
     bool trailingN = cN.back() == cType.getRank() - 1 &&

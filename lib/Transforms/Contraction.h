@@ -29,6 +29,10 @@ struct ContractionCall {
   int64_t biasFlag = 0;
 };
 
+/// The buffer a memref is a view of (through view-like ops and casts): an
+/// allocation, a function argument or whatever else defined it.
+Value viewRoot(Value memref);
+
 /// Named matmuls (plain, transposed A or B) under `root` become generics,
 /// which rewriteContraction matches.
 void generalizeMatmuls(Operation *root);

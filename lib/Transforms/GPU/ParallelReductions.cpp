@@ -63,7 +63,7 @@ bool isSumLoop(scf::ForOp loop) {
       continue;
     }
     if (auto inner = dyn_cast<scf::ForOp>(user); inner && inner.getInitArgs().size() == 1 &&
-                                                  use.getOperandNumber() == 3 && isSumLoop(inner)) {
+                                                 use.getOperandNumber() == 3 && isSumLoop(inner)) {
       v = inner.getResult(0);
       continue;
     }
@@ -122,20 +122,17 @@ struct ParallelReductions
     Value step = b.create<arith::MulIOp>(loc, loop.getStep(), threads);
     Type type = loop.getResult(0).getType();
     Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(type));
-    auto part = b.create<scf::ForOp>(loc, lb, loop.getUpperBound(), step, ValueRange{zero});
-    IRMapping map;
-    map.map(loop.getInductionVar(), part.getInductionVar());
-    map.map(loop.getRegionIterArgs()[0], part.getRegionIterArgs()[0]);
-    OpBuilder pb = OpBuilder::atBlockEnd(part.getBody());
-    if (!part.getBody()->empty())
-      pb.setInsertionPoint(part.getBody()->getTerminator());
-    for (Operation &op : loop.getBody()->without_terminator())
-      pb.clone(op, map);
-    auto oldYield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-    if (!part.getBody()->empty() && isa<scf::YieldOp>(part.getBody()->back()))
-      part.getBody()->back().erase();
-    pb.setInsertionPointToEnd(part.getBody());
-    pb.create<scf::YieldOp>(loc, map.lookup(oldYield.getOperand(0)));
+    auto part =
+        b.create<scf::ForOp>(loc, lb, loop.getUpperBound(), step, ValueRange{zero},
+                             [&](OpBuilder &pb, Location, Value iv, ValueRange args) {
+                               IRMapping map;
+                               map.map(loop.getInductionVar(), iv);
+                               map.map(loop.getRegionIterArgs()[0], args[0]);
+                               for (Operation &op : loop.getBody()->without_terminator())
+                                 pb.clone(op, map);
+                               auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+                               pb.create<scf::YieldOp>(loc, map.lookup(yield.getOperand(0)));
+                             });
     auto total = b.create<gpu::AllReduceOp>(
         loc, type, part.getResult(0),
         gpu::AllReduceOperationAttr::get(b.getContext(), gpu::AllReduceOperation::ADD),

@@ -14,6 +14,7 @@
 // the loop can reach. See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
+#include "../Contraction.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -32,22 +33,8 @@ namespace {
 
 /// The allocation a buffer is a view of, or null.
 Value rootAllocation(Value v) {
-  while (true) {
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      return {};
-    if (isa<memref::AllocOp, gpu::AllocOp>(def))
-      return v;
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
-      v = view.getViewSource();
-      continue;
-    }
-    if (auto cast = dyn_cast<memref::CastOp>(def)) {
-      v = cast.getSource();
-      continue;
-    }
-    return {};
-  }
+  Value root = mlir::unroll::viewRoot(v);
+  return isa_and_nonnull<memref::AllocOp, gpu::AllocOp>(root.getDefiningOp()) ? root : Value();
 }
 
 /// Whether the loop reaches `root` (an allocation) only through `allowed`:

@@ -9,26 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #include <stdarg.h>
+
+/* Logs through the fake driver's fake_cuda_vlog (one log, captured calls
+ * marked). The driver is opened RTLD_LOCAL: ask its handle, not the global
+ * scope. */
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...) {
-  const char *path = getenv("FAKE_CUDA_LOG");
-  if (!path)
-    return;
-  FILE *f = fopen(path, "a");
-  if (!f)
-    return;
-  /* The driver is opened RTLD_LOCAL: ask its handle, not the global scope. */
   void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  int (*capturing)(void) = cuda ? (int (*)(void))dlsym(cuda, "fake_cuda_capturing") : NULL;
-  if (capturing && capturing())
-    fputs("captured:", f);
+  void (*vlog)(const char *, va_list) =
+      cuda ? (void (*)(const char *, va_list))dlsym(cuda, "fake_cuda_vlog") : NULL;
+  if (!vlog)
+    return;
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(f, fmt, ap);
+  vlog(fmt, ap);
   va_end(ap);
-  fputc('\n', f);
-  fclose(f);
 }
 
 struct layout {

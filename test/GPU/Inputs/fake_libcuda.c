@@ -30,10 +30,10 @@ static int recording(void) { return strcmp(mode(), "record") == 0; }
 static int fail(void) { return recording() ? 0 : 100; }
 
 static int capturing;
-/* For the fake cuBLASLt, which logs captured calls the same way. */
-int fake_cuda_capturing(void) { return capturing; }
 
-static void logf_(const char *fmt, ...) {
+/* One log line; calls made while a stream is captured are marked. Exported
+ * for the fake cuBLASLt (fake_cublaslt.c), which logs through it. */
+void fake_cuda_vlog(const char *fmt, va_list ap) {
   const char *path = getenv("FAKE_CUDA_LOG");
   if (!path)
     return;
@@ -42,12 +42,16 @@ static void logf_(const char *fmt, ...) {
     return;
   if (capturing)
     fputs("captured:", f);
-  va_list ap;
-  va_start(ap, fmt);
   vfprintf(f, fmt, ap);
-  va_end(ap);
   fputc('\n', f);
   fclose(f);
+}
+
+static void logf_(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fake_cuda_vlog(fmt, ap);
+  va_end(ap);
 }
 
 /* Device allocations: PROT_NONE mappings, remembered to tell device from
