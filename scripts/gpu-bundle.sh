@@ -41,6 +41,10 @@ done
 # The paper config with its matrix products on TF32 tensor cores.
 build looped_gpt2_tf32 "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA precision=tf32"
 build tiny_f64 "$tmp/tiny_f64.mlir" gpu "=cuda-path=$CUDA"
+# Fused attention over many small tiles (22-token prompts: 6 key tiles of 4).
+python3 "$SRC/scripts/gen_gpt2.py" add --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 24 --dtype f64 > "$tmp/tiles_f64.mlir"
+build tiles_f64 "$tmp/tiles_f64.mlir" gpu "=cuda-path=$CUDA attention-tile=4"
+build tiles_f64 "$tmp/tiles_f64.mlir" cpu
 for e in transformer_energy custom_rho_energy residual_energy; do
   build "$e" "$SRC/examples/$e.mlir" gpu "=cuda-path=$CUDA"
 done

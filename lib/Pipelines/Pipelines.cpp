@@ -41,9 +41,10 @@ using namespace mlir::unroll;
 //===----------------------------------------------------------------------===//
 
 /// Energy level -> step level -> linalg on tensors -> buffers.
+/// `gpu` (null on the CPU path): the GPU pipeline's options (attention).
 static void buildFrontEnd(OpPassManager &pm, const std::string &target, const std::string &chip,
                           bool recomputeWindow, bool fuseElementwise = false,
-                          bool cpuKernels = true) {
+                          bool cpuKernels = true, const LowerToGPUOptions *gpu = nullptr) {
   pm.addPass(createUnrollDeriveSteps());
   pm.addPass(createUnrollInlineDescent());
   pm.addPass(createUnrollDifferentiate());
@@ -54,6 +55,10 @@ static void buildFrontEnd(OpPassManager &pm, const std::string &target, const st
   pm.addPass(createConvertUnrollToEntryPoints(eo));
   ConvertUnrollToLinalgOptions lo;
   lo.cpuKernels = target == "cpu" && cpuKernels;
+  if (gpu) {
+    lo.attention = gpu->attention;
+    lo.attentionTile = gpu->attentionTile;
+  }
   pm.addPass(createConvertUnrollToLinalg(lo));
   // No CSE before bufferization: it would merge the identical zero-filled
   // inits of different linalg ops, which bufferization must then copy.
@@ -156,6 +161,11 @@ static void buildKernelMapping(OpPassManager &pm, const LowerToGPUOptions &optio
   // over the same rows fuse again.
   pm.addNestedPass<func::FuncOp>(createUnrollGPUFuseRows());
   pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());
+  // Kernels that cooperate through shared memory (fused attention).
+  UnrollGPUMapCTAsOptions co;
+  co.emulateOnHost = emulate;
+  co.reverseThreads = emulate && options.emulateReverseThreads;
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUMapCTAs(co));
   UnrollGPUMapLoopsOptions mo;
   mo.blockSize = options.blockSize;
   mo.emulateOnHost = emulate;
@@ -182,7 +192,8 @@ void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOp
   tk.cudaPath = cudaPath;
   tk.format = format;
   pm.addPass(createUnrollGPUCheckToolkit(tk));
-  buildFrontEnd(pm, "gpu", chip, options.recomputeWindow, /*fuseElementwise=*/true);
+  buildFrontEnd(pm, "gpu", chip, options.recomputeWindow, /*fuseElementwise=*/true,
+                /*cpuKernels=*/false, &options);
   buildKernelMapping(pm, options, /*emulate=*/false);
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createUnrollGPUNameKernels());
@@ -215,7 +226,7 @@ void mlir::unroll::buildLowerToGPUEmulatedPipeline(OpPassManager &pm,
                                                    const LowerToGPUOptions &options) {
   // The emulation keeps every op a loop nest, as the GPU lowering has it.
   buildFrontEnd(pm, "cpu", "", options.recomputeWindow, /*fuseElementwise=*/true,
-                /*cpuKernels=*/false);
+                /*cpuKernels=*/false, &options);
   buildKernelMapping(pm, options, /*emulate=*/true);
   buildHostToLLVM(pm, /*genericAlloc=*/false);
   pm.addPass(createReconcileUnrealizedCastsPass());

@@ -17,7 +17,7 @@
 // PIPE-SAME: unroll-inline-descent
 // PIPE-SAME: unroll-differentiate
 // PIPE-SAME: convert-unroll-to-entry-points{chip=sm_80 recompute-window=false target=gpu}
-// PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=false}
+// PIPE-SAME: convert-unroll-to-linalg{attention=fused attention-tile=0 cpu-kernels=false}
 // PIPE-SAME: unroll-gpu-fuse-elementwise
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: unroll-gpu-stage-arguments
@@ -27,6 +27,7 @@
 // PIPE-SAME: unroll-gpu-group-allocs
 // PIPE-SAME: scf-parallel-loop-fusion
 // PIPE-SAME: unroll-gpu-fuse-rows
+// PIPE-SAME: unroll-gpu-map-ctas{emulate-on-host=false reverse-threads=false}
 // PIPE-SAME: unroll-gpu-map-loops{block-size=128 emulate-on-host=false}
 // PIPE-SAME: unroll-gpu-serial-kernels
 // PIPE-SAME: unroll-gpu-promote-accumulators

@@ -75,7 +75,15 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
     Option<"cpuKernels", "cpu-kernels", "bool", /*default=*/"false",
            "unroll.attention and unroll.attention_vjp call unroll's CPU "
            "kernels (runtime/cpu/Attention.cpp, linked by unroll-translate) "
-           "instead of becoming linalg ops (--lower-to-cpu sets it)">
+           "instead of becoming linalg ops (--lower-to-cpu sets it)">,
+    Option<"attention", "attention", "std::string", /*default=*/"\"generic\"",
+           "unroll.attention and unroll.attention_vjp: generic (linalg ops "
+           "over [B, H, n, n]) or fused (one kernel each with shared-memory "
+           "tiles and barriers, FusedAttention.cpp; --lower-to-gpu and its "
+           "emulation use it)">,
+    Option<"attentionTile", "attention-tile", "int64_t", /*default=*/"0",
+           "With attention=fused: rows per query and key tile (0: the largest "
+           "of 32, 16, 8, ... that fits in 48 KB of shared memory)">
   ];
 }
 

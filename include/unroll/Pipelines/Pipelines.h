@@ -25,8 +25,8 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::init(false)};
 };
 
-/// Options of --lower-to-gpu (and of --lower-to-gpu-emulated, which uses
-/// block-size and recompute-window only).
+/// Options of --lower-to-gpu (and of --lower-to-gpu-emulated, which ignores
+/// chip, format and cuda-path).
 struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("GPU to compile kernels for (e.g. sm_80, sm_90)"),
@@ -52,6 +52,22 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::desc("Matrix products (cuBLASLt): f32 (FP32 compute, as PyTorch with TF32 off) "
                      "or tf32 (TF32 tensor cores, f32 accumulation)"),
       llvm::cl::init("f32")};
+  Option<std::string> attention{
+      *this, "attention",
+      llvm::cl::desc("Attention and its gradient: fused (one kernel each, tiles in shared "
+                     "memory, online softmax) or generic (score, softmax and product kernels "
+                     "over [B, H, n, n])"),
+      llvm::cl::init("fused")};
+  Option<int64_t> attentionTile{
+      *this, "attention-tile",
+      llvm::cl::desc("Fused attention: rows per query/key tile (0: the largest of 32, 16, 8, "
+                     "... that fits in 48 KB of shared memory)"),
+      llvm::cl::init(0)};
+  Option<bool> emulateReverseThreads{
+      *this, "emulate-reverse-threads",
+      llvm::cl::desc("--lower-to-gpu-emulated: run the threads of each phase of a shared-memory "
+                     "kernel last to first (a test for races between threads)"),
+      llvm::cl::init(false)};
 
   /// cuda-path if given, else $CUDA_HOME, else /usr/local/cuda.
   std::string toolkit() const;

@@ -258,6 +258,35 @@ def UnrollGPUMapLoops : Pass<"unroll-gpu-map-loops", "func::FuncOp"> {
   ];
 }
 
+def UnrollGPUMapCTAs : Pass<"unroll-gpu-map-ctas", "func::FuncOp"> {
+  let summary = "Turn kernels written as phases between barriers into gpu.launch";
+  let description = [{
+    Kernels that cooperate through shared memory (the fused attention) are
+    written as a grid loop over CTAs whose body runs phases, each a loop over
+    the CTA's threads, with shared buffers as marked static allocations
+    (include/unroll/Transforms/CtaKernel.h has the contract). Each grid
+    becomes one `gpu.launch` of one block per CTA: the shared buffers become
+    workgroup attributions, each phase its body with the thread index
+    `threadIdx.x` followed by `gpu.barrier`. With `emulate-on-host` the
+    loops stay host loops (CTAs in order, and in each phase the threads in
+    order, or in reverse with `reverse-threads`: a phase whose threads
+    depend on each other then gives another result). Checks the contract:
+    thread counts, phase bounds, static shared buffers that are only loaded
+    and stored inside their grid.
+  }];
+  let options = [
+    Option<"emulateOnHost", "emulate-on-host", "bool", /*default=*/"false",
+           "Keep the kernels as host loops (the CPU oracle)">,
+    Option<"reverseThreads", "reverse-threads", "bool", /*default=*/"false",
+           "Emulated: run each phase's threads last to first">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "CTA kernels mapped">
+  ];
+}
+
 def UnrollGPUFuseElementwise : Pass<"unroll-gpu-fuse-elementwise"> {
   let summary = "Elementwise fusion on tensors that leaves contractions alone";
   let description = [{

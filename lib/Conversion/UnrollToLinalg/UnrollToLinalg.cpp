@@ -19,10 +19,13 @@ namespace mlir::unroll {
 using namespace mlir;
 using namespace mlir::unroll;
 
-void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels) {
+void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels,
+                                                  bool fusedAttention, int64_t attentionTile) {
   populateLinearPatterns(patterns);
   populateLayerNormPatterns(patterns);
   populateAttentionPatterns(patterns, cpuKernels);
+  if (fusedAttention)
+    populateFusedAttentionPatterns(patterns, attentionTile);
   populateElementwisePatterns(patterns);
   populateEnergyTermPatterns(patterns);
   populateStepPatterns(patterns);
@@ -69,7 +72,24 @@ struct ConvertUnrollToLinalgPass
     // Terminators of the scalar regions inside ops that are being converted.
     target.addLegalOp<YieldOp, UnrealizedConversionCastOp>();
     RewritePatternSet patterns(ctx);
-    populateUnrollToLinalgPatterns(patterns, cpuKernels);
+    if (attention != "generic" && attention != "fused") {
+      module.emitError() << "convert-unroll-to-linalg: attention must be generic or fused, got '"
+                         << attention << "'";
+      return signalPassFailure();
+    }
+    bool fused = attention == "fused";
+    if (fused && cpuKernels) {
+      module.emitError("convert-unroll-to-linalg: attention=fused and cpu-kernels exclude "
+                       "each other");
+      return signalPassFailure();
+    }
+    if (attentionTile < 0) {
+      module.emitError() << "convert-unroll-to-linalg: attention-tile must be >= 0 (0: "
+                            "automatic), got "
+                         << attentionTile;
+      return signalPassFailure();
+    }
+    populateUnrollToLinalgPatterns(patterns, cpuKernels, fused, attentionTile);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     foldEnergyCasts(module);

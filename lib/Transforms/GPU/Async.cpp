@@ -68,7 +68,8 @@ struct Async : public unroll::impl::UnrollGPUAsyncBase<Async> {
       auto launch = b.create<gpu::LaunchOp>(
           old.getLoc(), old.getGridSizeX(), old.getGridSizeY(), old.getGridSizeZ(),
           old.getBlockSizeX(), old.getBlockSizeY(), old.getBlockSizeZ(),
-          old.getDynamicSharedMemorySize(), tokenType, ValueRange{stream});
+          old.getDynamicSharedMemorySize(), tokenType, ValueRange{stream},
+          TypeRange(ValueRange(old.getWorkgroupAttributions())));
       launch.getBody().takeBody(old.getBody());
       old.erase();
       ++numLaunches;

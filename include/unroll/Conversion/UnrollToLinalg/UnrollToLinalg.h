@@ -20,6 +20,12 @@ void populateLayerNormPatterns(RewritePatternSet &patterns);
 /// unroll.attention, unroll.attention_vjp (Attention.cpp); with `cpuKernels`
 /// each becomes one call of the CPU kernels instead of linalg ops.
 void populateAttentionPatterns(RewritePatternSet &patterns, bool cpuKernels);
+/// unroll.attention, unroll.attention_vjp as one kernel each with shared
+/// tiles and barriers, in the phase form of unroll/Transforms/CtaKernel.h
+/// (FusedAttention.cpp; for the GPU pipeline and its emulation). `tile` 0
+/// picks the largest tile that fits in shared memory; where none (or not the
+/// one asked for) fits, the patterns do not apply and Attention.cpp's do.
+void populateFusedAttentionPatterns(RewritePatternSet &patterns, int64_t tile);
 /// unroll.gelu, unroll.add, unroll.position_embed and their VJPs
 /// (Elementwise.cpp).
 void populateElementwisePatterns(RewritePatternSet &patterns);
@@ -29,8 +35,9 @@ void populateEnergyTermPatterns(RewritePatternSet &patterns);
 /// unroll.mm_step, unroll.grad_step, unroll.prox_nonneg and their VJPs
 /// (Steps.cpp).
 void populateStepPatterns(RewritePatternSet &patterns);
-/// Every family above.
-void populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels);
+/// Every family above; fused attention where `fusedAttention`.
+void populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels,
+                                    bool fusedAttention = false, int64_t attentionTile = 0);
 
 /// The normalized attention matrix of `step` at `y` (with projection `proj`
 /// or null), as linalg on tensors at the builder (the @E_weights entry).

@@ -1,0 +1,65 @@
+// RUN: unroll-opt %s --convert-unroll-to-linalg=attention=fused --split-input-file | FileCheck %s
+// RUN: unroll-opt %s --convert-unroll-to-linalg="attention=fused attention-tile=8" --split-input-file | FileCheck %s --check-prefix=TILE8
+// RUN: not unroll-opt %s --convert-unroll-to-linalg=attention=flash 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not unroll-opt %s --convert-unroll-to-linalg="attention=fused cpu-kernels=1" 2>&1 | FileCheck %s --check-prefix=BOTH
+//
+// With attention=fused (the GPU pipeline's default) attention is one kernel
+// in phase form (include/unroll/Transforms/CtaKernel.h): a grid of one CTA
+// per (batch, head, query tile) with 128 threads; tiles of 32 rows padded to
+// hd + 1 = 5 (queries, keys, values, accumulator), the scores 32 x 33, and
+// the running maximum, sum and correction per row, all in shared memory;
+// the online softmax rescales by exp(m_old - m_new).
+// CHECK-LABEL: func.func @attention(
+// CHECK-COUNT-4: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
+// CHECK:         memref.alloc() {unroll.cta.shared} : memref<32x33xf32>
+// CHECK-COUNT-3: memref.alloc() {unroll.cta.shared} : memref<32xf32>
+// CHECK:         scf.for %[[CTA:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           {unroll.cta.phase}
+// CHECK:           arith.maximumf
+// CHECK:           math.exp
+// CHECK:           {unroll.cta.phase}
+// CHECK:         } {unroll.cta.grid = 128 : i64, unroll.cta.name = "attention_fwd"}
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x?x8xf32>
+// CHECK-NOT:     linalg.generic
+// TILE8-LABEL: func.func @attention(
+// TILE8-COUNT-4: memref.alloc() {unroll.cta.shared} : memref<8x5xf32>
+// TILE8:         memref.alloc() {unroll.cta.shared} : memref<8x9xf32>
+// BAD: convert-unroll-to-linalg: attention must be generic or fused, got 'flash'
+// BOTH: convert-unroll-to-linalg: attention=fused and cpu-kernels exclude each other
+func.func @attention(%qkv: tensor<?x?x24xf32>) -> tensor<?x?x8xf32> {
+  %a = unroll.attention %qkv heads(2) : tensor<?x?x24xf32> -> tensor<?x?x8xf32>
+  return %a : tensor<?x?x8xf32>
+}
+
+// -----
+
+// The gradient: one CTA per (batch, head), the row statistics (log-sum-exp,
+// D = dO·O) in two global vectors of B·H·n, two more tiles (dV, dO) and dS.
+// CHECK-LABEL: func.func @attention_vjp(
+// CHECK:         %[[LSE:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK-COUNT-4: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
+// CHECK:         memref.alloc() {unroll.cta.shared} : memref<32x33xf32>
+// CHECK-COUNT-3: memref.alloc() {unroll.cta.shared} : memref<32xf32>
+// CHECK-COUNT-2: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
+// CHECK:         memref.alloc() {unroll.cta.shared} : memref<32x33xf32>
+// CHECK:         math.log
+// CHECK:         } {unroll.cta.grid = 128 : i64, unroll.cta.name = "attention_bwd"}
+// CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x?x24xf32>
+// CHECK-NOT:     linalg.generic
+func.func @attention_vjp(%qkv: tensor<?x?x24xf32>, %dy: tensor<?x?x8xf32>) -> tensor<?x?x24xf32> {
+  %d = unroll.attention_vjp %qkv, %dy heads(2) : (tensor<?x?x24xf32>, tensor<?x?x8xf32>) -> tensor<?x?x24xf32>
+  return %d : tensor<?x?x24xf32>
+}
+
+// -----
+
+// A head too wide for any tile in 48 KB of shared memory (f64, hd = 1536)
+// keeps the generic lowering.
+// CHECK-LABEL: func.func @wide(
+// CHECK-NOT:     unroll.cta
+// CHECK:         linalg.generic
+func.func @wide(%qkv: tensor<?x?x4608xf64>) -> tensor<?x?x1536xf64> {
+  %a = unroll.attention %qkv heads(1) : tensor<?x?x4608xf64> -> tensor<?x?x1536xf64>
+  return %a : tensor<?x?x1536xf64>
+}
