@@ -4,7 +4,11 @@
 Reads the IR after unroll-gpu-map-loops (or any IR with gpu.launch /
 gpu.launch_func ops and scf.for loops) and prints, for every function, the
 launches (and calls of the GEMM ABI, unroll_gpu_gemm_*) outside loops and
-directly inside each scf.for (one execution of that loop's body). Usage:
+directly inside each scf.for (one execution of that loop's body). A GEMM
+whose operand strides are only known at run time is guarded
+(`scf.if contiguous { call } else { kernel }`): the fallback kernels of
+such else branches are counted apart, as they run only when the check
+fails (never for the examples). Usage:
 
   unroll-opt m.mlir --lower-to-gpu --mlir-print-ir-after=unroll-gpu-map-loops \
       -o /dev/null 2>&1 | scripts/gpu-launch-counts.py [--json]
@@ -19,11 +23,13 @@ def main():
     func, stack, rows = None, [], []
     depth = 0
     kernel_end = None  # brace depth at which the current gpu.launch body closes
+    ifs = []  # open host scf.if: [depth of its body, GEMM in then?, in else?]
     for line in sys.stdin:
         m = re.match(r"\s*func\.func (?:public |private )?@(\w+)", line)
         if m:
             func, stack = m.group(1), []
-            rows.append({"function": func, "loop": "(outside loops)", "launches": 0, "gemms": 0})
+            rows.append({"function": func, "loop": "(outside loops)", "launches": 0, "gemms": 0,
+                         "fallbacks": 0})
             depth = 0
         if func is None:
             continue
@@ -34,9 +40,16 @@ def main():
                 kernel_end = None
             continue
         if re.search(r"\bscf\.for\b", line):
-            rows.append({"function": func, "loop": "scf.for", "launches": 0, "gemms": 0})
+            rows.append({"function": func, "loop": "scf.for", "launches": 0, "gemms": 0,
+                         "fallbacks": 0})
             stack.append((depth + 1, len(rows) - 1))
+        if re.search(r"\bscf\.if\b", line) and opens > closes:
+            ifs.append([depth + 1, False, False])
+        if ifs and re.match(r"\s*\} else \{", line) and depth == ifs[-1][0]:
+            ifs[-1][2] = True
         if re.search(r"call @unroll_gpu_gemm_f(32|64)\(", line):
+            if ifs and not ifs[-1][2]:
+                ifs[-1][1] = True
             target = stack[-1][1] if stack else next(
                 i for i in range(len(rows) - 1, -1, -1)
                 if rows[i]["function"] == func and rows[i]["loop"] == "(outside loops)")
@@ -45,12 +58,15 @@ def main():
             target = stack[-1][1] if stack else next(
                 i for i in range(len(rows) - 1, -1, -1)
                 if rows[i]["function"] == func and rows[i]["loop"] == "(outside loops)")
-            rows[target]["launches"] += 1
+            fallback = bool(ifs) and ifs[-1][1] and ifs[-1][2]
+            rows[target]["fallbacks" if fallback else "launches"] += 1
             if opens > closes:
                 kernel_end = depth + 1
         depth += opens - closes
         while stack and depth < stack[-1][0]:
             stack.pop()
+        while ifs and depth < ifs[-1][0]:
+            ifs.pop()
     rows = [r for r in rows if r["launches"] or r["gemms"] or r["loop"] == "(outside loops)"]
     # Host loops that launch kernels, numbered per function in program order.
     counter = {}
@@ -62,10 +78,12 @@ def main():
         json.dump(rows, sys.stdout, indent=1)
         print()
         return
-    print("%-36s %-16s %s" % ("function", "loop", "launches, GEMM calls per execution"))
+    print("%-36s %-16s %s" % ("function", "loop",
+                              "launches, GEMM calls per execution (GEMM fallback kernels)"))
     for r in rows:
         if r["function"] != "dealloc_helper" and not r["function"].startswith("unroll_"):
-            print("%-36s %-16s %d %d" % (r["function"], r["loop"], r["launches"], r["gemms"]))
+            print("%-36s %-16s %d %d (%d)" % (r["function"], r["loop"], r["launches"], r["gemms"],
+                                             r["fallbacks"]))
 
 
 if __name__ == "__main__":

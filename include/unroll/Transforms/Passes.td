@@ -297,7 +297,12 @@ def UnrollGPUFuseElementwise : Pass<"unroll-gpu-fuse-elementwise"> {
     projection's operand, or GELU recomputed inside the down-projection's
     reduction, would keep them serial-dot-product kernels. Everything else
     (residuals into layer-norm statistics, chains of elementwise ops) still
-    fuses.
+    fuses. And one addition: `a + r`, where r is a reduction into a zero
+    fill whose body only adds to its accumulator (a contraction, a column
+    sum) and both a and r have no other use, becomes the reduction into a.
+    The reverse iteration's gradient accumulations (grad[W] += Xᵀ·dY,
+    grad[b] += Σ dY) then write the flat gradient in place: a GEMM with
+    accumulate, not a product into a temporary, an add and a copy back.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -33,6 +33,68 @@ bool isContraction(Operation *op) {
          mlir::unroll::isMulAdd(generic);
 }
 
+/// Whether `op` computes out = out + f(ins) with nothing else reading out:
+/// starting from another init then adds that init to the result.
+bool accumulatesIntoInit(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() == 0)
+    return false;
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArguments().back();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  return add && add->getBlock() == &body && out.hasOneUse() &&
+         (add.getLhs() == out || add.getRhs() == out);
+}
+
+/// Whether `v` is a fill of +0.0.
+bool isZeroFill(Value v) {
+  auto fill = v.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+  return f && f.getValue().isPosZero();
+}
+
+/// a + r, with r a reduction into a zero fill (a contraction, a column
+/// sum) used only here and `a` used only here, becomes the reduction into
+/// `a`: the gradient accumulations grad[W] += Xᵀ·dY and grad[b] += Σ dY of
+/// the reverse iteration then write the flat gradient in place (a GEMM with
+/// accumulate, a reduction starting from the old value) instead of a
+/// product into a temporary, an add kernel and a copy back.
+struct AccumulateIntoInit : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp add, PatternRewriter &rewriter) const override {
+    if (add.getNumDpsInputs() != 2 || add.getNumDpsInits() != 1 ||
+        add.getNumReductionLoops() != 0 ||
+        !llvm::all_of(add.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+      return failure();
+    Block &body = add.getRegion().front();
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    auto sum = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+    if (!sum || &body.front() != sum.getOperation())
+      return failure();
+    ValueRange args = body.getArguments();
+    if (!((sum.getLhs() == args[0] && sum.getRhs() == args[1]) ||
+          (sum.getLhs() == args[1] && sum.getRhs() == args[0])))
+      return failure();
+    for (unsigned k = 0; k < 2; ++k) {
+      Value r = add.getDpsInputs()[k], a = add.getDpsInputs()[1 - k];
+      auto red = r.getDefiningOp<linalg::GenericOp>();
+      if (!red || !r.hasOneUse() || !a.hasOneUse() || a.getType() != r.getType() ||
+          r.getType() != add.getResult(0).getType() || !accumulatesIntoInit(red) ||
+          !isZeroFill(red.getDpsInits()[0]))
+        continue;
+      // Where the add is: `a` may be defined after the reduction.
+      rewriter.moveOpBefore(red, add);
+      rewriter.modifyOpInPlace(red, [&] { red.getDpsInitsMutable()[0].set(a); });
+      rewriter.replaceOp(add, r);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct FuseElementwise : public mlir::unroll::impl::UnrollGPUFuseElementwiseBase<FuseElementwise> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
@@ -48,6 +110,7 @@ struct FuseElementwise : public mlir::unroll::impl::UnrollGPUFuseElementwiseBase
       return true;
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    patterns.add<AccumulateIntoInit>(ctx);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);

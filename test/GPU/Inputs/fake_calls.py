@@ -29,6 +29,10 @@ epilogues = collections.Counter(
     int(line.split("epilogue ")[1].split()[0]) for line in open(long_log)
     if line.startswith("cublasLtMatmul m"))
 print(f"ever: cublasLtMatmul epilogue {dict(sorted(epilogues.items()))}")
+betas = collections.Counter(
+    line.split("beta ")[1].split()[0] for line in open(long_log)
+    if line.startswith("cublasLtMatmul ") and "beta " in line)
+print(f"ever: cublasLtMatmul beta {dict(sorted(betas.items()))}")
 # Calls recorded while a stream was captured into a graph: a wait, an
 # allocation or a copy there would break the graph (or be baked into it).
 captured = collections.Counter(line.split()[0] for line in open(long_log)
