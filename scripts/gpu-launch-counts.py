@@ -58,7 +58,7 @@ def main():
             target = stack[-1][1] if stack else next(
                 i for i in range(len(rows) - 1, -1, -1)
                 if rows[i]["function"] == func and rows[i]["loop"] == "(outside loops)")
-            fallback = bool(ifs) and ifs[-1][1] and ifs[-1][2]
+            fallback = any(f[1] and f[2] for f in ifs)
             rows[target]["fallbacks" if fallback else "launches"] += 1
             if opens > closes:
                 kernel_end = depth + 1

@@ -119,14 +119,14 @@ static bool touches(Operation *op, ArrayRef<Value> roots) {
   return !isa<linalg::LinalgOp, memref::AllocOp, memref::DeallocOp>(op);
 }
 
-/// The broadcast `root[..., j] = bias[j]` of a rank-1, unit-stride bias
-/// into all of `root`, found walking back from `op` past operations that
-/// touch neither buffer; null if there is none.
-static linalg::GenericOp findBiasBroadcast(Operation *op, Value root) {
+/// The broadcast `target[..., j] = bias[j]` of a rank-1, unit-stride bias
+/// into all of `target` (a view of `root`), found walking back from `op`
+/// past operations that touch neither buffer; null if there is none.
+static linalg::GenericOp findBiasBroadcast(Operation *op, Value target, Value root) {
   for (Operation *p = op->getPrevNode(); p; p = p->getPrevNode()) {
     auto g = dyn_cast<linalg::GenericOp>(p);
     if (g && g.hasPureBufferSemantics() && g.getNumDpsInputs() == 1 && g.getNumDpsInits() == 1 &&
-        g.getDpsInits()[0] == root && g.getNumReductionLoops() == 0) {
+        g.getDpsInits()[0] == target && g.getNumReductionLoops() == 0) {
       Block &body = g.getRegion().front();
       auto yield = cast<linalg::YieldOp>(body.getTerminator());
       AffineMap in = g.getIndexingMapsArray()[0], out = g.getIndexingMapsArray()[1];
@@ -312,12 +312,14 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     }
   }
 
-  // A bias broadcast into C before it: C = A·B + b in one call. C must be
-  // all of its buffer, row-major with n the buffer's last dim (C itself, or
-  // its last dim expanded into the n group).
+  // A bias broadcast into C before it: C = A·B + b in one call. The
+  // broadcast writes C itself (n its last dim alone) or all of C's buffer,
+  // row-major with n the buffer's last dim (C itself, or its last dim
+  // expanded into the n group).
   Value biasAddr;
   int64_t flagsBias = 0;
-  if (call.biasArg && bDims.empty() && !collapsible &&
+  linalg::GenericOp biasBroadcast;
+  if (call.biasArg && bDims.empty() &&
       accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 1) {
     Value root = unroll::viewRoot(ops[2]);
     auto rootType = dyn_cast<MemRefType>(root.getType());
@@ -332,16 +334,21 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     } else if (whole) {
       whole = cN.size() == 1;
     }
-    if (rootType && rootType.getLayout().isIdentity() && root.getDefiningOp<memref::AllocOp>() &&
-        trailingN && whole &&
+    bool wholeBuffer = rootType && rootType.getLayout().isIdentity() &&
+                       root.getDefiningOp<memref::AllocOp>() && whole;
+    bool self = cN.size() == 1;
+    if (trailingN && (wholeBuffer || self) &&
         llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); })) {
-      if (linalg::GenericOp bc = findBiasBroadcast(op, root)) {
+      linalg::GenericOp bc = wholeBuffer ? findBiasBroadcast(op, root, root) : nullptr;
+      if (!bc && self)
+        bc = findBiasBroadcast(op, ops[2], root);
+      if (bc) {
         Value bias = bc.getDpsInputs()[0];
         auto bm = b.create<memref::ExtractStridedMetadataOp>(loc, bias);
         Value bp = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, bias);
         biasAddr = b.create<arith::AddIOp>(
             loc, bp, b.create<arith::MulIOp>(loc, bm.getOffset(), cst(bytes)));
-        bc.erase();
+        biasBroadcast = bc;
         accumulate = cst(0);
         flagsBias = call.biasFlag;
       }
@@ -399,7 +406,9 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
           tb.create<scf::YieldOp>(tl);
         },
         [&](OpBuilder &eb, Location el) {
-          if (accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0) {
+          if (biasBroadcast) {
+            eb.clone(*biasBroadcast.getOperation());
+          } else if (accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0) {
             Value zero = eb.create<arith::ConstantOp>(el, eb.getZeroAttr(elem));
             eb.create<linalg::FillOp>(el, zero, ops[2]);
           }
@@ -407,6 +416,8 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
           eb.create<scf::YieldOp>(el);
         });
   }
+  if (biasBroadcast)
+    biasBroadcast.erase();
   op.erase();
   return success();
 }

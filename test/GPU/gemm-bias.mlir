@@ -73,3 +73,34 @@ func.func @zero_fill(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %y: memref<8x6xf3
   linalg.matmul ins(%x, %w : memref<8x4xf32>, memref<4x6xf32>) outs(%y : memref<8x6xf32>)
   return
 }
+
+// -----
+
+// Folded into a slot of a bigger buffer (a recorded activation written into
+// the tape): the broadcast writes C itself, n its last dim. The batch and
+// token dims collapse only if the slot is dense, which is checked when the
+// call runs: the call with the bias, or else the broadcast and the loop
+// nest.
+// CHECK-LABEL: func.func @tape_slot
+// CHECK:         %[[SLOT:.*]] = memref.subview
+// CHECK-NOT:     linalg.generic
+// CHECK:         scf.if
+// CHECK:           call @unroll_gpu_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c2{{(_[0-9]+)?}}, %{{.*}})
+// CHECK:         } else {
+// CHECK:           linalg.generic {{.*}} ins(%{{.*}} : memref<6xf32>) outs(%[[SLOT]]
+// CHECK:           linalg.generic {{.*}} outs(%[[SLOT]]
+// CHECK:         }
+func.func @tape_slot(%x: memref<2x3x4xf32>, %w: memref<4x6xf32>, %b: memref<6xf32>, %tape: memref<5x2x3x6xf32>, %t: index) {
+  %slot = memref.subview %tape[%t, 0, 0, 0] [1, 2, 3, 6] [1, 1, 1, 1] : memref<5x2x3x6xf32> to memref<2x3x6xf32, strided<[18, 6, 1], offset: ?>>
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (k)>, affine_map<(i, j, k) -> (i, j, k)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%b : memref<6xf32>) outs(%slot : memref<2x3x6xf32, strided<[18, 6, 1], offset: ?>>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j, n, k) -> (i, j, k)>, affine_map<(i, j, n, k) -> (k, n)>, affine_map<(i, j, n, k) -> (i, j, n)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x, %w : memref<2x3x4xf32>, memref<4x6xf32>) outs(%slot : memref<2x3x6xf32, strided<[18, 6, 1], offset: ?>>) {
+  ^bb0(%a: f32, %bb: f32, %acc: f32):
+    %m = arith.mulf %a, %bb : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -303,6 +303,9 @@ def UnrollGPUFuseElementwise : Pass<"unroll-gpu-fuse-elementwise"> {
     The reverse iteration's gradient accumulations (grad[W] += Xᵀ·dY,
     grad[b] += Σ dY) then write the flat gradient in place: a GEMM with
     accumulate, not a product into a temporary, an add and a copy back.
+    Last, the tape slots marked by convert-unroll-to-entry-points are
+    written in place again (fusion gives the ops it rebuilds fresh
+    outputs), and tensor.dim of dead fills is folded so that the fills go.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::affine::AffineDialect",
                            "::mlir::tensor::TensorDialect"];

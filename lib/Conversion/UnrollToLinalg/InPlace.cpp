@@ -4,7 +4,9 @@
 // the backward reads into [T, B, n, F] tensors. convert-unroll-to-entry-points
 // marks those insert_slices; after the ops are linalg, this makes each
 // producer chain write straight into its slot, so bufferization writes in
-// place instead of copying.
+// place instead of copying. The marks stay until the GPU pipeline's
+// elementwise fusion, which gives the ops it rebuilds fresh inits, has
+// applied them once more.
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
@@ -32,14 +34,15 @@ static tensor::EmptyOp chainRoot(Value v) {
   return root.getDefiningOp<tensor::EmptyOp>();
 }
 
-void mlir::unroll::writeMarkedSlicesInPlace(Operation *root) {
+void mlir::unroll::writeMarkedSlicesInPlace(Operation *root, bool keepMarks) {
   SmallVector<tensor::InsertSliceOp> marked;
   root->walk([&](tensor::InsertSliceOp ins) {
     if (ins->hasAttr(kInPlaceAttr))
       marked.push_back(ins);
   });
   for (tensor::InsertSliceOp ins : marked) {
-    ins->removeAttr(kInPlaceAttr);
+    if (!keepMarks)
+      ins->removeAttr(kInPlaceAttr);
     // The slot: the same slice of the destination, at the top of the block
     // (before the chain that computes the source).
     OpBuilder b(ins->getBlock(), ins->getBlock()->begin());

@@ -93,7 +93,9 @@ struct ConvertUnrollToLinalgPass
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     foldEnergyCasts(module);
-    writeMarkedSlicesInPlace(module);
+    // The marks stay for unroll-gpu-fuse-elementwise (bufferization ignores
+    // them).
+    writeMarkedSlicesInPlace(module, /*keepMarks=*/true);
   }
 };
 

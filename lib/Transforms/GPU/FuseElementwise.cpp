@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../Contraction.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -120,6 +121,16 @@ struct FuseElementwise : public mlir::unroll::impl::UnrollGPUFuseElementwiseBase
     GreedyRewriteConfig config;
     config.useTopDownTraversal = true;
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))
+      return signalPassFailure();
+    // Fusion gave the ops it rebuilt fresh inits (and drops inits an op does
+    // not read): the tape's slots are written in place again.
+    unroll::writeMarkedSlicesInPlace(getOperation());
+    // The inits fusion replaced may still be read by tensor.dim: folded to
+    // the dims of what they filled, the dead fills go, and no longer write
+    // the slots (which bufferization would then copy).
+    RewritePatternSet cleanup(ctx);
+    tensor::DimOp::getCanonicalizationPatterns(cleanup, ctx);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(cleanup))))
       return signalPassFailure();
   }
 };

@@ -51,8 +51,9 @@ constexpr const char *kInPlaceAttr = "unroll.in_place";
 /// slice of the destination (an extract_slice at the start of its block)
 /// instead of into a fresh tensor.empty, so that bufferization writes it in
 /// place instead of copying. Leaves a chain alone when it is not a single
-/// use chain ending in a tensor.empty. Drops the markers.
-void writeMarkedSlicesInPlace(Operation *root);
+/// use chain ending in a tensor.empty. Drops the markers unless
+/// `keepMarks` (a later pass that rebuilds producers applies them again).
+void writeMarkedSlicesInPlace(Operation *root, bool keepMarks = false);
 
 } // namespace mlir::unroll
 
