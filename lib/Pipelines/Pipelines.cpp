@@ -146,6 +146,9 @@ static void buildKernelMapping(OpPassManager &pm, const LowerToGPUOptions &optio
   UnrollGPUGemmOptions go;
   go.precision = options.precision;
   pm.addPass(createUnrollGPUGemm(go));
+  // Sums over many rows into few outputs (bias gradients): CTAs that split
+  // the rows, instead of one thread per output.
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUColumnReductions());
   pm.addNestedPass<func::FuncOp>(createUnrollGPUPrepareLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   // Adjacent nests over the same space (a fill and the reduction into it,

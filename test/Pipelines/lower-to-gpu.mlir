@@ -22,6 +22,7 @@
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: unroll-gpu-stage-arguments
 // PIPE-SAME: unroll-gpu-gemm{precision=f32}
+// PIPE-SAME: unroll-gpu-column-reductions
 // PIPE-SAME: unroll-gpu-prepare-linalg
 // PIPE-SAME: convert-linalg-to-parallel-loops
 // PIPE-SAME: unroll-gpu-group-allocs

@@ -287,6 +287,28 @@ def UnrollGPUMapCTAs : Pass<"unroll-gpu-map-ctas", "func::FuncOp"> {
   ];
 }
 
+def UnrollGPUColumnReductions : Pass<"unroll-gpu-column-reductions", "func::FuncOp"> {
+  let summary = "Reductions over many rows into few outputs as CTA kernels";
+  let description = [{
+    A `linalg.generic` on buffers that accumulates (out = out + f(ins))
+    over reduction loops of dynamic size (or at least 256 iterations) into
+    at most 8,192 outputs of static size: the bias and layer-norm gain
+    gradients of the reverse iteration, Σ over batch and tokens. One thread
+    per output would give 64 threads reading thousands of rows each. It
+    becomes a kernel in the phase form of
+    include/unroll/Transforms/CtaKernel.h: 32 outputs per CTA of 512
+    threads, 16 threads per output summing every 16th row into a register,
+    then the 16 partial sums and the output's old value added by one thread
+    per output (shared memory, no atomics). Loads stay coalesced: a warp
+    reads 32 consecutive outputs of one row. The sum is reassociated.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numRewritten", "rewritten", "Reductions written as CTA kernels">
+  ];
+}
+
 def UnrollGPUFuseElementwise : Pass<"unroll-gpu-fuse-elementwise"> {
   let summary = "Elementwise fusion on tensors that leaves contractions alone";
   let description = [{

@@ -1,0 +1,203 @@
+//===- ColumnReductions.cpp - unroll-gpu-column-reductions ------------------===//
+//
+// A reduction over many rows into few outputs (a bias or layer-norm gain
+// gradient: Σ over batch and tokens of dY[b, i, j], for j < 64) mapped one
+// thread per output is 64 threads that each read thousands of rows in
+// turn. This pass writes such reductions as CTA kernels
+// (include/unroll/Transforms/CtaKernel.h): 32 outputs per CTA, 16 groups
+// of threads splitting the rows, the partial sums combined in shared
+// memory. See docs/gpu.md.
+//
+//===----------------------------------------------------------------------===//
+#include "unroll/Transforms/CtaKernel.h"
+#include "unroll/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::unroll {
+#define GEN_PASS_DEF_UNROLLGPUCOLUMNREDUCTIONS
+#include "unroll/Transforms/Passes.h.inc"
+} // namespace mlir::unroll
+
+using namespace mlir;
+using namespace mlir::unroll;
+
+namespace {
+
+constexpr int64_t kColumns = 32; // outputs per CTA (one warp's worth)
+constexpr int64_t kGroups = 16;  // threads per output, splitting the rows
+constexpr int64_t kMaxOutputs = 8192;
+constexpr int64_t kMinRows = 256; // static row counts below this stay as they are
+
+/// out = out + f(ins): the value added to the accumulator, or null.
+arith::AddFOp accumulation(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArguments().back();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != &body || !out.hasOneUse() ||
+      (add.getLhs() != out && add.getRhs() != out))
+    return {};
+  return add;
+}
+
+struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<ColumnReductions> {
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> candidates;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (matches(op))
+        candidates.push_back(op);
+    });
+    for (linalg::GenericOp op : candidates) {
+      rewrite(op);
+      ++numRewritten;
+    }
+  }
+
+  static bool matches(linalg::GenericOp op) {
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+        op.getNumReductionLoops() == 0 || op.getNumParallelLoops() == 0 || !accumulation(op))
+      return false;
+    if (!op.getRegion().front().getOps<linalg::IndexOp>().empty())
+      return false;
+    for (AffineMap m : op.getIndexingMapsArray())
+      for (AffineExpr e : m.getResults())
+        if (!isa<AffineDimExpr, AffineConstantExpr>(e))
+          return false;
+    // Few outputs (static), many rows (dynamic or at least kMinRows).
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    auto iters = op.getIteratorTypesArray();
+    int64_t outputs = 1, rows = 1;
+    bool dynamicRows = false;
+    for (auto [size, it] : llvm::zip(ranges, iters)) {
+      if (it == utils::IteratorType::parallel) {
+        if (ShapedType::isDynamic(size))
+          return false;
+        outputs *= size;
+      } else if (ShapedType::isDynamic(size)) {
+        dynamicRows = true;
+      } else {
+        rows *= size;
+      }
+    }
+    return outputs <= kMaxOutputs && (dynamicRows || rows >= kMinRows);
+  }
+
+  /// `linear` split into indices of `sizes`, the last fastest.
+  static SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                                        ArrayRef<Value> sizes) {
+    SmallVector<Value> ivs(sizes.size());
+    for (int k = sizes.size() - 1; k >= 0; --k) {
+      ivs[k] = k == 0 ? linear : b.create<arith::RemUIOp>(loc, linear, sizes[k]).getResult();
+      if (k > 0)
+        linear = b.create<arith::DivUIOp>(loc, linear, sizes[k]);
+    }
+    return ivs;
+  }
+
+  /// The indices `map` gives for the loop indices `ivs`.
+  static SmallVector<Value> indices(OpBuilder &b, Location loc, AffineMap map, ValueRange ivs) {
+    SmallVector<Value> idx;
+    for (AffineExpr e : map.getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e))
+        idx.push_back(ivs[d.getPosition()]);
+      else
+        idx.push_back(b.create<arith::ConstantIndexOp>(
+            loc, cast<AffineConstantExpr>(e).getValue()));
+    }
+    return idx;
+  }
+
+  void rewrite(linalg::GenericOp op) {
+    Location loc = op.getLoc();
+    OpBuilder b(op);
+    cta::KernelBuilder k(b, loc, kColumns * kGroups);
+    Value out = op.getDpsInits()[0];
+    Type elem = cast<MemRefType>(out.getType()).getElementType();
+    SmallVector<Range, 4> ranges = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+    auto iters = op.getIteratorTypesArray();
+    SmallVector<unsigned> parDims, redDims;
+    SmallVector<Value> parSizes, redSizes;
+    Value outputs = k.idx(1), rows = k.idx(1);
+    for (unsigned d = 0; d < iters.size(); ++d) {
+      Value size = getValueOrCreateConstantIndexOp(b, loc, ranges[d].size);
+      if (iters[d] == utils::IteratorType::parallel) {
+        parDims.push_back(d);
+        parSizes.push_back(size);
+        outputs = b.create<arith::MulIOp>(loc, outputs, size);
+      } else {
+        redDims.push_back(d);
+        redSizes.push_back(size);
+        rows = b.create<arith::MulIOp>(loc, rows, size);
+      }
+    }
+    // The loop indices of output `p` and row `r`.
+    auto loopIvs = [&](Value p, Value r) {
+      SmallVector<Value> ivs(iters.size());
+      for (auto [d, v] : llvm::zip(parDims, delinearize(b, loc, p, parSizes)))
+        ivs[d] = v;
+      if (r)
+        for (auto [d, v] : llvm::zip(redDims, delinearize(b, loc, r, redSizes)))
+          ivs[d] = v;
+      return ivs;
+    };
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    Block &body = op.getRegion().front();
+    Value partial = k.shared({kGroups, kColumns}, elem);
+    Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
+    Value cols = k.idx(kColumns);
+    Value ctas = b.create<arith::CeilDivUIOp>(loc, outputs, cols);
+    k.grid(ctas, "column_reduction", [&](Value cta) {
+      Value first = b.create<arith::MulIOp>(loc, cta, cols);
+      // Each thread: its output's rows g, g + 16, ... summed in a register.
+      k.phase([&](Value t) {
+        Value c = b.create<arith::RemUIOp>(loc, t, cols);
+        Value g = b.create<arith::DivUIOp>(loc, t, cols);
+        Value p = b.create<arith::AddIOp>(loc, first, c);
+        Value inRange = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, p, outputs);
+        Value last = b.create<arith::SelectOp>(loc, inRange, rows, k.idx(0));
+        auto loop = b.create<scf::ForOp>(
+            loc, g, last, k.idx(kGroups), ValueRange{zero},
+            [&](OpBuilder &, Location, Value r, ValueRange acc) {
+              SmallVector<Value> ivs = loopIvs(p, r);
+              IRMapping map;
+              for (auto [i, in] : llvm::enumerate(op.getDpsInputs()))
+                map.map(body.getArgument(i),
+                        b.create<memref::LoadOp>(loc, in, indices(b, loc, maps[i], ivs)));
+              map.map(body.getArguments().back(), acc.front());
+              for (Operation &o : body.without_terminator())
+                b.clone(o, map);
+              auto yield = cast<linalg::YieldOp>(body.getTerminator());
+              b.create<scf::YieldOp>(loc, map.lookup(yield.getOperand(0)));
+            });
+        b.create<memref::StoreOp>(loc, loop.getResult(0), partial, ValueRange{g, c});
+      });
+      // The first 32 threads: the output's value plus the 16 partial sums.
+      k.phase([&](Value t) {
+        Value p = b.create<arith::AddIOp>(loc, first, t);
+        Value inRange = b.create<arith::AndIOp>(
+            loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, t, cols),
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, p, outputs));
+        k.when(inRange, [&] {
+          SmallVector<Value> at = indices(b, loc, maps.back(), loopIvs(p, Value()));
+          Value init = b.create<memref::LoadOp>(loc, out, at);
+          Value sum = k.fold(k.idx(0), k.idx(kGroups), init, [&](Value g, Value acc) {
+            Value v = b.create<memref::LoadOp>(loc, partial, ValueRange{g, t});
+            return b.create<arith::AddFOp>(loc, acc, v);
+          });
+          b.create<memref::StoreOp>(loc, sum, out, at);
+        });
+      });
+    });
+    b.create<memref::DeallocOp>(loc, partial);
+    op.erase();
+  }
+};
+
+} // namespace

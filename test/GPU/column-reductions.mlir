@@ -1,0 +1,63 @@
+// RUN: unroll-opt %s --pass-pipeline='builtin.module(func.func(unroll-gpu-column-reductions))' --split-input-file | FileCheck %s
+//
+// A bias gradient accumulated in place, g[j] += Σ_{b,i} dy[b, i, j]: a CTA
+// kernel of 512 threads per 32 outputs. Phase 1: thread t takes output
+// t mod 32 of its CTA and rows t / 32, t / 32 + 16, ... into a register,
+// then shared memory [16, 32]; phase 2: one thread per output adds the old
+// value and the 16 partial sums.
+// CHECK-LABEL: func.func @bias_gradient(
+// CHECK-SAME:    %[[DY:.*]]: memref<?x?x64xf32>, %[[G:.*]]: memref<64xf32, strided<[1], offset: 8>>)
+// CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<16x32xf32>
+// CHECK:         scf.for %[[CTA:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           scf.for %[[T:.*]] = %{{.*}} to %c512{{.*}} step
+// CHECK:             %[[C:.*]] = arith.remui %[[T]], %c32
+// CHECK:             %[[GR:.*]] = arith.divui %[[T]], %c32
+// CHECK:             %[[S:.*]] = scf.for %{{.*}} = %[[GR]] to %{{.*}} step %c16{{.*}} iter_args(%[[A:.*]] = %{{.*}}) -> (f32) {
+// CHECK:               memref.load %[[DY]]
+// CHECK:               arith.addf %[[A]]
+// CHECK:             memref.store %[[S]], %[[P]][%[[GR]], %[[C]]]
+// CHECK:           } {unroll.cta.phase}
+// CHECK:           scf.for %[[T2:.*]] = %{{.*}} to %c512{{.*}} step
+// CHECK:             scf.if
+// CHECK:               %[[OLD:.*]] = memref.load %[[G]]
+// CHECK:               %[[SUM:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[OLD]])
+// CHECK:               memref.store %[[SUM]], %[[G]]
+// CHECK:           } {unroll.cta.phase}
+// CHECK:         } {unroll.cta.grid = 512 : i64, unroll.cta.name = "column_reduction"}
+// CHECK:         memref.dealloc %[[P]]
+// CHECK-NOT:     linalg.generic
+func.func @bias_gradient(%dy: memref<?x?x64xf32>, %g: memref<64xf32, strided<[1], offset: 8>>) {
+  linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (j)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%dy : memref<?x?x64xf32>) outs(%g : memref<64xf32, strided<[1], offset: 8>>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Left alone: a row reduction (the outputs' count is dynamic), a reduction
+// over few static rows, and a body that does not only add to the
+// accumulator.
+// CHECK-LABEL: func.func @kept(
+// CHECK-NOT:     unroll.cta
+// CHECK-COUNT-3: linalg.generic
+func.func @kept(%x: memref<?x64xf32>, %y: memref<?xf32>, %s: memref<8x64xf32>, %z: memref<64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x64xf32>) outs(%y : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]} ins(%s : memref<8x64xf32>) outs(%z : memref<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]} ins(%x : memref<?x64xf32>) outs(%z : memref<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  return
+}
