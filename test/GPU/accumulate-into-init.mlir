@@ -94,3 +94,44 @@ func.func @kept(%a: tensor<4xf32>, %x: tensor<5x4xf32>) -> (tensor<4xf32>, tenso
   } -> tensor<4xf32>
   return %s1, %s3, %a, %c1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A gradient that covers only the first n rows of a table (position
+// embeddings: the prompt's n of 23), padded with zeros and added to the
+// whole slice: only the n rows are added, and the sum over the batch goes
+// straight into them.
+// CHECK-LABEL: func.func @padded(
+// CHECK-SAME:    %[[G:.*]]: tensor<92xf32>, %[[DY:.*]]: tensor<?x?x4xf32>)
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[E:.*]] = tensor.expand_shape
+// CHECK:         %[[ROWS:.*]] = tensor.extract_slice %[[E]][0, 0] [%{{.*}}, 4] [1, 1]
+// CHECK:         %[[R:.*]] = linalg.generic {{.*}} ins(%[[DY]] : tensor<?x?x4xf32>) outs(%[[ROWS]] : tensor<?x4xf32>)
+// CHECK:         tensor.insert_slice %[[R]] into %[[E]][0, 0] [%{{.*}}, 4] [1, 1]
+#sum_b = affine_map<(b, i, j) -> (b, i, j)>
+#out_ij = affine_map<(b, i, j) -> (i, j)>
+#id2 = affine_map<(i, j) -> (i, j)>
+func.func @padded(%g: tensor<92xf32>, %dy: tensor<?x?x4xf32>) -> tensor<92xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %dy, %c1 : tensor<?x?x4xf32>
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %r = linalg.generic {indexing_maps = [#sum_b, #out_ij], iterator_types = ["reduction", "parallel", "parallel"]} ins(%dy : tensor<?x?x4xf32>) outs(%z : tensor<?x4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4xf32>
+  %t0 = tensor.empty() : tensor<23x4xf32>
+  %tz = linalg.fill ins(%zero : f32) outs(%t0 : tensor<23x4xf32>) -> tensor<23x4xf32>
+  %pad = tensor.insert_slice %r into %tz[0, 0] [%n, 4] [1, 1] : tensor<?x4xf32> into tensor<23x4xf32>
+  %old = tensor.expand_shape %g [[0, 1]] output_shape [23, 4] : tensor<92xf32> into tensor<23x4xf32>
+  %e2 = tensor.empty() : tensor<23x4xf32>
+  %sum = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%old, %pad : tensor<23x4xf32>, tensor<23x4xf32>) outs(%e2 : tensor<23x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<23x4xf32>
+  %flat = tensor.collapse_shape %sum [[0, 1]] : tensor<23x4xf32> into tensor<92xf32>
+  return %flat : tensor<92xf32>
+}

@@ -7,7 +7,7 @@
 // value and the 16 partial sums.
 // CHECK-LABEL: func.func @bias_gradient(
 // CHECK-SAME:    %[[DY:.*]]: memref<?x?x64xf32>, %[[G:.*]]: memref<64xf32, strided<[1], offset: 8>>)
-// CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<16x32xf32>
+// CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<1x16x32xf32>
 // CHECK:         scf.for %[[CTA:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           scf.for %[[T:.*]] = %{{.*}} to %c512{{.*}} step
 // CHECK:             %[[C:.*]] = arith.remui %[[T]], %c32
@@ -15,7 +15,7 @@
 // CHECK:             %[[S:.*]] = scf.for %{{.*}} = %[[GR]] to %{{.*}} step %c16{{.*}} iter_args(%[[A:.*]] = %{{.*}}) -> (f32) {
 // CHECK:               memref.load %[[DY]]
 // CHECK:               arith.addf %[[A]]
-// CHECK:             memref.store %[[S]], %[[P]][%[[GR]], %[[C]]]
+// CHECK:             memref.store %[[S]], %[[P]][%{{.*}}, %[[GR]], %[[C]]]
 // CHECK:           } {unroll.cta.phase}
 // CHECK:           scf.for %[[T2:.*]] = %{{.*}} to %c512{{.*}} step
 // CHECK:             scf.if
@@ -30,6 +30,64 @@ func.func @bias_gradient(%dy: memref<?x?x64xf32>, %g: memref<64xf32, strided<[1]
   linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (j)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%dy : memref<?x?x64xf32>) outs(%g : memref<64xf32, strided<[1], offset: 8>>) {
   ^bb0(%in: f32, %acc: f32):
     %s = arith.addf %acc, %in : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A layer norm's gain and bias gradients, Σ dy·x̂ and Σ dy, next to each
+// other over the same rows (dy read with the same map) into disjoint
+// slices of the flat gradient: one kernel, two accumulators, two partial
+// sums per thread.
+// CHECK-LABEL: func.func @gain_and_bias(
+// CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<2x16x32xf32>
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             %[[S:.*]]:2 = scf.for {{.*}} -> (f32, f32) {
+// CHECK:               arith.mulf
+// CHECK:           } {unroll.cta.phase}
+// CHECK:         } {unroll.cta.grid = 512 : i64, unroll.cta.name = "column_reduction"}
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     unroll.cta.grid
+#rows = affine_map<(b, i, j) -> (b, i, j)>
+#col = affine_map<(b, i, j) -> (j)>
+func.func @gain_and_bias(%dy: memref<?x?x64xf32>, %xhat: memref<?x?x64xf32>, %grad: memref<200xf32>) {
+  %g = memref.subview %grad[0] [64] [1] : memref<200xf32> to memref<64xf32, strided<[1]>>
+  %b = memref.subview %grad[64] [64] [1] : memref<200xf32> to memref<64xf32, strided<[1], offset: 64>>
+  linalg.generic {indexing_maps = [#rows, #rows, #col], iterator_types = ["reduction", "reduction", "parallel"]} ins(%dy, %xhat : memref<?x?x64xf32>, memref<?x?x64xf32>) outs(%g : memref<64xf32, strided<[1]>>) {
+  ^bb0(%d: f32, %x: f32, %acc: f32):
+    %m = arith.mulf %d, %x : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "reduction", "parallel"]} ins(%dy : memref<?x?x64xf32>) outs(%b : memref<64xf32, strided<[1], offset: 64>>) {
+  ^bb0(%d: f32, %acc: f32):
+    %s = arith.addf %acc, %d : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Two kernels: the outputs overlap.
+// CHECK-LABEL: func.func @overlapping(
+// CHECK-COUNT-2: unroll.cta.grid
+#rows = affine_map<(b, i, j) -> (b, i, j)>
+#col = affine_map<(b, i, j) -> (j)>
+func.func @overlapping(%dy: memref<?x?x64xf32>, %grad: memref<200xf32>) {
+  %g = memref.subview %grad[0] [64] [1] : memref<200xf32> to memref<64xf32, strided<[1]>>
+  %b = memref.subview %grad[32] [64] [1] : memref<200xf32> to memref<64xf32, strided<[1], offset: 32>>
+  linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "reduction", "parallel"]} ins(%dy : memref<?x?x64xf32>) outs(%g : memref<64xf32, strided<[1]>>) {
+  ^bb0(%d: f32, %acc: f32):
+    %s = arith.addf %acc, %d : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "reduction", "parallel"]} ins(%dy : memref<?x?x64xf32>) outs(%b : memref<64xf32, strided<[1], offset: 32>>) {
+  ^bb0(%d: f32, %acc: f32):
+    %s = arith.addf %acc, %d : f32
     linalg.yield %s : f32
   }
   return

@@ -301,11 +301,15 @@ def UnrollGPUColumnReductions : Pass<"unroll-gpu-column-reductions", "func::Func
     then the 16 partial sums and the output's old value added by one thread
     per output (shared memory, no atomics). Loads stay coalesced: a warp
     reads 32 consecutive outputs of one row. The sum is reassociated.
+    Such reductions next to each other over the same rows (an input read
+    with the same map; a layer norm's gain and bias gradients) with
+    outputs that do not overlap share one kernel.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
   let statistics = [
-    Statistic<"numRewritten", "rewritten", "Reductions written as CTA kernels">
+    Statistic<"numRewritten", "rewritten", "Reductions written as CTA kernels">,
+    Statistic<"numKernels", "kernels", "CTA kernels they became">
   ];
 }
 

@@ -9,8 +9,11 @@
 // memory. See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
+#include "../Contraction.h"
 #include "unroll/Transforms/CtaKernel.h"
 #include "unroll/Transforms/Passes.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -54,10 +57,77 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
       if (matches(op))
         candidates.push_back(op);
     });
+    // Reductions next to each other over the same rows (a layer norm's gain
+    // and bias gradients) share one kernel.
+    SmallVector<SmallVector<linalg::GenericOp>> groups;
     for (linalg::GenericOp op : candidates) {
-      rewrite(op);
-      ++numRewritten;
+      if (!groups.empty() && joins(groups.back(), op))
+        groups.back().push_back(op);
+      else
+        groups.push_back({op});
     }
+    for (ArrayRef<linalg::GenericOp> group : groups) {
+      rewrite(group);
+      numRewritten += group.size();
+      ++numKernels;
+    }
+  }
+
+  /// The element range [first, last] a static strided memref covers, or none.
+  static std::optional<std::pair<int64_t, int64_t>> extent(Value v) {
+    auto t = cast<MemRefType>(v.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!t.hasStaticShape() || failed(getStridesAndOffset(t, strides, offset)) ||
+        ShapedType::isDynamic(offset) || llvm::any_of(strides, ShapedType::isDynamic))
+      return std::nullopt;
+    int64_t last = offset;
+    for (auto [size, stride] : llvm::zip(t.getShape(), strides))
+      last += (size - 1) * stride;
+    return std::make_pair(offset, last);
+  }
+
+  /// Whether `op` may run in one kernel with `group`: right after its last
+  /// op (nothing with memory effects between), the same iteration space
+  /// (an input read with the same map over all loops), and outputs that
+  /// neither overlap each other nor feed any of the inputs.
+  static bool joins(ArrayRef<linalg::GenericOp> group, linalg::GenericOp op) {
+    linalg::GenericOp prev = group.back();
+    if (prev->getBlock() != op->getBlock())
+      return false;
+    for (Operation *p = prev->getNextNode(); p != op.getOperation(); p = p->getNextNode())
+      if (!p || !isMemoryEffectFree(p))
+        return false;
+    linalg::GenericOp first = group.front();
+    if (first.getIteratorTypesArray() != op.getIteratorTypesArray() ||
+        first.getStaticLoopRanges() != op.getStaticLoopRanges())
+      return false;
+    bool shared = false;
+    for (OpOperand *a : first.getDpsInputOperands())
+      for (OpOperand *b : op.getDpsInputOperands())
+        shared |= a->get() == b->get() && first.getMatchingIndexingMap(a).isPermutation() &&
+                  first.getMatchingIndexingMap(a) == op.getMatchingIndexingMap(b);
+    if (!shared)
+      return false;
+    SmallVector<linalg::GenericOp> all(group.begin(), group.end());
+    all.push_back(op);
+    for (linalg::GenericOp x : all) {
+      Value out = x.getDpsInits()[0], root = unroll::viewRoot(out);
+      for (linalg::GenericOp y : all) {
+        for (Value in : y.getDpsInputs())
+          if (unroll::viewRoot(in) == root)
+            return false;
+        if (x == y)
+          continue;
+        Value other = y.getDpsInits()[0];
+        if (unroll::viewRoot(other) != root)
+          continue;
+        auto ex = extent(out), ey = extent(other);
+        if (!ex || !ey || !(ex->second < ey->first || ey->second < ex->first))
+          return false;
+      }
+    }
+    return true;
   }
 
   static bool matches(linalg::GenericOp op) {
@@ -108,19 +178,21 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
       if (auto d = dyn_cast<AffineDimExpr>(e))
         idx.push_back(ivs[d.getPosition()]);
       else
-        idx.push_back(b.create<arith::ConstantIndexOp>(
-            loc, cast<AffineConstantExpr>(e).getValue()));
+        idx.push_back(
+            b.create<arith::ConstantIndexOp>(loc, cast<AffineConstantExpr>(e).getValue()));
     }
     return idx;
   }
 
-  void rewrite(linalg::GenericOp op) {
+  void rewrite(ArrayRef<linalg::GenericOp> group) {
+    linalg::GenericOp op = group.front();
     Location loc = op.getLoc();
-    OpBuilder b(op);
+    OpBuilder b(group.back());
     cta::KernelBuilder k(b, loc, kColumns * kGroups);
-    Value out = op.getDpsInits()[0];
-    Type elem = cast<MemRefType>(out.getType()).getElementType();
-    SmallVector<Range, 4> ranges = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+    int64_t n = group.size();
+    Type elem = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
+    SmallVector<Range, 4> ranges =
+        cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
     auto iters = op.getIteratorTypesArray();
     SmallVector<unsigned> parDims, redDims;
     SmallVector<Value> parSizes, redSizes;
@@ -147,9 +219,7 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
           ivs[d] = v;
       return ivs;
     };
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    Block &body = op.getRegion().front();
-    Value partial = k.shared({kGroups, kColumns}, elem);
+    Value partial = k.shared({n, kGroups, kColumns}, elem);
     Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
     Value cols = k.idx(kColumns);
     Value ctas = b.create<arith::CeilDivUIOp>(loc, outputs, cols);
@@ -163,20 +233,27 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
         Value inRange = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, p, outputs);
         Value last = b.create<arith::SelectOp>(loc, inRange, rows, k.idx(0));
         auto loop = b.create<scf::ForOp>(
-            loc, g, last, k.idx(kGroups), ValueRange{zero},
+            loc, g, last, k.idx(kGroups), SmallVector<Value>(n, zero),
             [&](OpBuilder &, Location, Value r, ValueRange acc) {
-              SmallVector<Value> ivs = loopIvs(p, r);
-              IRMapping map;
-              for (auto [i, in] : llvm::enumerate(op.getDpsInputs()))
-                map.map(body.getArgument(i),
-                        b.create<memref::LoadOp>(loc, in, indices(b, loc, maps[i], ivs)));
-              map.map(body.getArguments().back(), acc.front());
-              for (Operation &o : body.without_terminator())
-                b.clone(o, map);
-              auto yield = cast<linalg::YieldOp>(body.getTerminator());
-              b.create<scf::YieldOp>(loc, map.lookup(yield.getOperand(0)));
+              SmallVector<Value> ivs = loopIvs(p, r), next;
+              for (int64_t j = 0; j < n; ++j) {
+                linalg::GenericOp red = group[j];
+                SmallVector<AffineMap> maps = red.getIndexingMapsArray();
+                Block &body = red.getRegion().front();
+                IRMapping map;
+                for (auto [i, in] : llvm::enumerate(red.getDpsInputs()))
+                  map.map(body.getArgument(i),
+                          b.create<memref::LoadOp>(loc, in, indices(b, loc, maps[i], ivs)));
+                map.map(body.getArguments().back(), acc[j]);
+                for (Operation &o : body.without_terminator())
+                  b.clone(o, map);
+                auto yield = cast<linalg::YieldOp>(body.getTerminator());
+                next.push_back(map.lookup(yield.getOperand(0)));
+              }
+              b.create<scf::YieldOp>(loc, next);
             });
-        b.create<memref::StoreOp>(loc, loop.getResult(0), partial, ValueRange{g, c});
+        for (int64_t j = 0; j < n; ++j)
+          b.create<memref::StoreOp>(loc, loop.getResult(j), partial, ValueRange{k.idx(j), g, c});
       });
       // The first 32 threads: the output's value plus the 16 partial sums.
       k.phase([&](Value t) {
@@ -185,18 +262,24 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
             loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, t, cols),
             b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, p, outputs));
         k.when(inRange, [&] {
-          SmallVector<Value> at = indices(b, loc, maps.back(), loopIvs(p, Value()));
-          Value init = b.create<memref::LoadOp>(loc, out, at);
-          Value sum = k.fold(k.idx(0), k.idx(kGroups), init, [&](Value g, Value acc) {
-            Value v = b.create<memref::LoadOp>(loc, partial, ValueRange{g, t});
-            return b.create<arith::AddFOp>(loc, acc, v);
-          });
-          b.create<memref::StoreOp>(loc, sum, out, at);
+          SmallVector<Value> ivs = loopIvs(p, Value());
+          for (int64_t j = 0; j < n; ++j) {
+            linalg::GenericOp red = group[j];
+            Value out = red.getDpsInits()[0];
+            SmallVector<Value> at = indices(b, loc, red.getIndexingMapsArray().back(), ivs);
+            Value init = b.create<memref::LoadOp>(loc, out, at);
+            Value sum = k.fold(k.idx(0), k.idx(kGroups), init, [&](Value g, Value acc) {
+              Value v = b.create<memref::LoadOp>(loc, partial, ValueRange{k.idx(j), g, t});
+              return b.create<arith::AddFOp>(loc, acc, v);
+            });
+            b.create<memref::StoreOp>(loc, sum, out, at);
+          }
         });
       });
     });
     b.create<memref::DeallocOp>(loc, partial);
-    op.erase();
+    for (linalg::GenericOp red : llvm::to_vector(group))
+      red.erase();
   }
 };
 

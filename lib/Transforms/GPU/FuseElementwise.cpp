@@ -57,6 +57,21 @@ bool isZeroFill(Value v) {
   return f && f.getValue().isPosZero();
 }
 
+/// Whether `add` is an elementwise x + y over identity maps.
+bool isPlainAdd(linalg::GenericOp add) {
+  if (add.getNumDpsInputs() != 2 || add.getNumDpsInits() != 1 || add.getNumReductionLoops() != 0 ||
+      !llvm::all_of(add.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block &body = add.getRegion().front();
+  auto sum =
+      cast<linalg::YieldOp>(body.getTerminator()).getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!sum || &body.front() != sum.getOperation())
+    return false;
+  ValueRange args = body.getArguments();
+  return (sum.getLhs() == args[0] && sum.getRhs() == args[1]) ||
+         (sum.getLhs() == args[1] && sum.getRhs() == args[0]);
+}
+
 /// a + r, with r a reduction into a zero fill (a contraction, a column
 /// sum) used only here and `a` used only here, becomes the reduction into
 /// `a`: the gradient accumulations grad[W] += Xᵀ·dY and grad[b] += Σ dY of
@@ -66,18 +81,7 @@ bool isZeroFill(Value v) {
 struct AccumulateIntoInit : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(linalg::GenericOp add, PatternRewriter &rewriter) const override {
-    if (add.getNumDpsInputs() != 2 || add.getNumDpsInits() != 1 ||
-        add.getNumReductionLoops() != 0 ||
-        !llvm::all_of(add.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
-      return failure();
-    Block &body = add.getRegion().front();
-    auto yield = cast<linalg::YieldOp>(body.getTerminator());
-    auto sum = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-    if (!sum || &body.front() != sum.getOperation())
-      return failure();
-    ValueRange args = body.getArguments();
-    if (!((sum.getLhs() == args[0] && sum.getRhs() == args[1]) ||
-          (sum.getLhs() == args[1] && sum.getRhs() == args[0])))
+    if (!isPlainAdd(add))
       return failure();
     for (unsigned k = 0; k < 2; ++k) {
       Value r = add.getDpsInputs()[k], a = add.getDpsInputs()[1 - k];
@@ -90,6 +94,45 @@ struct AccumulateIntoInit : OpRewritePattern<linalg::GenericOp> {
       rewriter.moveOpBefore(red, add);
       rewriter.modifyOpInPlace(red, [&] { red.getDpsInitsMutable()[0].set(a); });
       rewriter.replaceOp(add, r);
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// a + (s inserted into zeros) becomes s' = a[slice] + s inserted into a:
+/// only the slice is added (a position-embedding gradient covers the
+/// prompt's n rows of the table's 23), and AccumulateIntoInit can then sum
+/// s into a's slice in place.
+struct AddOfPaddedSlice : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp add, PatternRewriter &rewriter) const override {
+    if (!isPlainAdd(add) || add.getDpsInputs()[0].getType() != add.getResult(0).getType())
+      return failure();
+    for (unsigned k = 0; k < 2; ++k) {
+      Value a = add.getDpsInputs()[1 - k];
+      auto ins = add.getDpsInputs()[k].getDefiningOp<tensor::InsertSliceOp>();
+      if (!ins || !ins->hasOneUse() || !isZeroFill(ins.getDest()) || !ins.hasUnitStride() ||
+          ins.getSourceType().getRank() != ins.getDestType().getRank())
+        continue;
+      Location loc = add.getLoc();
+      auto slice = rewriter.create<tensor::ExtractSliceOp>(
+          loc, ins.getSourceType(), a, ins.getMixedOffsets(), ins.getMixedSizes(),
+          ins.getMixedStrides());
+      // The slice's sizes (not tensor.dim of s, which would be a second use).
+      Value init = rewriter.create<tensor::EmptyOp>(loc, ins.getMixedSizes(),
+                                                    ins.getSourceType().getElementType());
+      auto part = rewriter.create<linalg::GenericOp>(
+          loc, TypeRange{ins.getSourceType()}, ValueRange{slice, ins.getSource()}, ValueRange{init},
+          add.getIndexingMapsArray(), add.getIteratorTypesArray(),
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            b.create<linalg::YieldOp>(l, b.create<arith::AddFOp>(l, args[0], args[1]).getResult());
+          });
+      rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(add, part.getResult(0), a,
+                                                         ins.getMixedOffsets(), ins.getMixedSizes(),
+                                                         ins.getMixedStrides());
+      // Now, so that s has one use when the new add is matched.
+      rewriter.eraseOp(ins);
       return success();
     }
     return failure();
@@ -111,7 +154,7 @@ struct FuseElementwise : public mlir::unroll::impl::UnrollGPUFuseElementwiseBase
       return true;
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
-    patterns.add<AccumulateIntoInit>(ctx);
+    patterns.add<AccumulateIntoInit, AddOfPaddedSlice>(ctx);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
