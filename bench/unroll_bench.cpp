@@ -106,9 +106,9 @@ int main(int argc, char **argv) {
   }
   auto step = [&] {
     if (compiled) {
-      run.lossGrad(p, dev, b, T, losses, err);
       ++adam.step;
-      run.adamStep(dev, adam.compiledStep());
+      double normSq;
+      run.trainStep(p, dev, b, T, adam.compiledStep(), losses, normSq, err);
       return;
     }
     run.lossGrad(p, theta, b, T, losses, grad, err);

@@ -184,22 +184,37 @@ void callLossGrad(void *fn, const Prompts &p, const std::vector<double> &theta, 
   grad.assign(g.begin(), g.end());
 }
 
-template <typename T> double callAdam(void *fn, ResidentState &st, const AdamStep &opt) {
-  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, T, T, T, T, T,
-                      MemRef<T, 1> *);
-  constexpr int64_t kPartials = 256;
-  std::vector<T> partial(kPartials);
-  auto vec = [&](void *p) { return makeMemRef<T, 1>(static_cast<T *>(p), {st.size}); };
-  auto th = vec(st.theta), g = vec(st.grad), m = vec(st.m), v = vec(st.v);
-  auto pm = makeMemRef<T, 1>(partial.data(), {kPartials});
+/// @M_adam's hyper buffer: lr / (1 - beta1^t), sqrt(1 - beta2^t), beta1, beta2, eps.
+constexpr int64_t kAdamHyper = 5, kAdamPartials = 256;
+template <typename T> std::vector<T> adamHyper(const AdamStep &opt) {
   double bc1 = 1 - std::pow(opt.beta1, (double)opt.step);
   double bc2 = 1 - std::pow(opt.beta2, (double)opt.step);
-  reinterpret_cast<Fn>(fn)(&th, &g, &m, &v, T(opt.lr / bc1), T(std::sqrt(bc2)), T(opt.beta1),
-                           T(opt.beta2), T(opt.eps), &pm);
+  return {T(opt.lr / bc1), T(std::sqrt(bc2)), T(opt.beta1), T(opt.beta2), T(opt.eps)};
+}
+
+/// One @M_adam call on resident state with `hyper` and `partial` buffers
+/// (host or resident memory).
+template <typename T> void callAdamOn(void *fn, ResidentState &st, T *hyper, T *partial) {
+  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *,
+                      MemRef<T, 1> *, MemRef<T, 1> *);
+  auto vec = [&](void *p) { return makeMemRef<T, 1>(static_cast<T *>(p), {st.size}); };
+  auto th = vec(st.theta), g = vec(st.grad), m = vec(st.m), v = vec(st.v);
+  auto hm = makeMemRef<T, 1>(hyper, {kAdamHyper});
+  auto pm = makeMemRef<T, 1>(partial, {kAdamPartials});
+  reinterpret_cast<Fn>(fn)(&th, &g, &m, &v, &hm, &pm);
+}
+
+template <typename T> double sumOf(const std::vector<T> &xs) {
   double sum = 0;
-  for (T x : partial)
+  for (T x : xs)
     sum += x;
   return sum;
+}
+
+template <typename T> double callAdam(void *fn, ResidentState &st, const AdamStep &opt) {
+  std::vector<T> hyper = adamHyper<T>(opt), partial(kAdamPartials);
+  callAdamOn<T>(fn, st, hyper.data(), partial.data());
+  return sumOf(partial);
 }
 } // namespace
 
@@ -258,6 +273,7 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
 
 ResidentState::~ResidentState() {
   resetGraph(step_);
+  resetGraph(train_);
   resetGraph(forward_);
   for (void *p : {theta, grad, m, v})
     if (p)
@@ -387,8 +403,8 @@ void ResidentState::download(std::vector<double> &th, std::vector<double> &mm,
   readVector(vv, v);
 }
 
-bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
-                           std::vector<double> &losses, std::string &error) const {
+bool ModelRunner::checkStep(const Prompts &p, const ResidentState &st, int64_t loops,
+                            int64_t window, std::string &error) const {
   if (st.size != numParams_ || st.f32 != f32_) {
     error = "the resident state does not match the model";
     return false;
@@ -399,6 +415,13 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
     error = "the loss window T must be >= 1, got " + std::to_string(window);
     return false;
   }
+  return true;
+}
+
+bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                           std::vector<double> &losses, std::string &error) const {
+  if (!checkStep(p, st, loops, window, error))
+    return false;
   if (threads_ == 1 && gpu_ && st.graphsUsable())
     return f32_ ? lossGradGraph<float>(p, st, loops, window, losses)
                 : lossGradGraph<double>(p, st, loops, window, losses);
@@ -499,6 +522,63 @@ bool ModelRunner::forward(const Prompts &p, ResidentState &st, int64_t loops,
 
 double ModelRunner::adamStep(ResidentState &st, const AdamStep &opt) const {
   return f32_ ? callAdam<float>(adam_, st, opt) : callAdam<double>(adam_, st, opt);
+}
+
+template <typename T>
+void ModelRunner::trainStepGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                                 const AdamStep &opt, std::vector<double> &losses,
+                                 double &normSq) const {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
+                      MemRef<T, 1> *, MemRef<T, 1> *);
+  int64_t n = 2 * p.points, tw = std::min(loops, window);
+  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
+  std::vector<T> hyper = adamHyper<T>(opt), partial(kAdamPartials);
+  // Resident buffers: prompts, targets, losses, Adam's values, partial sums.
+  auto fill = [&](std::vector<void *> &buf) {
+    st.write_(buf[0], z.data(), z.size() * sizeof(T));
+    st.write_(buf[1], ys.data(), ys.size() * sizeof(T));
+    st.write_(buf[3], hyper.data(), hyper.size() * sizeof(T));
+  };
+  auto call = [&](std::vector<void *> &buf) {
+    auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, p.dim});
+    auto ym = makeMemRef<T, 2>(static_cast<T *>(buf[1]), {p.batch, p.points});
+    auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
+    auto lm = makeMemRef<T, 1>(static_cast<T *>(buf[2]), {tw});
+    auto gm = makeMemRef<T, 1>(static_cast<T *>(st.grad), {st.size});
+    reinterpret_cast<Fn>(lossGrad_)(&zm, &ym, &tm, loops, window, &lm, &gm);
+    callAdamOn<T>(adam_, st, static_cast<T *>(buf[3]), static_cast<T *>(buf[4]));
+  };
+  bool replayed = st.graphed(st.train_, {p.batch, p.points, p.dim, loops, window},
+                             {z.size() * sizeof(T), ys.size() * sizeof(T), l.size() * sizeof(T),
+                              hyper.size() * sizeof(T), partial.size() * sizeof(T)},
+                             fill, call);
+  ++(replayed ? st.graphStats_.replayed : st.graphStats_.direct);
+  st.read_(l.data(), st.train_.buffers[2], l.size() * sizeof(T));
+  st.read_(partial.data(), st.train_.buffers[4], partial.size() * sizeof(T));
+  losses.assign(l.begin(), l.end());
+  normSq = sumOf(partial);
+}
+
+bool ModelRunner::trainStep(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                            const AdamStep &opt, std::vector<double> &losses, double &normSq,
+                            std::string &error) const {
+  if (!adam_) {
+    error = "the library has no compiled optimizer (@M_adam)";
+    return false;
+  }
+  if (threads_ == 1 && gpu_ && st.graphsUsable()) {
+    if (!checkStep(p, st, loops, window, error))
+      return false;
+    if (f32_)
+      trainStepGraph<float>(p, st, loops, window, opt, losses, normSq);
+    else
+      trainStepGraph<double>(p, st, loops, window, opt, losses, normSq);
+    return true;
+  }
+  if (!lossGrad(p, st, loops, window, losses, error))
+    return false;
+  normSq = adamStep(st, opt);
+  return true;
 }
 
 bool ModelRunner::energyTrace(const Prompts &p, const std::vector<double> &theta, int64_t loops,

@@ -323,8 +323,15 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
                     ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
                     : cfg.loops;
     Prompts p = cfg.spec->sample(cfg.batch, pts, d, dims, cfg.noise, rng);
-    if (!(compiled ? run.lossGrad(p, dev, b, cfg.window, losses, err)
-                   : run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err)))
+    // Compiled: loss, gradient and Adam in one call (one CUDA graph on a
+    // GPU); the update is in dev, but a non-finite run stops without saving
+    // it: the last checkpoint stays what it was.
+    double normSq = 0;
+    if (compiled)
+      ++st.adam.step;
+    if (!(compiled
+              ? run.trainStep(p, dev, b, cfg.window, st.adam.compiledStep(), losses, normSq, err)
+              : run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err)))
       return die(err);
     double loss = 0;
     for (double l : losses)
@@ -332,10 +339,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     loss /= losses.size();
     bool finite = std::isfinite(loss);
     if (compiled) {
-      ++st.adam.step;
-      // (the step's update is in dev, but a non-finite run stops without
-      // saving it: the last checkpoint stays what it was)
-      finite = finite && std::isfinite(run.adamStep(dev, st.adam.compiledStep()));
+      finite = finite && std::isfinite(normSq);
     } else {
       for (double g : grad)
         finite = finite && std::isfinite(g);
@@ -388,8 +392,8 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
               cfg.gpuGraphs ? "the driver has none" : "--gpu-graphs off");
     else
       fprintf(stderr,
-              "CUDA graphs: %llu captured; loss and gradient replayed %llu times, run "
-              "directly %llu times%s%s\n",
+              "CUDA graphs: %llu captured; training steps (loss, gradient, Adam) replayed "
+              "%llu times, run directly %llu times%s%s\n",
               (unsigned long long)g.captured, (unsigned long long)g.replayed,
               (unsigned long long)g.direct,
               g.refused.empty() ? "" : "; a capture was refused: ", g.refused.c_str());

@@ -68,8 +68,9 @@ Training and evaluation (models):
                          library's own Adam step on weights and moments kept in
                          its resident buffers (on a GPU they never leave it);
                          auto (default): compiled for GPU libraries, else host
-  --gpu-graphs on|off    GPU libraries: capture each shape's loss-and-gradient call
-                         once as a CUDA graph and replay it (default on)
+  --gpu-graphs on|off    GPU libraries: capture each shape's training step (loss,
+                         gradient, Adam) once as a CUDA graph and replay it
+                         (default on)
   --seed S               seed of initialization and data (default 0)
   --out DIR              checkpoints, metrics.jsonl, config.json, eval.* (default out/train)
   --no-curriculum        train at the final b, d and points from the start

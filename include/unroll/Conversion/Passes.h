@@ -16,7 +16,7 @@
 
 namespace mlir::unroll {
 /// The version of the C ABI of compiled.so (docs/abi.md).
-constexpr int kAbiVersion = 1;
+constexpr int kAbiVersion = 2;
 
 #define GEN_PASS_DECL
 #include "unroll/Conversion/Passes.h.inc"

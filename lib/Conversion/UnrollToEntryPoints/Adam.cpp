@@ -6,9 +6,12 @@ using namespace mlir;
 using namespace mlir::unroll;
 using namespace mlir::unroll::lowering;
 
-/// @M_adam(theta, grad, m, v, lr_bc1, sqrt_bc2, beta1, beta2, eps, partial[R]):
-/// one Adam step in place, PyTorch's formulation as in tooling/include/unroll/tooling/Adam.h
-/// (lr_bc1 = lr / (1 - beta1^t), sqrt_bc2 = sqrt(1 - beta2^t)):
+/// @M_adam(theta, grad, m, v, hyper[5], partial[R]): one Adam step in place,
+/// PyTorch's formulation as in tooling/include/unroll/tooling/Adam.h, with
+/// hyper = (lr_bc1, sqrt_bc2, beta1, beta2, eps), lr_bc1 = lr / (1 - beta1^t),
+/// sqrt_bc2 = sqrt(1 - beta2^t). The step's values come in a buffer, not as
+/// scalars, so that a CUDA graph holding the step reads this step's values
+/// (the runtime writes them into a resident buffer before the launch):
 ///   m <- beta1 m + (1 - beta1) g,  v <- beta2 v + (1 - beta2) g^2,
 ///   theta <- theta - lr_bc1 m / (sqrt(v) / sqrt_bc2 + eps),
 /// and the squared gradient norm as R partial sums, partial[r] = sum of g_i^2
@@ -18,12 +21,9 @@ using namespace mlir::unroll::lowering;
 void mlir::unroll::lowering::emitAdam(OpBuilder &b, Location loc, StringRef name, Type t) {
   OpBuilder::InsertionGuard g(b);
   MemRefType vec = dynMemref(1, t);
-  func::FuncOp f =
-      makeEntry(b, loc, (name + "_adam").str(), {vec, vec, vec, vec, t, t, t, t, t, vec});
+  func::FuncOp f = makeEntry(b, loc, (name + "_adam").str(), {vec, vec, vec, vec, vec, vec});
   Value theta = f.getArgument(0), grad = f.getArgument(1), m = f.getArgument(2),
-        v = f.getArgument(3), lrBc1 = f.getArgument(4), sqrtBc2 = f.getArgument(5),
-        beta1 = f.getArgument(6), beta2 = f.getArgument(7), eps = f.getArgument(8),
-        partial = f.getArgument(9);
+        v = f.getArgument(3), hyper = f.getArgument(4), partial = f.getArgument(5);
   Emitter e(b, loc, t);
   Value c0 = e.idx(0), c1 = e.idx(1), one = e.cst(1.0), zero = e.cst(0.0);
   Value n = b.create<memref::DimOp>(loc, theta, 0);
@@ -31,6 +31,11 @@ void mlir::unroll::lowering::emitAdam(OpBuilder &b, Location loc, StringRef name
       loc, ValueRange{c0}, ValueRange{n}, ValueRange{c1},
       [&](OpBuilder &pb, Location pl, ValueRange iv) {
         auto ld = [&](Value buf) { return pb.create<memref::LoadOp>(pl, buf, iv).getResult(); };
+        auto hp = [&](int64_t k) {
+          Value at = pb.create<arith::ConstantIndexOp>(pl, k);
+          return pb.create<memref::LoadOp>(pl, hyper, ValueRange{at}).getResult();
+        };
+        Value lrBc1 = hp(0), sqrtBc2 = hp(1), beta1 = hp(2), beta2 = hp(3), eps = hp(4);
         auto mul = [&](Value x, Value y) { return pb.create<arith::MulFOp>(pl, x, y).getResult(); };
         auto add = [&](Value x, Value y) { return pb.create<arith::AddFOp>(pl, x, y).getResult(); };
         Value gi = ld(grad);

@@ -25,12 +25,12 @@
 // CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[YOUT]]
 // CHECK-LABEL: func.func @attn_weights(
 // CHECK-SAME: %{{.*}}: memref<?x?xf64>, %{{.*}}: memref<?xf64>, %{{.*}}: memref<?x?xf64>)
-// CHECK: llvm.mlir.global internal constant @__unroll_model_info("{\22abi_version\22:1,
+// CHECK: llvm.mlir.global internal constant @__unroll_model_info("{\22abi_version\22:2,
 // CHECK-SAME: \22schedule\22:\22aim\22
 // CHECK-LABEL: llvm.func @unroll_model_info() -> !llvm.ptr
 // CHECK: llvm.mlir.addressof @__unroll_model_info
 // CHECK-LABEL: llvm.func @unroll_abi_version() -> i32
-// CHECK: llvm.mlir.constant(1 : i32)
+// CHECK: llvm.mlir.constant(2 : i32)
 // CHECK-NOT: unroll.
 
 // UNDERIVED: error: 'unroll.energy' op has no derived steps; run --unroll-derive-steps first

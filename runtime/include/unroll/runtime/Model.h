@@ -11,7 +11,7 @@
 namespace unroll {
 
 /// The ABI version this runtime speaks (docs/abi.md).
-constexpr int kAbiVersion = 1;
+constexpr int kAbiVersion = 2;
 
 /// A loaded compiled.so: its handle, ABI version and model info.
 class Model {

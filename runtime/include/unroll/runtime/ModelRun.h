@@ -62,16 +62,16 @@ public:
   int64_t size = 0;
   bool f32 = false;
 
-  /// GPU libraries: run the training step's loss and gradient, and the
-  /// forward on resident weights, as one CUDA graph per shape each
-  /// (captured on the second call of a shape, replayed after); on by
-  /// default where the driver has graphs.
+  /// GPU libraries: run the training step (loss, gradient and Adam), its
+  /// loss and gradient alone, and the forward on resident weights, as one
+  /// CUDA graph per shape each (captured on the second call of a shape,
+  /// replayed after); on by default where the driver has graphs.
   void setGraphs(bool on) { graphsWanted_ = on; }
   bool graphsUsable() const {
     return graphsWanted_ && graphLaunch_ && graphsSupported_ && graphsSupported_();
   }
   struct GraphStats {
-    uint64_t captured = 0, replayed = 0, direct = 0; // loss-and-gradient calls
+    uint64_t captured = 0, replayed = 0, direct = 0; // training steps (or loss and gradient)
     uint64_t forwardReplayed = 0;                    // forward calls replayed
     std::string refused;                             // why the last capture was refused, if one was
   };
@@ -94,7 +94,7 @@ private:
   bool graphed(StepGraph &g, const std::vector<int64_t> &key, const std::vector<size_t> &bytes,
                Fill fill, Call call);
   bool graphsWanted_ = true;
-  StepGraph step_, forward_;
+  StepGraph step_, train_, forward_;
   GraphStats graphStats_;
   int32_t (*graphsSupported_)() = nullptr;
   void (*captureBegin_)() = nullptr;
@@ -155,12 +155,25 @@ public:
   /// One Adam step on resident state with the library's @M_adam; returns
   /// the squared norm of st.grad.
   double adamStep(ResidentState &st, const AdamStep &opt) const;
+  /// One training step on resident state: lossGrad, then adamStep; the
+  /// squared gradient norm in `normSq`. On a GPU with graphs the two are
+  /// one CUDA graph per shape: the prompts and Adam's values for this step
+  /// are written into resident buffers before its launch, the losses and
+  /// the norm's partial sums read after.
+  bool trainStep(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                 const AdamStep &opt, std::vector<double> &losses, double &normSq,
+                 std::string &error) const;
 
 private:
   bool check(const Prompts &p, int64_t thetaSize, int64_t loops, std::string &error) const;
+  bool checkStep(const Prompts &p, const ResidentState &st, int64_t loops, int64_t window,
+                 std::string &error) const;
   template <typename T>
   bool lossGradGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
                      std::vector<double> &losses) const;
+  template <typename T>
+  void trainStepGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
+                      const AdamStep &opt, std::vector<double> &losses, double &normSq) const;
   template <typename T>
   bool forwardGraph(const Prompts &p, ResidentState &st, int64_t loops,
                     std::vector<double> &preds) const;
