@@ -204,6 +204,22 @@ template <typename T> void callAdamOn(void *fn, ResidentState &st, T *hyper, T *
   reinterpret_cast<Fn>(fn)(&th, &g, &m, &v, &hm, &pm);
 }
 
+/// @M_loss_grad on resident state with prompts, targets and losses in the
+/// resident buffers buf[0..2].
+template <typename T>
+void callLossGradOn(void *fn, const Prompts &p, ResidentState &st, std::vector<void *> &buf,
+                    int64_t loops, int64_t window) {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
+                      MemRef<T, 1> *, MemRef<T, 1> *);
+  int64_t n = 2 * p.points, tw = std::min(loops, window);
+  auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, p.dim});
+  auto ym = makeMemRef<T, 2>(static_cast<T *>(buf[1]), {p.batch, p.points});
+  auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
+  auto lm = makeMemRef<T, 1>(static_cast<T *>(buf[2]), {tw});
+  auto gm = makeMemRef<T, 1>(static_cast<T *>(st.grad), {st.size});
+  reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, window, &lm, &gm);
+}
+
 template <typename T> double sumOf(const std::vector<T> &xs) {
   double sum = 0;
   for (T x : xs)
@@ -447,21 +463,14 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
 template <typename T>
 bool ModelRunner::lossGradGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
                                 std::vector<double> &losses) const {
-  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
-                      MemRef<T, 1> *, MemRef<T, 1> *);
-  int64_t n = 2 * p.points, tw = std::min(loops, window);
+  int64_t tw = std::min(loops, window);
   std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
   auto fill = [&](std::vector<void *> &buf) {
     st.write_(buf[0], z.data(), z.size() * sizeof(T));
     st.write_(buf[1], ys.data(), ys.size() * sizeof(T));
   };
   auto call = [&](std::vector<void *> &buf) {
-    auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, p.dim});
-    auto ym = makeMemRef<T, 2>(static_cast<T *>(buf[1]), {p.batch, p.points});
-    auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
-    auto lm = makeMemRef<T, 1>(static_cast<T *>(buf[2]), {tw});
-    auto gm = makeMemRef<T, 1>(static_cast<T *>(st.grad), {st.size});
-    reinterpret_cast<Fn>(lossGrad_)(&zm, &ym, &tm, loops, window, &lm, &gm);
+    callLossGradOn<T>(lossGrad_, p, st, buf, loops, window);
   };
   bool replayed =
       st.graphed(st.step_, {p.batch, p.points, p.dim, loops, window},
@@ -528,9 +537,7 @@ template <typename T>
 void ModelRunner::trainStepGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
                                  const AdamStep &opt, std::vector<double> &losses,
                                  double &normSq) const {
-  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
-                      MemRef<T, 1> *, MemRef<T, 1> *);
-  int64_t n = 2 * p.points, tw = std::min(loops, window);
+  int64_t tw = std::min(loops, window);
   std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
   std::vector<T> hyper = adamHyper<T>(opt), partial(kAdamPartials);
   // Resident buffers: prompts, targets, losses, Adam's values, partial sums.
@@ -540,12 +547,7 @@ void ModelRunner::trainStepGraph(const Prompts &p, ResidentState &st, int64_t lo
     st.write_(buf[3], hyper.data(), hyper.size() * sizeof(T));
   };
   auto call = [&](std::vector<void *> &buf) {
-    auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, p.dim});
-    auto ym = makeMemRef<T, 2>(static_cast<T *>(buf[1]), {p.batch, p.points});
-    auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
-    auto lm = makeMemRef<T, 1>(static_cast<T *>(buf[2]), {tw});
-    auto gm = makeMemRef<T, 1>(static_cast<T *>(st.grad), {st.size});
-    reinterpret_cast<Fn>(lossGrad_)(&zm, &ym, &tm, loops, window, &lm, &gm);
+    callLossGradOn<T>(lossGrad_, p, st, buf, loops, window);
     callAdamOn<T>(adam_, st, static_cast<T *>(buf[3]), static_cast<T *>(buf[4]));
   };
   bool replayed = st.graphed(st.train_, {p.batch, p.points, p.dim, loops, window},
