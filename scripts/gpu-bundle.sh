@@ -40,6 +40,9 @@ for m in looped_gpt2 looped_gpt2_small; do
 done
 # The paper config with its matrix products on TF32 tensor cores.
 build looped_gpt2_tf32 "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA precision=tf32"
+# ... and with the MLP's GELU in cuBLASLt's GELU_AUX_BIAS epilogue (opt-in
+# until this check shows cuBLASLt's GELU is the model's tanh GELU).
+build looped_gpt2_gelu "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA gelu-epilogue=1"
 build tiny_f64 "$tmp/tiny_f64.mlir" gpu "=cuda-path=$CUDA"
 # Fused attention over many small tiles (22-token prompts: 6 key tiles of 4).
 python3 "$SRC/scripts/gen_gpt2.py" add --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 24 --dtype f64 > "$tmp/tiles_f64.mlir"

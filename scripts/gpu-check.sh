@@ -35,6 +35,7 @@ check() { # check NAME COMMAND... : runs it, records the last lines and PASS/FAI
 log "tests"
 check paper-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41
 check paper-tf32-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_tf32.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41 --tol 3e-3
+check paper-gelu-epilogue-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_gelu.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41
 check small-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_small.gpu.so" "$LIB/looped_gpt2_small.cpu.so" --batch 16 --points 11
 check paper-vs-reference "$BIN/unroll-model-check" --forward "$LIB/looped_gpt2.gpu.so" --batch 4 --points 41 --perturb 0
 check gradcheck-f64-truncated "$BIN/unroll-model-check" --gradcheck "$LIB/tiny_f64.gpu.so"

@@ -145,6 +145,7 @@ static void buildKernelMapping(OpPassManager &pm, const LowerToGPUOptions &optio
   // emulated (so the calls' strides and transposes are checked here).
   UnrollGPUGemmOptions go;
   go.precision = options.precision;
+  go.geluEpilogue = options.geluEpilogue;
   pm.addPass(createUnrollGPUGemm(go));
   // Sums over many rows into few outputs (bias gradients): CTAs that split
   // the rows, instead of one thread per output.

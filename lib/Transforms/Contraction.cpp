@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Contraction.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -147,6 +148,39 @@ static linalg::GenericOp findBiasBroadcast(Operation *op, Value target, Value ro
     }
     if (touches(p, {root}))
       return {};
+  }
+  return {};
+}
+
+/// The GELU (an op marked unroll.gelu) of all of `c` into a buffer of c's
+/// type, the first op after `op` that touches memory, past allocations of
+/// sizes defined before `op` (one of them may be its output); null if none.
+static linalg::GenericOp findGelu(Operation *op, Value c) {
+  SmallVector<memref::AllocOp> allocs;
+  for (Operation *p = op->getNextNode(); p; p = p->getNextNode()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(p)) {
+      if (!llvm::all_of(alloc->getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+          }))
+        return {};
+      allocs.push_back(alloc);
+      continue;
+    }
+    if (isMemoryEffectFree(p))
+      continue;
+    auto g = dyn_cast<linalg::GenericOp>(p);
+    if (!g || !g->hasAttr(unroll::kGeluAttr) || !g.hasPureBufferSemantics() ||
+        g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 || g.getDpsInputs()[0] != c ||
+        g.getDpsInits()[0].getType() != c.getType() || g.getNumReductionLoops() != 0 ||
+        !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+      return {};
+    Value d = g.getDpsInits()[0];
+    Operation *def = d.getDefiningOp();
+    bool before = !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+    if (!before && !llvm::is_contained(allocs, def))
+      return {};
+    return g;
   }
   return {};
 }
@@ -355,6 +389,41 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     }
   }
 
+  // GELU of C right after, into D of C's type (C row-major with a row
+  // stride divisible by 8, overwritten): D = GELU(C) in the call, C keeps
+  // the pre-activation (cuBLASLt's GELU_AUX epilogue).
+  Value geluAddr;
+  int64_t flagsGelu = 0;
+  linalg::GenericOp gelu;
+  auto cType = cast<MemRefType>(ops[2].getType());
+  SmallVector<int64_t> cStrides;
+  int64_t cOffset;
+  if (call.geluFlag && bDims.empty() &&
+      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0 && cType.getRank() >= 2 &&
+      cN.size() == 1 && cN.front() == cType.getRank() - 1 &&
+      succeeded(getStridesAndOffset(cType, cStrides, cOffset)) && cStrides.back() == 1 &&
+      !ShapedType::isDynamic(cStrides[cType.getRank() - 2]) &&
+      cStrides[cType.getRank() - 2] % 8 == 0 &&
+      llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); }))
+    gelu = findGelu(op, ops[2]);
+  if (gelu) {
+    Value d = gelu.getDpsInits()[0];
+    if (auto alloc = d.getDefiningOp<memref::AllocOp>(); alloc && op->isBeforeInBlock(alloc))
+      alloc->moveBefore(op); // its sizes are defined before op (findGelu)
+    auto dm = b.create<memref::ExtractStridedMetadataOp>(loc, d);
+    geluAddr =
+        b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, d),
+                                b.create<arith::MulIOp>(loc, dm.getOffset(), cst(bytes)));
+    flagsGelu = call.geluFlag;
+    // Where C's strides are checked when the call runs, D's must equal them.
+    if (collapsible)
+      for (unsigned i = 0; i < cType.getRank(); ++i)
+        collapsible = b.create<arith::AndIOp>(loc, collapsible,
+                                              b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                                                      dm.getStrides()[i],
+                                                                      meta[2].getStrides()[i]));
+  }
+
   // One call, or one per batch index (loops over the batch dims, sizes
   // from C).
   auto emitCall = [&](OpBuilder &nb, ValueRange ivs) {
@@ -374,9 +443,12 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
                             strides[1], addr[1],    strides[2], strides[3], addr[2],
                             strides[4], strides[5], accumulate};
     for (auto [i, extra] : llvm::enumerate(call.extraArgs))
-      args.push_back(nb.create<arith::ConstantIndexOp>(loc, i == 0 ? extra | flagsBias : extra));
+      args.push_back(
+          nb.create<arith::ConstantIndexOp>(loc, i == 0 ? extra | flagsBias | flagsGelu : extra));
     if (call.biasArg)
       args.push_back(biasAddr ? biasAddr : nb.create<arith::ConstantIndexOp>(loc, 0).getResult());
+    if (call.epilogueArg)
+      args.push_back(geluAddr ? geluAddr : nb.create<arith::ConstantIndexOp>(loc, 0).getResult());
     assert(args.size() == call.numArgs && "the ABI header declares another signature");
     nb.create<func::CallOp>(loc, name, TypeRange{}, args);
   };
@@ -413,11 +485,15 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
             eb.create<linalg::FillOp>(el, zero, ops[2]);
           }
           eb.clone(*op.getOperation());
+          if (gelu)
+            eb.clone(*gelu.getOperation());
           eb.create<scf::YieldOp>(el);
         });
   }
   if (biasBroadcast)
     biasBroadcast.erase();
+  if (gelu)
+    gelu.erase();
   op.erase();
   return success();
 }

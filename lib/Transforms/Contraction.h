@@ -27,6 +27,13 @@ struct ContractionCall {
   /// before the contraction is then folded into the call.
   bool biasArg = false;
   int64_t biasFlag = 0;
+  /// The callee takes, after the bias, the address of an output D with C's
+  /// strides and writes GELU(C) there when `geluFlag` is set: a GELU op
+  /// (marked unroll.gelu) of C right after a row-major, overwritten C is
+  /// then folded into the call. 0: never fold (the argument is still
+  /// passed when `epilogueArg`).
+  bool epilogueArg = false;
+  int64_t geluFlag = 0;
 };
 
 /// The buffer a memref is a view of (through view-like ops and casts): an

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/GpuKernels.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace {
@@ -24,10 +25,16 @@ float toTF32(float x) {
   return x;
 }
 
+/// The model's GELU (tanh form, unroll.gelu).
+template <typename T> T gelu(T x) {
+  const T c = T(0.7978845608028654), a = T(0.044715);
+  return T(0.5) * x * (T(1) + std::tanh(c * (x + a * x * x * x)));
+}
+
 template <typename T>
 void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
           int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t accumulate,
-          int64_t flags, const T *bias) {
+          int64_t flags, const T *bias, T *D) {
   bool tf32 = sizeof(T) == 4 && (flags & UNROLL_GEMM_TF32);
   auto in = [&](T v) { return tf32 ? T(toTF32(float(v))) : v; };
   for (int64_t i = 0; i < M; ++i)
@@ -39,6 +46,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
         acc += bias[j];
       T &c = C[i * sCm + j * sCn];
       c = accumulate ? c + acc : acc;
+      if (flags & UNROLL_GEMM_GELU_AUX)
+        D[i * sCm + j * sCn] = gelu(c);
     }
 }
 
@@ -49,15 +58,15 @@ extern "C" {
 __attribute__((visibility("default"))) void
 unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                     const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
-                    int64_t accumulate, int64_t flags, const float *bias) {
-  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias);
+                    int64_t accumulate, int64_t flags, const float *bias, float *D) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias, D);
 }
 
 __attribute__((visibility("default"))) void
 unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                     const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
-                    int64_t accumulate, int64_t flags, const double *bias) {
-  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias);
+                    int64_t accumulate, int64_t flags, const double *bias, double *D) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias, D);
 }
 
 } // extern "C"

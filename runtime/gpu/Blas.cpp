@@ -51,8 +51,9 @@ struct Heuristic {
 };
 constexpr int CUDA_R_32F = 0, CUDA_R_64F = 1;
 constexpr int COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, COMPUTE_64F = 70;
-constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POINTER = 8;
-constexpr int32_t EPILOGUE_BIAS = 4;
+constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POINTER = 8,
+              DESC_EPILOGUE_AUX_POINTER = 11, DESC_EPILOGUE_AUX_LD = 12;
+constexpr int32_t EPILOGUE_BIAS = 4, EPILOGUE_GELU_AUX = 160, EPILOGUE_GELU_AUX_BIAS = 164;
 constexpr int PREF_MAX_WORKSPACE_BYTES = 1;
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
@@ -136,6 +137,15 @@ void initLocked() {
   gHandle = h;
 }
 
+/// The GELU epilogue's aux matrix (the pre-activation) and its leading
+/// dimension.
+void setAux(MatmulDesc desc, const void *aux, int64_t ld) {
+  if (Status s = gLt.descSetAttribute(desc, DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux))
+    fail("cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)", s);
+  if (Status s = gLt.descSetAttribute(desc, DESC_EPILOGUE_AUX_LD, &ld, sizeof ld))
+    fail("cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)", s);
+}
+
 /// One shape's descriptors and algorithm.
 struct Prepared {
   MatmulDesc desc;
@@ -146,7 +156,9 @@ using Key = std::tuple<bool, int64_t, bool, bool, int64_t, int64_t, int64_t, int
                        int64_t, int64_t, int64_t, int64_t, int64_t>;
 std::map<Key, Prepared> gPrepared;
 
-const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p) {
+/// `aux`: the first call's aux matrix (GELU_AUX), whose alignment the
+/// heuristic assumes.
+const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p, const void *aux) {
   Key key{f32,   flags, p.transX, p.transY, p.m,     p.n,     p.k,
           p.ldx, p.ldy, p.ldc,    p.rowsX,  p.colsX, p.rowsY, p.colsY};
   auto it = gPrepared.find(key);
@@ -164,13 +176,18 @@ const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p) {
     fail("cublasLtMatmulDescSetAttribute(TRANSA)", s);
   if (Status s = gLt.descSetAttribute(r.desc, DESC_TRANSB, &ty, sizeof ty))
     fail("cublasLtMatmulDescSetAttribute(TRANSB)", s);
-  if (flags & UNROLL_GEMM_BIAS) {
+  if (flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX)) {
     // D = op(X)·op(Y) + bias broadcast along D's columns: D's rows are C's
     // columns (C row-major: the plan swaps), so bias[n] as cuBLASLt wants.
-    int32_t epilogue = EPILOGUE_BIAS;
+    // With GELU_AUX the pre-activation goes to the aux matrix (our C).
+    int32_t epilogue = !(flags & UNROLL_GEMM_GELU_AUX) ? EPILOGUE_BIAS
+                       : (flags & UNROLL_GEMM_BIAS)    ? EPILOGUE_GELU_AUX_BIAS
+                                                       : EPILOGUE_GELU_AUX;
     if (Status s = gLt.descSetAttribute(r.desc, DESC_EPILOGUE, &epilogue, sizeof epilogue))
       fail("cublasLtMatmulDescSetAttribute(EPILOGUE)", s);
   }
+  if (flags & UNROLL_GEMM_GELU_AUX)
+    setAux(r.desc, aux, p.ldc);
   if (Status s = gLt.layoutCreate(&r.x, type, p.rowsX, p.colsX, p.ldx))
     fail("cublasLtMatrixLayoutCreate(A)", s);
   if (Status s = gLt.layoutCreate(&r.y, type, p.rowsY, p.colsY, p.ldy))
@@ -194,7 +211,7 @@ const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p) {
 template <typename T>
 void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
           int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t accumulate,
-          int64_t flags, const T *bias) {
+          int64_t flags, const T *bias, T *D) {
   if (M == 0 || N == 0)
     return;
   GemmPlan p = planGemm(M, N, K, sAm, sAk, sBk, sBn, sCm, sCn, flags & UNROLL_GEMM_BIAS);
@@ -202,6 +219,13 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
     // unroll-gpu-gemm only folds a bias into row-major, overwritten C.
     fprintf(stderr, "unroll GPU runtime: error: unroll_gpu_gemm with a bias needs a row-major C "
                     "that it overwrites\n");
+    exit(70);
+  }
+  if ((flags & UNROLL_GEMM_GELU_AUX) && (!p.swap || accumulate || !D || p.ldc % 8 != 0)) {
+    // unroll-gpu-gemm folds GELU only into row-major, overwritten C whose
+    // row stride cuBLASLt accepts as the aux matrix's (a multiple of 8).
+    fprintf(stderr, "unroll GPU runtime: error: unroll_gpu_gemm with GELU needs a row-major C "
+                    "that it overwrites, with a row stride divisible by 8, and D\n");
     exit(70);
   }
   if (!p.ok) {
@@ -217,19 +241,26 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
   const T alpha = 1, beta = accumulate ? 1 : 0;
   std::lock_guard<std::mutex> lock(gMutex);
   initLocked();
-  const Prepared &r = prepare(sizeof(T) == 4, flags, p);
+  const Prepared &r = prepare(sizeof(T) == 4, flags, p, C);
   if (flags & UNROLL_GEMM_BIAS)
     if (Status s = gLt.descSetAttribute(r.desc, DESC_BIAS_POINTER, &bias, sizeof bias))
       fail("cublasLtMatmulDescSetAttribute(BIAS_POINTER)", s);
+  T *out = C;
+  if (flags & UNROLL_GEMM_GELU_AUX) {
+    // cuBLASLt's D is GELU's output; the aux matrix (C) gets its input.
+    setAux(r.desc, C, p.ldc);
+    out = D;
+  }
   const T *x = p.swap ? B : A, *y = p.swap ? A : B;
   int token = profiling() ? profileBegin(stream) : -1;
-  if (Status s = gLt.matmul(gHandle, r.desc, &alpha, x, r.x, y, r.y, &beta, C, r.c, C, r.c, &r.algo,
-                            gWorkspace, kWorkspaceBytes, stream))
+  if (Status s = gLt.matmul(gHandle, r.desc, &alpha, x, r.x, y, r.y, &beta, C, r.c, out, r.c,
+                            &r.algo, gWorkspace, kWorkspaceBytes, stream))
     fail("cublasLtMatmul", s);
   if (token >= 0) {
     char name[96];
-    snprintf(name, sizeof name, "cublasLt %s %lldx%lldx%lld%s", sizeof(T) == 4 ? "f32" : "f64",
-             (long long)M, (long long)N, (long long)K, (flags & UNROLL_GEMM_TF32) ? " tf32" : "");
+    snprintf(name, sizeof name, "cublasLt %s %lldx%lldx%lld%s%s", sizeof(T) == 4 ? "f32" : "f64",
+             (long long)M, (long long)N, (long long)K, (flags & UNROLL_GEMM_TF32) ? " tf32" : "",
+             (flags & UNROLL_GEMM_GELU_AUX) ? " gelu" : "");
     profileEnd(token, stream, name);
   }
 }
@@ -241,15 +272,15 @@ extern "C" {
 __attribute__((visibility("default"))) void
 unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                     const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
-                    int64_t accumulate, int64_t flags, const float *bias) {
-  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias);
+                    int64_t accumulate, int64_t flags, const float *bias, float *D) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias, D);
 }
 
 __attribute__((visibility("default"))) void
 unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                     const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
-                    int64_t accumulate, int64_t flags, const double *bias) {
-  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias);
+                    int64_t accumulate, int64_t flags, const double *bias, double *D) {
+  gemm(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate, flags, bias, D);
 }
 
 } // extern "C"

@@ -1,6 +1,6 @@
 // RUN: unroll-opt %s --unroll-gpu-gemm --split-input-file | FileCheck %s
 // Contractions become calls of unroll_gpu_gemm_f32 (GpuKernels.h: 12 sizes
-// and strides, accumulate, flags, bias address). A broadcast of a bias into
+// and strides, accumulate, flags, bias address, GELU output). A broadcast of a bias into
 // a row-major C right before the contraction folds into the call: no
 // broadcast left, accumulate 0, flags UNROLL_GEMM_BIAS (2), the bias's
 // address last.
@@ -9,7 +9,7 @@
 // CHECK-NOT:     linalg.generic
 // CHECK:         %[[B:.*]] = arith.addi %{{.*}}, %{{.*}} : index
 // CHECK-NOT:     linalg.generic
-// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c2, %[[B]])
+// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c2, %[[B]], %c0{{(_[0-9]+)?}})
 func.func @folded(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %b: memref<6xf32>, %y: memref<8x6xf32>) {
   %c = memref.alloc() : memref<8x6xf32>
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%b : memref<6xf32>) outs(%c : memref<8x6xf32>) {
@@ -29,7 +29,7 @@ func.func @folded(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %b: memref<6xf32>, %
 // CHECK-LABEL: func.func @read_between
 // CHECK:         linalg.generic
 // CHECK:         memref.copy
-// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c1{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}})
+// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c1{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}})
 func.func @read_between(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %b: memref<6xf32>, %y: memref<8x6xf32>, %z: memref<8x6xf32>) {
   %c = memref.alloc() : memref<8x6xf32>
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%b : memref<6xf32>) outs(%c : memref<8x6xf32>) {
@@ -48,7 +48,7 @@ func.func @read_between(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %b: memref<6xf
 // Not folded: the broadcast is along the rows (b[i]), not the columns.
 // CHECK-LABEL: func.func @row_bias
 // CHECK:         linalg.generic
-// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c1{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}})
+// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c1{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}})
 func.func @row_bias(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %b: memref<8xf32>, %y: memref<8x6xf32>) {
   %c = memref.alloc() : memref<8x6xf32>
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%b : memref<8xf32>) outs(%c : memref<8x6xf32>) {
@@ -66,7 +66,7 @@ func.func @row_bias(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %b: memref<8xf32>,
 // A zero fill right before: overwritten (accumulate 0), no bias.
 // CHECK-LABEL: func.func @zero_fill
 // CHECK-NOT:     linalg.fill
-// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}})
+// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}})
 func.func @zero_fill(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %y: memref<8x6xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%y : memref<8x6xf32>)
@@ -102,5 +102,67 @@ func.func @tape_slot(%x: memref<2x3x4xf32>, %w: memref<4x6xf32>, %b: memref<6xf3
     %s = arith.addf %acc, %m : f32
     linalg.yield %s : f32
   }
+  return
+}
+
+// -----
+
+// With gelu-epilogue: the GELU (marked unroll.gelu) of C right after the
+// product moves into the call: flags BIAS | GELU_AUX (6), the GELU's output
+// last; its allocation moves before the call; C keeps the pre-activation.
+// RUN: unroll-opt %s --unroll-gpu-gemm=gelu-epilogue=1 --split-input-file | FileCheck %s --check-prefix=GELU
+// GELU-LABEL: func.func @gelu_epilogue
+// GELU:         %[[C:.*]] = memref.alloc() : memref<8x16xf32>
+// GELU:         %[[D:.*]] = memref.alloc() : memref<8x16xf32>
+// GELU-NOT:     linalg.generic
+// GELU:         memref.extract_aligned_pointer_as_index %[[D]]
+// GELU:         call @unroll_gpu_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c6{{(_[0-9]+)?}}, %{{.*}}, %{{.*}})
+// GELU-NOT:     linalg.generic
+// GELU:         memref.copy %[[D]]
+// GELU:         memref.copy %[[C]]
+// Without the option the GELU stays a loop nest:
+// CHECK-LABEL: func.func @gelu_epilogue
+// CHECK:         call @unroll_gpu_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c2{{(_[0-9]+)?}}, %{{.*}}, %c0{{(_[0-9]+)?}})
+// CHECK:         linalg.generic {{.*}}unroll.gelu
+func.func @gelu_epilogue(%x: memref<8x4xf32>, %w: memref<4x16xf32>, %b: memref<16xf32>, %y: memref<8x16xf32>) {
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%b : memref<16xf32>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.matmul ins(%x, %w : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  %d = memref.alloc() : memref<8x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%c : memref<8x16xf32>) outs(%d : memref<8x16xf32>) attrs = {unroll.gelu} {
+  ^bb0(%in: f32, %out: f32):
+    %t = math.tanh %in : f32
+    linalg.yield %t : f32
+  }
+  memref.copy %d, %y : memref<8x16xf32> to memref<8x16xf32>
+  memref.copy %c, %y : memref<8x16xf32> to memref<8x16xf32>
+  memref.dealloc %d : memref<8x16xf32>
+  memref.dealloc %c : memref<8x16xf32>
+  return
+}
+
+// -----
+
+// Not folded: C's row stride (6) is not a multiple of 8, which cuBLASLt
+// requires of the aux matrix.
+// GELU-LABEL: func.func @gelu_row_stride
+// GELU:         call @unroll_gpu_gemm_f32({{.*}}, %c2{{(_[0-9]+)?}}, %{{.*}}, %c0{{(_[0-9]+)?}})
+// GELU:         linalg.generic {{.*}}unroll.gelu
+func.func @gelu_row_stride(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %b: memref<6xf32>, %y: memref<8x6xf32>) {
+  %c = memref.alloc() : memref<8x6xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%b : memref<6xf32>) outs(%c : memref<8x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.matmul ins(%x, %w : memref<8x4xf32>, memref<4x6xf32>) outs(%c : memref<8x6xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%c : memref<8x6xf32>) outs(%y : memref<8x6xf32>) attrs = {unroll.gelu} {
+  ^bb0(%in: f32, %out: f32):
+    %t = math.tanh %in : f32
+    linalg.yield %t : f32
+  }
+  memref.dealloc %c : memref<8x6xf32>
   return
 }

@@ -21,7 +21,7 @@
 // PIPE-SAME: unroll-gpu-fuse-elementwise
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: unroll-gpu-stage-arguments
-// PIPE-SAME: unroll-gpu-gemm{precision=f32}
+// PIPE-SAME: unroll-gpu-gemm{gelu-epilogue=false precision=f32}
 // PIPE-SAME: unroll-gpu-column-reductions
 // PIPE-SAME: unroll-gpu-prepare-linalg
 // PIPE-SAME: convert-linalg-to-parallel-loops

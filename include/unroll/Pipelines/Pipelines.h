@@ -52,6 +52,12 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::desc("Matrix products (cuBLASLt): f32 (FP32 compute, as PyTorch with TF32 off) "
                      "or tf32 (TF32 tensor cores, f32 accumulation)"),
       llvm::cl::init("f32")};
+  Option<bool> geluEpilogue{
+      *this, "gelu-epilogue",
+      llvm::cl::desc("The MLP's GELU in the up-projection's cuBLASLt epilogue (GELU_AUX_BIAS, "
+                     "the pre-activation kept for the backward); off by default until a GPU "
+                     "run shows cuBLASLt's GELU matches the model's tanh GELU"),
+      llvm::cl::init(false)};
   Option<std::string> attention{
       *this, "attention",
       llvm::cl::desc("Attention and its gradient: fused (one kernel each, tiles in shared "

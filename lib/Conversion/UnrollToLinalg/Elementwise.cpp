@@ -89,7 +89,11 @@ struct GeluLowering : OpConversionPattern<GeluOp> {
   LogicalResult matchAndRewrite(GeluOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     ElementwiseKernels k(rewriter, op.getLoc(), elementOf(op.getX()));
-    rewriter.replaceOp(op, k.castTo(k.gelu(a.getX()), op.getType()));
+    Value y = k.gelu(a.getX());
+    // Marked for the GPU GEMM pass (cuBLASLt's GELU epilogue); a fusion
+    // that rebuilds the op drops the mark, and the op is then left alone.
+    y.getDefiningOp()->setAttr(kGeluAttr, rewriter.getUnitAttr());
+    rewriter.replaceOp(op, k.castTo(y, op.getType()));
     return success();
   }
 };

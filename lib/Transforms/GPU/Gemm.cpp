@@ -43,6 +43,9 @@ struct Gemm : public mlir::unroll::impl::UnrollGPUGemmBase<Gemm> {
     // cuBLASLt's BIAS epilogue: a bias broadcast into C is not a kernel.
     call.biasArg = true;
     call.biasFlag = UNROLL_GEMM_BIAS;
+    // cuBLASLt's GELU_AUX epilogue, on request (not yet checked on a GPU).
+    call.epilogueArg = true;
+    call.geluFlag = geluEpilogue ? UNROLL_GEMM_GELU_AUX : 0;
     SmallVector<linalg::GenericOp> generics;
     getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
     for (linalg::GenericOp op : generics)

@@ -43,6 +43,9 @@ void populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels
 /// or null), as linalg on tensors at the builder (the @E_weights entry).
 Value buildAttentionWeights(OpBuilder &b, MMStepOp step, Value y, Value proj);
 
+/// The unit attribute on the linalg.generic that unroll.gelu becomes (tanh
+/// GELU, elementwise, one input).
+constexpr const char *kGeluAttr = "unroll.gelu";
 /// The unit attribute that marks a `tensor.insert_slice` whose source should
 /// be computed in its destination slot (see writeMarkedSlicesInPlace).
 constexpr const char *kInPlaceAttr = "unroll.in_place";

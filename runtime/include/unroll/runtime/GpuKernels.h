@@ -26,24 +26,33 @@ extern "C" {
 /* ... and add bias[n] to every row of C (cuBLASLt's BIAS epilogue; C
  * row-major, bias contiguous, accumulate = 0). */
 #define UNROLL_GEMM_BIAS 2
+/* ... and write GELU(C) (tanh GELU, after the bias) to D, which has C's
+ * strides; C keeps the pre-activation (cuBLASLt's GELU_AUX(_BIAS)
+ * epilogue: D the output, C the aux matrix; C row-major, accumulate = 0). */
+#define UNROLL_GEMM_GELU_AUX 4
 
 /* C[M, N] (+)= A[M, K] · B[K, N] (+ bias[N] with UNROLL_GEMM_BIAS) with
  * element strides sXr (rows) and sXc (columns); each operand has a unit
- * stride in one of the two. accumulate = 0 overwrites C. A, B, C and bias
- * are device addresses; bias is null without UNROLL_GEMM_BIAS. */
+ * stride in one of the two. accumulate = 0 overwrites C. With
+ * UNROLL_GEMM_GELU_AUX also D = GELU(C). A, B, C, bias and D are device
+ * addresses; bias is null without UNROLL_GEMM_BIAS, D without
+ * UNROLL_GEMM_GELU_AUX. */
 void unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                          const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
-                         int64_t sCn, int64_t accumulate, int64_t flags, const float *bias);
+                         int64_t sCn, int64_t accumulate, int64_t flags, const float *bias,
+                         float *D);
 void unroll_gpu_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                          const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm,
-                         int64_t sCn, int64_t accumulate, int64_t flags, const double *bias);
+                         int64_t sCn, int64_t accumulate, int64_t flags, const double *bias,
+                         double *D);
 
 #ifdef __cplusplus
 } /* extern "C" */
 
 namespace unroll::abi {
-/// unroll_gpu_gemm_*'s arguments: the CPU GEMM's 13, the flags, the bias.
-inline constexpr unsigned kGpuGemmArgs = 15;
+/// unroll_gpu_gemm_*'s arguments: the CPU GEMM's 13, the flags, the bias,
+/// the GELU output.
+inline constexpr unsigned kGpuGemmArgs = 16;
 inline const char *gpuGemmName(bool f32) {
   return f32 ? "unroll_gpu_gemm_f32" : "unroll_gpu_gemm_f64";
 }
