@@ -185,6 +185,77 @@ static linalg::GenericOp findGelu(Operation *op, Value c) {
   return {};
 }
 
+/// Whether `fill` fills all of `c` with +0.0 or -0.0.
+static bool isZeroFillOf(linalg::FillOp fill, Value c) {
+  if (!fill || !fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != c)
+    return false;
+  auto zero = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto fv = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
+  return fv && fv.getValue().isZero();
+}
+
+/// Whether `v` is defined before `op` (or outside op's block).
+static bool definedBefore(Value v, Operation *op) {
+  Operation *def = v.getDefiningOp();
+  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+}
+
+/// The GELU gradient (marked unroll.gelu_vjp) dx = dy·GELU'(x) with dy all
+/// of `c`, a fresh buffer nothing else uses, x and dx of c's type: the
+/// first such op after `op` in its block. In between, only allocations of
+/// sizes defined before `op` (one may be dx's), operations without memory
+/// effects, and linalg operations that neither touch c nor write x's or
+/// dx's buffers. Null if there is none.
+static linalg::GenericOp findGeluGrad(Operation *op, Value c) {
+  auto cAlloc = c.getDefiningOp<memref::AllocOp>();
+  if (!cAlloc)
+    return {};
+  linalg::GenericOp g;
+  for (Operation *p = op->getNextNode(); p && !g; p = p->getNextNode()) {
+    auto cand = dyn_cast<linalg::GenericOp>(p);
+    if (cand && cand->hasAttr(unroll::kGeluVJPAttr) && cand.getNumDpsInputs() == 2 &&
+        cand.getDpsInputs()[1] == c)
+      g = cand;
+  }
+  // x may be a slice of the tape (a strided layout): its strides are
+  // compared with C's when the call runs.
+  auto xType = g ? dyn_cast<MemRefType>(g.getDpsInputs()[0].getType()) : MemRefType();
+  auto cType = cast<MemRefType>(c.getType());
+  if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 || !xType ||
+      xType.getShape() != cType.getShape() || xType.getElementType() != cType.getElementType() ||
+      g.getDpsInits()[0].getType() != c.getType() ||
+      !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+    return {};
+  Value x = g.getDpsInputs()[0], dx = g.getDpsInits()[0];
+  if (!definedBefore(x, op))
+    return {};
+  for (Operation *user : c.getUsers()) // (the zero fill before op goes with it)
+    if (user != op && user != g.getOperation() && !isa<memref::DeallocOp>(user) &&
+        !(user == op->getPrevNode() && isa<linalg::FillOp>(user)))
+      return {};
+  SmallVector<Value> written{unroll::viewRoot(x), unroll::viewRoot(dx)};
+  for (Operation *p = op->getNextNode(); p != g.getOperation(); p = p->getNextNode()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(p)) {
+      if (!llvm::all_of(alloc->getOperands(), [&](Value v) { return definedBefore(v, op); }))
+        return {};
+      continue;
+    }
+    if (isMemoryEffectFree(p))
+      continue;
+    auto lin = dyn_cast<linalg::LinalgOp>(p);
+    if (!lin || !lin.hasPureBufferSemantics() || touches(p, {c}))
+      return {};
+    for (Value init : lin.getDpsInits())
+      if (llvm::is_contained(written, unroll::viewRoot(init)))
+        return {};
+  }
+  Operation *dxDef = dx.getDefiningOp();
+  if (!definedBefore(dx, op) &&
+      !(isa_and_nonnull<memref::AllocOp>(dxDef) && dxDef->getBlock() == op->getBlock()))
+    return {};
+  return g;
+}
+
 static void declare(ModuleOp module, StringRef name, unsigned numArgs) {
   if (module.lookupSymbol(name))
     return;
@@ -262,6 +333,32 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     return failure();
   // Taken before this rewrite inserts its index arithmetic in between.
   auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  // The epilogues' layout: C row-major with n its last dim alone, a row
+  // stride divisible by 8 (cuBLASLt's aux matrix), all of C written.
+  auto cType = cast<MemRefType>(ops[2].getType());
+  SmallVector<int64_t> cStrides;
+  int64_t cOffset;
+  bool epilogueLayout =
+      bDims.empty() && cType.getRank() >= 2 && cN.size() == 1 &&
+      cN.front() == cType.getRank() - 1 &&
+      succeeded(getStridesAndOffset(cType, cStrides, cOffset)) && cStrides.back() == 1 &&
+      !ShapedType::isDynamic(cStrides[cType.getRank() - 2]) &&
+      cStrides[cType.getRank() - 2] % 8 == 0 &&
+      llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); });
+  // dx = dy·GELU'(x) of C = dy right after, C zero-filled right before and
+  // used by nothing else: the call writes dx itself, GELU'(x) ∘ (A·B), with
+  // x in the GELU argument (cuBLASLt's DGELU epilogue).
+  linalg::GenericOp dgelu;
+  Value dgeluC;
+  if (call.dgeluFlag && epilogueLayout && isZeroFillOf(fill, ops[2]))
+    dgelu = findGeluGrad(op, ops[2]);
+  if (dgelu) {
+    dgeluC = ops[2];
+    Value dx = dgelu.getDpsInits()[0];
+    if (auto alloc = dx.getDefiningOp<memref::AllocOp>(); alloc && op->isBeforeInBlock(alloc))
+      alloc->moveBefore(op); // its sizes are defined before op (findGeluGrad)
+    ops[2] = dx;
+  }
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto cst = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
@@ -336,14 +433,11 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
   // A zero fill of C right before, covering exactly what the calls write
   // (C indexed by loop dims only), is replaced by overwriting.
   Value accumulate = cst(1);
-  if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == ops[2] &&
-      llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); })) {
-    auto zero = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
-    auto fv = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
-    if (fv && fv.getValue().isZero()) {
-      fill.erase();
-      accumulate = cst(0);
-    }
+  if (dgelu || (isZeroFillOf(fill, ops[2]) && llvm::all_of(maps[2].getResults(), [](AffineExpr e) {
+                  return isa<AffineDimExpr>(e);
+                }))) {
+    fill.erase();
+    accumulate = cst(0);
   }
 
   // A bias broadcast into C before it: C = A·B + b in one call. The
@@ -353,11 +447,10 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
   Value biasAddr;
   int64_t flagsBias = 0;
   linalg::GenericOp biasBroadcast;
-  if (call.biasArg && bDims.empty() &&
+  if (call.biasArg && bDims.empty() && !dgelu &&
       accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 1) {
     Value root = unroll::viewRoot(ops[2]);
     auto rootType = dyn_cast<MemRefType>(root.getType());
-    auto cType = cast<MemRefType>(ops[2].getType());
     bool trailingN = cN.back() == cType.getRank() - 1 &&
                      cN.front() + cN.size() == static_cast<size_t>(cType.getRank());
     bool whole = ops[2] == root;
@@ -389,39 +482,33 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     }
   }
 
-  // GELU of C right after, into D of C's type (C row-major with a row
-  // stride divisible by 8, overwritten): D = GELU(C) in the call, C keeps
-  // the pre-activation (cuBLASLt's GELU_AUX epilogue).
+  // GELU of C right after, into D of C's type (C overwritten): D = GELU(C)
+  // in the call, C keeps the pre-activation (cuBLASLt's GELU_AUX epilogue).
+  linalg::GenericOp gelu;
+  if (call.geluFlag && !dgelu && epilogueLayout &&
+      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0)
+    gelu = findGelu(op, ops[2]);
+  if (gelu)
+    if (auto alloc = gelu.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
+        alloc && op->isBeforeInBlock(alloc))
+      alloc->moveBefore(op); // its sizes are defined before op (findGelu)
+  // The GELU argument: GELU's output D, or GELU's input x for its gradient.
   Value geluAddr;
   int64_t flagsGelu = 0;
-  linalg::GenericOp gelu;
-  auto cType = cast<MemRefType>(ops[2].getType());
-  SmallVector<int64_t> cStrides;
-  int64_t cOffset;
-  if (call.geluFlag && bDims.empty() &&
-      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0 && cType.getRank() >= 2 &&
-      cN.size() == 1 && cN.front() == cType.getRank() - 1 &&
-      succeeded(getStridesAndOffset(cType, cStrides, cOffset)) && cStrides.back() == 1 &&
-      !ShapedType::isDynamic(cStrides[cType.getRank() - 2]) &&
-      cStrides[cType.getRank() - 2] % 8 == 0 &&
-      llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); }))
-    gelu = findGelu(op, ops[2]);
-  if (gelu) {
-    Value d = gelu.getDpsInits()[0];
-    if (auto alloc = d.getDefiningOp<memref::AllocOp>(); alloc && op->isBeforeInBlock(alloc))
-      alloc->moveBefore(op); // its sizes are defined before op (findGelu)
+  if (Value d = gelu ? gelu.getDpsInits()[0] : dgelu ? dgelu.getDpsInputs()[0] : Value()) {
     auto dm = b.create<memref::ExtractStridedMetadataOp>(loc, d);
     geluAddr =
         b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, d),
                                 b.create<arith::MulIOp>(loc, dm.getOffset(), cst(bytes)));
-    flagsGelu = call.geluFlag;
-    // Where C's strides are checked when the call runs, D's must equal them.
-    if (collapsible)
-      for (unsigned i = 0; i < cType.getRank(); ++i)
-        collapsible = b.create<arith::AndIOp>(loc, collapsible,
-                                              b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                                                      dm.getStrides()[i],
-                                                                      meta[2].getStrides()[i]));
+    flagsGelu = gelu ? call.geluFlag : call.dgeluFlag;
+    // Where C's strides or d's are known only when the call runs, they must
+    // be equal then (else the loop nests).
+    if (collapsible || d.getType() != ops[2].getType())
+      for (unsigned i = 0; i < cType.getRank(); ++i) {
+        Value eq = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dm.getStrides()[i],
+                                           meta[2].getStrides()[i]);
+        collapsible = collapsible ? b.create<arith::AndIOp>(loc, collapsible, eq).getResult() : eq;
+      }
   }
 
   // One call, or one per batch index (loops over the batch dims, sizes
@@ -482,11 +569,13 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
             eb.clone(*biasBroadcast.getOperation());
           } else if (accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0) {
             Value zero = eb.create<arith::ConstantOp>(el, eb.getZeroAttr(elem));
-            eb.create<linalg::FillOp>(el, zero, ops[2]);
+            eb.create<linalg::FillOp>(el, zero, dgelu ? dgeluC : ops[2]);
           }
           eb.clone(*op.getOperation());
           if (gelu)
             eb.clone(*gelu.getOperation());
+          if (dgelu)
+            eb.clone(*dgelu.getOperation());
           eb.create<scf::YieldOp>(el);
         });
   }
@@ -494,6 +583,8 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     biasBroadcast.erase();
   if (gelu)
     gelu.erase();
+  if (dgelu)
+    dgelu.erase();
   op.erase();
   return success();
 }

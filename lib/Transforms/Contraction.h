@@ -34,6 +34,10 @@ struct ContractionCall {
   /// passed when `epilogueArg`).
   bool epilogueArg = false;
   int64_t geluFlag = 0;
+  /// ... and takes there GELU's input x, computing C = GELU'(x) ∘ (A·B),
+  /// when `dgeluFlag` is set: the GELU gradient (unroll.gelu_vjp) of a
+  /// fresh, zero-filled C is folded, the call writing its output.
+  int64_t dgeluFlag = 0;
 };
 
 /// The buffer a memref is a view of (through view-like ops and casts): an

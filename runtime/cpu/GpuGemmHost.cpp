@@ -31,6 +31,13 @@ template <typename T> T gelu(T x) {
   return T(0.5) * x * (T(1) + std::tanh(c * (x + a * x * x * x)));
 }
 
+/// Its derivative: ½(1 + t) + ½x(1 − t²)·c(1 + 3a x²), t = tanh(c(x + a x³)).
+template <typename T> T geluGrad(T x) {
+  const T c = T(0.7978845608028654), a = T(0.044715);
+  T t = std::tanh(c * (x + a * x * x * x));
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * a * x * x);
+}
+
 template <typename T>
 void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
           int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t accumulate,
@@ -44,6 +51,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
         acc += in(A[i * sAm + k * sAk]) * in(B[k * sBk + j * sBn]);
       if (flags & UNROLL_GEMM_BIAS)
         acc += bias[j];
+      if (flags & UNROLL_GEMM_DGELU)
+        acc *= geluGrad(D[i * sCm + j * sCn]);
       T &c = C[i * sCm + j * sCn];
       c = accumulate ? c + acc : acc;
       if (flags & UNROLL_GEMM_GELU_AUX)

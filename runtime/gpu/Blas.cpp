@@ -53,7 +53,8 @@ constexpr int CUDA_R_32F = 0, CUDA_R_64F = 1;
 constexpr int COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, COMPUTE_64F = 70;
 constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POINTER = 8,
               DESC_EPILOGUE_AUX_POINTER = 11, DESC_EPILOGUE_AUX_LD = 12;
-constexpr int32_t EPILOGUE_BIAS = 4, EPILOGUE_GELU_AUX = 160, EPILOGUE_GELU_AUX_BIAS = 164;
+constexpr int32_t EPILOGUE_BIAS = 4, EPILOGUE_GELU_AUX = 160, EPILOGUE_GELU_AUX_BIAS = 164,
+                  EPILOGUE_DGELU = 192;
 constexpr int PREF_MAX_WORKSPACE_BYTES = 1;
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
@@ -176,17 +177,19 @@ const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p, const void *
     fail("cublasLtMatmulDescSetAttribute(TRANSA)", s);
   if (Status s = gLt.descSetAttribute(r.desc, DESC_TRANSB, &ty, sizeof ty))
     fail("cublasLtMatmulDescSetAttribute(TRANSB)", s);
-  if (flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX)) {
+  if (flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU)) {
     // D = op(X)·op(Y) + bias broadcast along D's columns: D's rows are C's
     // columns (C row-major: the plan swaps), so bias[n] as cuBLASLt wants.
     // With GELU_AUX the pre-activation goes to the aux matrix (our C).
-    int32_t epilogue = !(flags & UNROLL_GEMM_GELU_AUX) ? EPILOGUE_BIAS
-                       : (flags & UNROLL_GEMM_BIAS)    ? EPILOGUE_GELU_AUX_BIAS
-                                                       : EPILOGUE_GELU_AUX;
+    // With DGELU the aux matrix (our D) is GELU's input, read.
+    int32_t epilogue = (flags & UNROLL_GEMM_DGELU)       ? EPILOGUE_DGELU
+                       : !(flags & UNROLL_GEMM_GELU_AUX) ? EPILOGUE_BIAS
+                       : (flags & UNROLL_GEMM_BIAS)      ? EPILOGUE_GELU_AUX_BIAS
+                                                         : EPILOGUE_GELU_AUX;
     if (Status s = gLt.descSetAttribute(r.desc, DESC_EPILOGUE, &epilogue, sizeof epilogue))
       fail("cublasLtMatmulDescSetAttribute(EPILOGUE)", s);
   }
-  if (flags & UNROLL_GEMM_GELU_AUX)
+  if (flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU))
     setAux(r.desc, aux, p.ldc);
   if (Status s = gLt.layoutCreate(&r.x, type, p.rowsX, p.colsX, p.ldx))
     fail("cublasLtMatrixLayoutCreate(A)", s);
@@ -221,11 +224,14 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
                     "that it overwrites\n");
     exit(70);
   }
-  if ((flags & UNROLL_GEMM_GELU_AUX) && (!p.swap || accumulate || !D || p.ldc % 8 != 0)) {
+  if ((flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU)) &&
+      (!p.swap || accumulate || !D || p.ldc % 8 != 0 ||
+       ((flags & UNROLL_GEMM_DGELU) && (flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX))))) {
     // unroll-gpu-gemm folds GELU only into row-major, overwritten C whose
     // row stride cuBLASLt accepts as the aux matrix's (a multiple of 8).
-    fprintf(stderr, "unroll GPU runtime: error: unroll_gpu_gemm with GELU needs a row-major C "
-                    "that it overwrites, with a row stride divisible by 8, and D\n");
+    fprintf(stderr, "unroll GPU runtime: error: unroll_gpu_gemm with GELU or its gradient needs a "
+                    "row-major C that it overwrites, with a row stride divisible by 8, and D "
+                    "(and no bias with the gradient)\n");
     exit(70);
   }
   if (!p.ok) {
@@ -241,7 +247,7 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
   const T alpha = 1, beta = accumulate ? 1 : 0;
   std::lock_guard<std::mutex> lock(gMutex);
   initLocked();
-  const Prepared &r = prepare(sizeof(T) == 4, flags, p, C);
+  const Prepared &r = prepare(sizeof(T) == 4, flags, p, (flags & UNROLL_GEMM_DGELU) ? D : C);
   if (flags & UNROLL_GEMM_BIAS)
     if (Status s = gLt.descSetAttribute(r.desc, DESC_BIAS_POINTER, &bias, sizeof bias))
       fail("cublasLtMatmulDescSetAttribute(BIAS_POINTER)", s);
@@ -251,6 +257,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
     setAux(r.desc, C, p.ldc);
     out = D;
   }
+  if (flags & UNROLL_GEMM_DGELU) // the aux matrix (our D): GELU's input
+    setAux(r.desc, D, p.ldc);
   const T *x = p.swap ? B : A, *y = p.swap ? A : B;
   int token = profiling() ? profileBegin(stream) : -1;
   if (Status s = gLt.matmul(gHandle, r.desc, &alpha, x, r.x, y, r.y, &beta, C, r.c, out, r.c,
@@ -260,7 +268,9 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
     char name[96];
     snprintf(name, sizeof name, "cublasLt %s %lldx%lldx%lld%s%s", sizeof(T) == 4 ? "f32" : "f64",
              (long long)M, (long long)N, (long long)K, (flags & UNROLL_GEMM_TF32) ? " tf32" : "",
-             (flags & UNROLL_GEMM_GELU_AUX) ? " gelu" : "");
+             (flags & UNROLL_GEMM_GELU_AUX) ? " gelu"
+             : (flags & UNROLL_GEMM_DGELU)  ? " dgelu"
+                                            : "");
     profileEnd(token, stream, name);
   }
 }

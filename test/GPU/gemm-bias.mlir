@@ -166,3 +166,38 @@ func.func @gelu_row_stride(%x: memref<8x4xf32>, %w: memref<4x6xf32>, %b: memref<
   memref.dealloc %c : memref<8x6xf32>
   return
 }
+
+// -----
+
+// The GELU gradient dx = dy·GELU'(x) of a fresh, zero-filled dy = A·B used
+// nowhere else: the call writes dx itself with flags DGELU (8), x in the
+// GELU argument; past an unrelated product in between. x is a strided
+// slice, so its strides are compared with dx's when the call runs (the
+// fallback: the fill, the product, the gradient).
+// GELU-LABEL: func.func @gelu_gradient
+// GELU:         %[[DX:.*]] = memref.alloc() : memref<8x16xf32>
+// GELU:         scf.if
+// GELU:           call @unroll_gpu_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c8{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %{{.*}})
+// GELU:         } else {
+// GELU:           linalg.fill
+// GELU:           linalg.generic
+// GELU:           linalg.generic {{.*}}unroll.gelu_vjp
+// GELU:         }
+func.func @gelu_gradient(%dy: memref<8x4xf32>, %w: memref<16x4xf32>, %tape: memref<2x8x16xf32>, %t: index, %o: memref<4x4xf32>, %out: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %x = memref.subview %tape[%t, 0, 0] [1, 8, 16] [1, 1, 1] : memref<2x8x16xf32> to memref<8x16xf32, strided<[16, 1], offset: ?>>
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul_transpose_b ins(%dy, %w : memref<8x4xf32>, memref<16x4xf32>) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%o, %o : memref<4x4xf32>, memref<4x4xf32>) outs(%o : memref<4x4xf32>)
+  %dx = memref.alloc() : memref<8x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x, %c : memref<8x16xf32, strided<[16, 1], offset: ?>>, memref<8x16xf32>) outs(%dx : memref<8x16xf32>) attrs = {unroll.gelu_vjp} {
+  ^bb0(%xi: f32, %g: f32, %r: f32):
+    %m = arith.mulf %xi, %g : f32
+    linalg.yield %m : f32
+  }
+  memref.copy %dx, %out : memref<8x16xf32> to memref<8x16xf32>
+  memref.dealloc %dx : memref<8x16xf32>
+  memref.dealloc %c : memref<8x16xf32>
+  return
+}

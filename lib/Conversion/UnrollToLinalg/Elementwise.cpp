@@ -103,7 +103,9 @@ struct GeluVJPLowering : OpConversionPattern<GeluVJPOp> {
   LogicalResult matchAndRewrite(GeluVJPOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     ElementwiseKernels k(rewriter, op.getLoc(), elementOf(op.getX()));
-    rewriter.replaceOp(op, k.castTo(k.geluVJP(a.getX(), a.getDy()), op.getType()));
+    Value dx = k.geluVJP(a.getX(), a.getDy());
+    dx.getDefiningOp()->setAttr(kGeluVJPAttr, rewriter.getUnitAttr()); // as kGeluAttr
+    rewriter.replaceOp(op, k.castTo(dx, op.getType()));
     return success();
   }
 };

@@ -46,8 +46,14 @@ struct Gemm : public mlir::unroll::impl::UnrollGPUGemmBase<Gemm> {
     // cuBLASLt's GELU_AUX epilogue, on request (not yet checked on a GPU).
     call.epilogueArg = true;
     call.geluFlag = geluEpilogue ? UNROLL_GEMM_GELU_AUX : 0;
+    call.dgeluFlag = geluEpilogue ? UNROLL_GEMM_DGELU : 0;
+    // The candidates, collected first: a rewrite may erase a GELU or GELU
+    // gradient op after its contraction (never another contraction).
     SmallVector<linalg::GenericOp> generics;
-    getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op.getNumDpsInputs() == 2 && mlir::unroll::isMulAdd(op))
+        generics.push_back(op);
+    });
     for (linalg::GenericOp op : generics)
       if (succeeded(mlir::unroll::rewriteContraction(op, call)))
         ++numCalls;

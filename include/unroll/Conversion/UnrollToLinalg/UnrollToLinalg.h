@@ -46,6 +46,8 @@ Value buildAttentionWeights(OpBuilder &b, MMStepOp step, Value y, Value proj);
 /// The unit attribute on the linalg.generic that unroll.gelu becomes (tanh
 /// GELU, elementwise, one input).
 constexpr const char *kGeluAttr = "unroll.gelu";
+/// ... and on the one unroll.gelu_vjp becomes (inputs x, dy: dy·GELU'(x)).
+constexpr const char *kGeluVJPAttr = "unroll.gelu_vjp";
 /// The unit attribute that marks a `tensor.insert_slice` whose source should
 /// be computed in its destination slot (see writeMarkedSlicesInPlace).
 constexpr const char *kInPlaceAttr = "unroll.in_place";

@@ -30,13 +30,17 @@ extern "C" {
  * strides; C keeps the pre-activation (cuBLASLt's GELU_AUX(_BIAS)
  * epilogue: D the output, C the aux matrix; C row-major, accumulate = 0). */
 #define UNROLL_GEMM_GELU_AUX 4
+/* ... or, instead, C = GELU'(D) ∘ (A · B), D (GELU's input, C's strides)
+ * read (cuBLASLt's DGELU epilogue with D as the aux matrix; C row-major,
+ * accumulate = 0, no bias). */
+#define UNROLL_GEMM_DGELU 8
 
 /* C[M, N] (+)= A[M, K] · B[K, N] (+ bias[N] with UNROLL_GEMM_BIAS) with
  * element strides sXr (rows) and sXc (columns); each operand has a unit
  * stride in one of the two. accumulate = 0 overwrites C. With
  * UNROLL_GEMM_GELU_AUX also D = GELU(C). A, B, C, bias and D are device
  * addresses; bias is null without UNROLL_GEMM_BIAS, D without
- * UNROLL_GEMM_GELU_AUX. */
+ * UNROLL_GEMM_GELU_AUX or UNROLL_GEMM_DGELU. */
 void unroll_gpu_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                          const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
                          int64_t sCn, int64_t accumulate, int64_t flags, const float *bias,
