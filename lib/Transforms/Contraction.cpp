@@ -152,6 +152,12 @@ static linalg::GenericOp findBiasBroadcast(Operation *op, Value target, Value ro
   return {};
 }
 
+/// Whether `v` is defined before `op` (or outside op's block).
+static bool definedBefore(Value v, Operation *op) {
+  Operation *def = v.getDefiningOp();
+  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+}
+
 /// The GELU (an op marked unroll.gelu) of all of `c` into a buffer of c's
 /// type, the first op after `op` that touches memory, past allocations of
 /// sizes defined before `op` (one of them may be its output); null if none.
@@ -159,10 +165,7 @@ static linalg::GenericOp findGelu(Operation *op, Value c) {
   SmallVector<memref::AllocOp> allocs;
   for (Operation *p = op->getNextNode(); p; p = p->getNextNode()) {
     if (auto alloc = dyn_cast<memref::AllocOp>(p)) {
-      if (!llvm::all_of(alloc->getOperands(), [&](Value v) {
-            Operation *def = v.getDefiningOp();
-            return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
-          }))
+      if (!llvm::all_of(alloc->getOperands(), [&](Value v) { return definedBefore(v, op); }))
         return {};
       allocs.push_back(alloc);
       continue;
@@ -176,28 +179,33 @@ static linalg::GenericOp findGelu(Operation *op, Value c) {
         !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
       return {};
     Value d = g.getDpsInits()[0];
-    Operation *def = d.getDefiningOp();
-    bool before = !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
-    if (!before && !llvm::is_contained(allocs, def))
+    if (!definedBefore(d, op) && !llvm::is_contained(allocs, d.getDefiningOp()))
       return {};
     return g;
   }
   return {};
 }
 
-/// Whether `fill` fills all of `c` with +0.0 or -0.0.
-static bool isZeroFillOf(linalg::FillOp fill, Value c) {
-  if (!fill || !fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != c)
+bool mlir::unroll::addsToInit(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1)
     return false;
-  auto zero = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArguments().back();
+  auto add =
+      cast<linalg::YieldOp>(body.getTerminator()).getOperand(0).getDefiningOp<arith::AddFOp>();
+  return add && add->getBlock() == &body && out.hasOneUse() &&
+         (add.getLhs() == out || add.getRhs() == out);
+}
+
+bool mlir::unroll::isZeroFill(linalg::FillOp fill) {
+  auto zero = fill ? fill.getInputs()[0].getDefiningOp<arith::ConstantOp>() : nullptr;
   auto fv = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
   return fv && fv.getValue().isZero();
 }
 
-/// Whether `v` is defined before `op` (or outside op's block).
-static bool definedBefore(Value v, Operation *op) {
-  Operation *def = v.getDefiningOp();
-  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+/// Whether `fill` fills all of the buffer `c` with zeros.
+static bool isZeroFillOf(linalg::FillOp fill, Value c) {
+  return unroll::isZeroFill(fill) && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == c;
 }
 
 /// The GELU gradient (marked unroll.gelu_vjp) dx = dy·GELU'(x) with dy all

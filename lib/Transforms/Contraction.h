@@ -51,6 +51,13 @@ void generalizeMatmuls(Operation *root);
 /// The body computes acc + a · b (in either operand order).
 bool isMulAdd(linalg::GenericOp op);
 
+/// One init, and the body yields out + f(ins) with the accumulator out read
+/// nowhere else: starting from another init adds that init to the result.
+bool addsToInit(linalg::GenericOp op);
+
+/// A fill with the constant +0.0 or -0.0 (on tensors or buffers).
+bool isZeroFill(linalg::FillOp fill);
+
 /// Replaces `op` (bufferized) by calls if it is a contraction the call can
 /// express; failure leaves it unchanged.
 LogicalResult rewriteContraction(linalg::GenericOp op, const ContractionCall &call);

@@ -38,6 +38,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::unroll;
@@ -402,33 +403,23 @@ int64_t tileFor(Value qkv, int64_t heads, int64_t requested) {
   return chooseTile(hd, ty.getElementTypeBitWidth() / 8, requested);
 }
 
-struct FusedAttentionLowering : OpConversionPattern<AttentionOp> {
+/// unroll.attention (forward) or unroll.attention_vjp (backward) as its
+/// kernel, where the tiles fit.
+template <typename OpT> struct FusedAttentionLowering : OpConversionPattern<OpT> {
   FusedAttentionLowering(MLIRContext *ctx, int64_t tile)
-      : OpConversionPattern(ctx, /*benefit=*/2), tile(tile) {}
-  LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor a,
+      : OpConversionPattern<OpT>(ctx, /*benefit=*/2), tile(tile) {}
+  LogicalResult matchAndRewrite(OpT op, typename OpT::Adaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
-    int64_t t = tileFor(a.getQkv(), op.getHeads(), tile);
+    Value qkv = a.getQkv();
+    int64_t t = tileFor(qkv, op.getHeads(), tile);
     if (!t)
       return rewriter.notifyMatchFailure(op, "the tiles do not fit in shared memory");
-    int64_t width = cast<RankedTensorType>(op.getType()).getDimSize(2);
-    FusedAttention f(rewriter, op.getLoc(), elementOf(a.getQkv()), op.getHeads(), width, t);
-    replaceWithCast(rewriter, op, f.forward(a.getQkv()));
-    return success();
-  }
-  int64_t tile;
-};
-
-struct FusedAttentionVJPLowering : OpConversionPattern<AttentionVJPOp> {
-  FusedAttentionVJPLowering(MLIRContext *ctx, int64_t tile)
-      : OpConversionPattern(ctx, /*benefit=*/2), tile(tile) {}
-  LogicalResult matchAndRewrite(AttentionVJPOp op, OpAdaptor a,
-                                ConversionPatternRewriter &rewriter) const override {
-    int64_t t = tileFor(a.getQkv(), op.getHeads(), tile);
-    if (!t)
-      return rewriter.notifyMatchFailure(op, "the tiles do not fit in shared memory");
-    int64_t width = cast<RankedTensorType>(a.getDy().getType()).getDimSize(2);
-    FusedAttention f(rewriter, op.getLoc(), elementOf(a.getQkv()), op.getHeads(), width, t);
-    replaceWithCast(rewriter, op, f.backward(a.getQkv(), a.getDy()));
+    int64_t width = cast<RankedTensorType>(qkv.getType()).getDimSize(2) / 3;
+    FusedAttention f(rewriter, op.getLoc(), elementOf(qkv), op.getHeads(), width, t);
+    if constexpr (std::is_same_v<OpT, AttentionOp>)
+      replaceWithCast(rewriter, op, f.forward(qkv));
+    else
+      replaceWithCast(rewriter, op, f.backward(qkv, a.getDy()));
     return success();
   }
   int64_t tile;
@@ -437,5 +428,6 @@ struct FusedAttentionVJPLowering : OpConversionPattern<AttentionVJPOp> {
 } // namespace
 
 void mlir::unroll::populateFusedAttentionPatterns(RewritePatternSet &patterns, int64_t tile) {
-  patterns.add<FusedAttentionLowering, FusedAttentionVJPLowering>(patterns.getContext(), tile);
+  patterns.add<FusedAttentionLowering<AttentionOp>, FusedAttentionLowering<AttentionVJPOp>>(
+      patterns.getContext(), tile);
 }

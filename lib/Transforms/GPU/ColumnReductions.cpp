@@ -38,18 +38,6 @@ constexpr int64_t kGroups = 16;  // threads per output, splitting the rows
 constexpr int64_t kMaxOutputs = 8192;
 constexpr int64_t kMinRows = 256; // static row counts below this stay as they are
 
-/// out = out + f(ins): the value added to the accumulator, or null.
-arith::AddFOp accumulation(linalg::GenericOp op) {
-  Block &body = op.getRegion().front();
-  BlockArgument out = body.getArguments().back();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || add->getBlock() != &body || !out.hasOneUse() ||
-      (add.getLhs() != out && add.getRhs() != out))
-    return {};
-  return add;
-}
-
 struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<ColumnReductions> {
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> candidates;
@@ -132,7 +120,7 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
 
   static bool matches(linalg::GenericOp op) {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
-        op.getNumReductionLoops() == 0 || op.getNumParallelLoops() == 0 || !accumulation(op))
+        op.getNumReductionLoops() == 0 || op.getNumParallelLoops() == 0 || !unroll::addsToInit(op))
       return false;
     if (!op.getRegion().front().getOps<linalg::IndexOp>().empty())
       return false;

@@ -34,28 +34,8 @@ bool isContraction(Operation *op) {
          mlir::unroll::isMulAdd(generic);
 }
 
-/// Whether `op` computes out = out + f(ins) with nothing else reading out:
-/// starting from another init then adds that init to the result.
-bool accumulatesIntoInit(linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() == 0)
-    return false;
-  Block &body = op.getRegion().front();
-  BlockArgument out = body.getArguments().back();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  return add && add->getBlock() == &body && out.hasOneUse() &&
-         (add.getLhs() == out || add.getRhs() == out);
-}
-
-/// Whether `v` is a fill of +0.0.
-bool isZeroFill(Value v) {
-  auto fill = v.getDefiningOp<linalg::FillOp>();
-  if (!fill)
-    return false;
-  auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
-  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
-  return f && f.getValue().isPosZero();
-}
+/// Whether `v` is a fill with zeros.
+bool isZeroFill(Value v) { return mlir::unroll::isZeroFill(v.getDefiningOp<linalg::FillOp>()); }
 
 /// Whether `add` is an elementwise x + y over identity maps.
 bool isPlainAdd(linalg::GenericOp add) {
@@ -87,8 +67,8 @@ struct AccumulateIntoInit : OpRewritePattern<linalg::GenericOp> {
       Value r = add.getDpsInputs()[k], a = add.getDpsInputs()[1 - k];
       auto red = r.getDefiningOp<linalg::GenericOp>();
       if (!red || !r.hasOneUse() || !a.hasOneUse() || a.getType() != r.getType() ||
-          r.getType() != add.getResult(0).getType() || !accumulatesIntoInit(red) ||
-          !isZeroFill(red.getDpsInits()[0]))
+          r.getType() != add.getResult(0).getType() || red.getNumReductionLoops() == 0 ||
+          !mlir::unroll::addsToInit(red) || !isZeroFill(red.getDpsInits()[0]))
         continue;
       // Where the add is: `a` may be defined after the reduction.
       rewriter.moveOpBefore(red, add);

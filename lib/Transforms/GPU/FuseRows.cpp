@@ -5,6 +5,7 @@
 // See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
+#include "../Contraction.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,19 +32,6 @@ namespace mlir::unroll {
 using namespace mlir;
 
 namespace {
-
-/// The buffer a view is taken of.
-Value rootBuffer(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-      v = view.getViewSource();
-    else if (auto c = dyn_cast<memref::CastOp>(def))
-      v = c.getSource();
-    else
-      break;
-  }
-  return v;
-}
 
 struct Access {
   Value memref;
@@ -143,7 +131,7 @@ struct FuseRows : public unroll::impl::UnrollGPUFuseRowsBase<FuseRows> {
       for (const Access &y : accB) {
         if (!x.write && !y.write)
           continue;
-        if (rootBuffer(x.memref) != rootBuffer(y.memref))
+        if (unroll::viewRoot(x.memref) != unroll::viewRoot(y.memref))
           continue;
         if (x.memref != y.memref || !rowsFirst(x, a) || !rowsFirst(y, b))
           return failure();

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -26,11 +27,6 @@ using namespace mlir;
 using namespace mlir::unroll;
 
 namespace {
-
-bool isConstant(Value v, int64_t c) {
-  auto k = v.getDefiningOp<arith::ConstantIndexOp>();
-  return k && k.value() == c;
-}
 
 struct MapCTAs : public unroll::impl::UnrollGPUMapCTAsBase<MapCTAs> {
   using Base::Base;
@@ -63,16 +59,16 @@ struct MapCTAs : public unroll::impl::UnrollGPUMapCTAsBase<MapCTAs> {
     auto threads = dyn_cast<IntegerAttr>(grid->getAttr(cta::kGrid));
     if (!threads || threads.getInt() < 1 || threads.getInt() > 1024)
       return grid.emitOpError("unroll-gpu-map-ctas: the grid's thread count must be in 1..1024");
-    if (!isConstant(grid.getLowerBound(), 0) || !isConstant(grid.getStep(), 1) ||
+    if (!isConstantIntValue(grid.getLowerBound(), 0) || !isConstantIntValue(grid.getStep(), 1) ||
         grid.getNumRegionIterArgs() != 0)
       return grid.emitOpError("unroll-gpu-map-ctas: a grid loop runs from 0 by 1 without "
                               "iteration arguments");
     WalkResult phases = grid.walk([&](scf::ForOp phase) {
       if (!phase->hasAttr(cta::kPhase))
         return WalkResult::advance();
-      if (!isConstant(phase.getLowerBound(), 0) ||
-          !isConstant(phase.getUpperBound(), threads.getInt()) || !isConstant(phase.getStep(), 1) ||
-          phase.getNumRegionIterArgs() != 0) {
+      if (!isConstantIntValue(phase.getLowerBound(), 0) ||
+          !isConstantIntValue(phase.getUpperBound(), threads.getInt()) ||
+          !isConstantIntValue(phase.getStep(), 1) || phase.getNumRegionIterArgs() != 0) {
         phase.emitOpError("unroll-gpu-map-ctas: a phase runs over the ")
             << threads.getInt() << " threads of its grid";
         return WalkResult::interrupt();

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -71,15 +72,10 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
     }
   }
 
-  static bool isConstant(Value v, int64_t c) {
-    auto k = v.getDefiningOp<arith::ConstantIndexOp>();
-    return k && k.value() == c;
-  }
-
   /// n = ceil((ub - lb) / step), folded for the common lb = 0, step = 1.
   static Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
-    Value span = isConstant(lb, 0) ? ub : b.create<arith::SubIOp>(loc, ub, lb).getResult();
-    if (isConstant(step, 1))
+    Value span = isConstantIntValue(lb, 0) ? ub : b.create<arith::SubIOp>(loc, ub, lb).getResult();
+    if (isConstantIntValue(step, 1))
       return span;
     return b.create<arith::CeilDivSIOp>(loc, span, step);
   }
@@ -138,8 +134,9 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
       if (k > 0)
         rest = b.create<arith::DivSIOp>(loc, rest, counts[k]);
       Value lb = p.getLowerBound()[k], step = p.getStep()[k];
-      Value iv = isConstant(step, 1) ? idx : b.create<arith::MulIOp>(loc, idx, step).getResult();
-      if (!isConstant(lb, 0))
+      Value iv =
+          isConstantIntValue(step, 1) ? idx : b.create<arith::MulIOp>(loc, idx, step).getResult();
+      if (!isConstantIntValue(lb, 0))
         iv = b.create<arith::AddIOp>(loc, lb, iv);
       ivs[k] = iv;
     }
