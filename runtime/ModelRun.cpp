@@ -44,6 +44,15 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
     return false;
   }
   adam_ = info.contains("adam") ? m.entry(info.value("adam", "")) : nullptr;
+  if (info.contains("fixed_point")) {
+    const auto &fp = info["fixed_point"];
+    solve_ = fp.contains("solve") ? m.entry(fp.value("solve", "")) : nullptr;
+    lossGradFixed_ =
+        fp.contains("loss_grad_fixed") ? m.entry(fp.value("loss_grad_fixed", "")) : nullptr;
+  }
+  gradient_ = modelGradientMode(info);
+  if (gradient_.fixedPoint() && !lossGradFixed_)
+    gradient_ = GradientMode();
   if (info.contains("energy") && info["energy"].contains("trace"))
     energyTrace_ = m.entry(info["energy"].value("trace", ""));
   f32_ = m.info().value("element_type", "") == "f32";
@@ -184,6 +193,26 @@ void callLossGrad(void *fn, const Prompts &p, const std::vector<double> &theta, 
   grad.assign(g.begin(), g.end());
 }
 
+/// @M_loss_grad_fixed on caller-owned theta [np] and grad [np] buffers of T.
+template <typename T>
+void callLossGradFixedInto(void *fn, const Prompts &p, T *theta, T *grad, int64_t np, int64_t loops,
+                           const GradientMode &g, std::vector<double> &losses,
+                           FixedPointStats &stats) {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t, T, T,
+                      MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *);
+  int64_t n = 2 * p.points;
+  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(1), st(2);
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  auto ym = makeMemRef<T, 2>(ys.data(), {p.batch, p.points});
+  auto tm = makeMemRef<T, 1>(theta, {np});
+  auto lm = makeMemRef<T, 1>(l.data(), {1});
+  auto gm = makeMemRef<T, 1>(grad, {np});
+  auto sm = makeMemRef<T, 1>(st.data(), {2});
+  reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, g.steps, T(g.tol), T(g.damping), &lm, &gm, &sm);
+  losses.assign(l.begin(), l.end());
+  stats = {double(st[0]), double(st[1])};
+}
+
 /// @M_adam's hyper buffer: lr / (1 - beta1^t), sqrt(1 - beta2^t), beta1, beta2, eps.
 constexpr int64_t kAdamHyper = 5, kAdamPartials = 256;
 template <typename T> std::vector<T> adamHyper(const AdamStep &opt) {
@@ -265,12 +294,31 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
   // Each chunk's loss is a mean over its own prompts: weight by chunk size.
   int64_t n = std::min<int64_t>(threads_, p.batch), per = (p.batch + n - 1) / n;
   std::vector<std::vector<double>> ls((p.batch + per - 1) / per), gs(ls.size());
+  std::vector<FixedPointStats> stats(ls.size());
   overChunks(p, threads_, [&](int64_t c, int64_t, int64_t, const Prompts &part) {
-    if (f32_)
+    if (gradient_.fixedPoint()) {
+      if (f32_) {
+        std::vector<float> th = to<float>(theta), g(theta.size());
+        callLossGradFixedInto<float>(lossGradFixed_, part, th.data(), g.data(), th.size(), loops,
+                                     gradient_, ls[c], stats[c]);
+        gs[c].assign(g.begin(), g.end());
+      } else {
+        std::vector<double> th = theta;
+        gs[c].assign(theta.size(), 0.0);
+        callLossGradFixedInto<double>(lossGradFixed_, part, th.data(), gs[c].data(), th.size(),
+                                      loops, gradient_, ls[c], stats[c]);
+      }
+    } else if (f32_) {
       callLossGrad<float>(lossGrad_, part, theta, loops, window, ls[c], gs[c]);
-    else
+    } else {
       callLossGrad<double>(lossGrad_, part, theta, loops, window, ls[c], gs[c]);
+    }
   });
+  fixedStats_ = FixedPointStats();
+  for (const FixedPointStats &s : stats) {
+    fixedStats_.iterations = std::max(fixedStats_.iterations, s.iterations);
+    fixedStats_.residual = std::max(fixedStats_.residual, s.residual);
+  }
   losses.assign(ls[0].size(), 0.0);
   grad.assign(gs[0].size(), 0.0);
   for (size_t c = 0; c < ls.size(); ++c) {
@@ -438,9 +486,19 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
                            std::vector<double> &losses, std::string &error) const {
   if (!checkStep(p, st, loops, window, error))
     return false;
-  if (threads_ == 1 && gpu_ && st.graphsUsable())
+  // (A fixed-point gradient's loop count depends on the data: no graph.)
+  if (threads_ == 1 && gpu_ && st.graphsUsable() && !gradient_.fixedPoint())
     return f32_ ? lossGradGraph<float>(p, st, loops, window, losses)
                 : lossGradGraph<double>(p, st, loops, window, losses);
+  if (threads_ == 1 && gradient_.fixedPoint()) {
+    if (f32_)
+      callLossGradFixedInto<float>(lossGradFixed_, p, (float *)st.theta, (float *)st.grad, st.size,
+                                   loops, gradient_, losses, fixedStats_);
+    else
+      callLossGradFixedInto<double>(lossGradFixed_, p, (double *)st.theta, (double *)st.grad,
+                                    st.size, loops, gradient_, losses, fixedStats_);
+    return true;
+  }
   if (threads_ == 1) {
     // Straight into the resident buffers: nothing is copied on a GPU.
     if (f32_)
@@ -568,7 +626,7 @@ bool ModelRunner::trainStep(const Prompts &p, ResidentState &st, int64_t loops, 
     error = "the library has no compiled optimizer (@M_adam)";
     return false;
   }
-  if (threads_ == 1 && gpu_ && st.graphsUsable()) {
+  if (threads_ == 1 && gpu_ && st.graphsUsable() && !gradient_.fixedPoint()) {
     if (!checkStep(p, st, loops, window, error))
       return false;
     if (f32_)
@@ -596,5 +654,173 @@ bool ModelRunner::energyTrace(const Prompts &p, const std::vector<double> &theta
     callEnergyTrace<float>(energyTrace_, p, theta, loops, energies, starts);
   else
     callEnergyTrace<double>(energyTrace_, p, theta, loops, energies, starts);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Fixed points: gradient modes and halting
+//===----------------------------------------------------------------------===//
+
+std::string GradientMode::str() const {
+  char buf[96];
+  switch (kind) {
+  case Bptt:
+    return "bptt";
+  case Jfb:
+    return "jfb";
+  case Implicit:
+    snprintf(buf, sizeof buf, "implicit:%g:%lld", tol, (long long)steps);
+    return damping == 1.0 ? buf : std::string(buf) + " (damping " + std::to_string(damping) + ")";
+  case Phantom:
+    snprintf(buf, sizeof buf, "phantom:%lld:%g", (long long)steps, damping);
+    return buf;
+  }
+  return "?";
+}
+
+bool unroll::parseGradientMode(const std::string &text, GradientMode &out, std::string &error) {
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (true) {
+    size_t c = text.find(':', pos);
+    parts.push_back(text.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+    if (c == std::string::npos)
+      break;
+    pos = c + 1;
+  }
+  auto bad = [&](const std::string &why) {
+    error = "--gradient " + text + ": " + why +
+            " (expected bptt, implicit[:TOL[:MAX]], jfb or phantom[:K[:TAU]])";
+    return false;
+  };
+  auto real = [&](const std::string &s, double &v) {
+    char *end = nullptr;
+    v = strtod(s.c_str(), &end);
+    return !s.empty() && !*end && std::isfinite(v);
+  };
+  auto integer = [&](const std::string &s, int64_t &v) {
+    char *end = nullptr;
+    v = strtoll(s.c_str(), &end, 10);
+    return !s.empty() && !*end;
+  };
+  GradientMode g;
+  const std::string &name = parts[0];
+  if (name == "bptt" || name == "jfb") {
+    if (parts.size() > 1)
+      return bad(name + " takes no parameters");
+    g.kind = name == "bptt" ? GradientMode::Bptt : GradientMode::Jfb;
+  } else if (name == "implicit") {
+    g.kind = GradientMode::Implicit;
+    g.tol = 1e-5;
+    g.steps = 100;
+    if (parts.size() > 3)
+      return bad("too many parameters");
+    if (parts.size() > 1 && !(real(parts[1], g.tol) && g.tol > 0))
+      return bad("the tolerance must be a number > 0");
+    if (parts.size() > 2 && !(integer(parts[2], g.steps) && g.steps >= 1))
+      return bad("the iteration cap must be an integer >= 1");
+  } else if (name == "phantom") {
+    g.kind = GradientMode::Phantom;
+    g.steps = 5;
+    g.damping = 0.5;
+    if (parts.size() > 3)
+      return bad("too many parameters");
+    if (parts.size() > 1 && !(integer(parts[1], g.steps) && g.steps >= 1))
+      return bad("the step count K must be an integer >= 1");
+    if (parts.size() > 2 && !(real(parts[2], g.damping) && g.damping > 0 && g.damping <= 1))
+      return bad("the damping TAU must be in (0, 1]");
+  } else {
+    return bad("unknown mode '" + name + "'");
+  }
+  out = g;
+  return true;
+}
+
+GradientMode unroll::modelGradientMode(const nlohmann::json &info) {
+  GradientMode g;
+  if (!info.contains("fixed_point"))
+    return g;
+  const auto &fp = info["fixed_point"];
+  std::string mode = fp.value("gradient", "bptt"), error;
+  if (!parseGradientMode(mode, g, error))
+    return GradientMode();
+  if (fp.contains("gradient_tol"))
+    g.tol = fp["gradient_tol"].get<double>();
+  if (fp.contains("gradient_max"))
+    g.steps = fp["gradient_max"].get<int64_t>();
+  if (fp.contains("phantom_steps"))
+    g.steps = fp["phantom_steps"].get<int64_t>();
+  if (fp.contains("damping"))
+    g.damping = fp["damping"].get<double>();
+  return g;
+}
+
+int64_t unroll::activationBytesPerPrompt(const nlohmann::json &info, const GradientMode &g,
+                                         int64_t window, int64_t loops, int64_t tokens) {
+  if (!info.contains("fixed_point"))
+    return -1;
+  int64_t state = info["fixed_point"].value("state_bytes_per_token", (int64_t)0),
+          tape = info["fixed_point"].value("tape_bytes_per_token", (int64_t)0);
+  int64_t tw = std::min(window, loops);
+  return tokens * (g.fixedPoint() ? 2 * state + tape : (tw + 1) * state + tw * tape);
+}
+
+bool ModelRunner::setGradient(const GradientMode &g, std::string &error) {
+  if (g.fixedPoint() && !lossGradFixed_) {
+    error = "--gradient " + g.str() +
+            " needs the library's fixed-point gradient entry (@M_loss_grad_fixed), which a "
+            "loop without input injection does not have (its fixed point would not depend on "
+            "the prompt); rebuild with this unroll-opt, or use injection(add)";
+    return false;
+  }
+  gradient_ = g;
+  return true;
+}
+
+namespace {
+template <typename T>
+void callSolve(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t maxLoops,
+               double tol, std::vector<double> &preds, std::vector<double> &loops) {
+  using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, T, MemRef<T, 2> *, MemRef<T, 1> *);
+  int64_t n = 2 * p.points;
+  std::vector<T> z = to<T>(promptTokens(p)), th = to<T>(theta), out(p.batch * n), used(p.batch);
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  auto tm = makeMemRef<T, 1>(th.data(), {(int64_t)th.size()});
+  auto om = makeMemRef<T, 2>(out.data(), {p.batch, n});
+  auto um = makeMemRef<T, 1>(used.data(), {p.batch});
+  reinterpret_cast<Fn>(fn)(&zm, &tm, maxLoops, T(tol), &om, &um);
+  preds.resize(p.batch * p.points);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.points; ++i)
+      preds[b * p.points + i] = out[b * n + 2 * i];
+  loops.assign(used.begin(), used.end());
+}
+} // namespace
+
+bool ModelRunner::solve(const Prompts &p, const std::vector<double> &theta, int64_t maxLoops,
+                        double tol, std::vector<double> &preds, std::vector<double> &loops,
+                        std::string &error) const {
+  if (!solve_) {
+    error = "the library has no halting entry point (@M_solve); rebuild it with this unroll-opt";
+    return false;
+  }
+  if (!check(p, (int64_t)theta.size(), maxLoops, error))
+    return false;
+  if (!(tol > 0) || !std::isfinite(tol)) {
+    error = "the halting tolerance must be a number > 0, got " + std::to_string(tol);
+    return false;
+  }
+  preds.assign(p.batch * p.points, 0.0);
+  loops.assign(p.batch, 0.0);
+  // Halting is per prompt, so chunks of the batch halt independently.
+  overChunks(p, threads_, [&](int64_t, int64_t b0, int64_t, const Prompts &c) {
+    std::vector<double> pr, lp;
+    if (f32_)
+      callSolve<float>(solve_, c, theta, maxLoops, tol, pr, lp);
+    else
+      callSolve<double>(solve_, c, theta, maxLoops, tol, pr, lp);
+    std::copy(pr.begin(), pr.end(), preds.begin() + b0 * p.points);
+    std::copy(lp.begin(), lp.end(), loops.begin() + b0);
+  });
   return true;
 }

@@ -22,7 +22,7 @@ llvm_config.with_system_environment(["HOME", "TMPDIR", "CC"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.unroll_tools_dir, config.llvm_tools_dir, "/usr/lib/llvm-19/bin"]
-tools = ["unroll-opt", "unroll-translate", "unroll-run", "unroll-energy-check", "unroll-model-check",
+tools = ["unroll-opt", "unroll-translate", "unroll-run", "unroll-energy-check", "unroll-model-check", "unroll-fixed-point-check",
          "unroll-baseline-check", "unroll-plot", "unroll-gemm-bench", "unroll-bench"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

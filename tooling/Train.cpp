@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <unistd.h>
 
 using namespace unroll;
@@ -51,7 +52,13 @@ nlohmann::json TrainConfig::toJson() const {
           {"eval_batch", evalBatch},
           {"optimizer", optimizer},
           {"gpu_graphs", gpuGraphs},
-          {"baseline_prompts", baselinePrompts}};
+          {"baseline_prompts", baselinePrompts},
+          {"gradient", gradient},
+          {"loops_random", loopsRandomLo > 0 ? nlohmann::json::array({loopsRandomLo, loopsRandomHi})
+                                             : nlohmann::json(nullptr)},
+          {"halting", halting},
+          {"halt_tol", haltTol},
+          {"max_loops", maxLoops}};
 }
 
 bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
@@ -160,6 +167,31 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
         gpuGraphs = v.get<bool>();
       else
         error = "config key 'gpu_graphs' expects true or false, got " + v.dump();
+    } else if (k == "gradient") {
+      GradientMode g;
+      ok = v.is_string() &&
+           (v.get<std::string>().empty() || parseGradientMode(v.get<std::string>(), g, error));
+      if (ok)
+        gradient = v.get<std::string>();
+    } else if (k == "loops_random") {
+      if (v.is_null()) {
+        loopsRandomLo = loopsRandomHi = 0;
+      } else {
+        ok = v.is_array() && v.size() == 2 && v[0].is_number_integer() &&
+             v[1].is_number_integer() && v[0].get<int64_t>() >= 1 && v[0] <= v[1];
+        if (ok) {
+          loopsRandomLo = v[0];
+          loopsRandomHi = v[1];
+        } else {
+          error = "config key 'loops_random' expects [lo, hi] with 1 <= lo <= hi, got " + v.dump();
+        }
+      }
+    } else if (k == "halting") {
+      ok = v.is_boolean() && (halting = v.get<bool>(), haltingGiven = true);
+    } else if (k == "halt_tol") {
+      ok = real(haltTol, true);
+    } else if (k == "max_loops") {
+      ok = num(maxLoops, 1);
     } else {
       error = "unknown config key '" + k + "'";
       return false;
@@ -214,6 +246,16 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
   }
   if (evalLoops == 0)
     evalLoops = loops;
+  // Halting: the loop's until(tol, max) gives the defaults and turns it on.
+  const nlohmann::json *until = mi.contains("fixed_point") && mi["fixed_point"].contains("until")
+                                    ? &mi["fixed_point"]["until"]
+                                    : nullptr;
+  if (until && !haltingGiven)
+    halting = true;
+  if (haltTol == 0)
+    haltTol = until ? (*until)["tol"].get<double>() : 1e-4;
+  if (maxLoops == 0)
+    maxLoops = until ? (*until)["max"].get<int64_t>() : 500;
   return true;
 }
 
@@ -301,14 +343,23 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
 
+  std::string loopsText = cfg.loopsRandomLo > 0
+                              ? std::to_string(cfg.loopsRandomLo) + ".." +
+                                    std::to_string(cfg.loopsRandomHi) + " (random)"
+                              : std::to_string(cfg.loops);
   fprintf(stderr,
-          "training %s on %s: %lld steps, batch %lld, lr %g, b %lld, T %lld, %s curriculum; "
+          "training %s on %s: %lld steps, batch %lld, lr %g, b %s, T %lld, %s curriculum; "
           "%lld parameters; Adam %s\n",
           mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
-          (long long)cfg.batch, cfg.lr, (long long)cfg.loops, (long long)cfg.window,
+          (long long)cfg.batch, cfg.lr, loopsText.c_str(), (long long)cfg.window,
           cfg.curriculum ? "with" : "no", (long long)run.numParams(),
           compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled")
                    : "on the host");
+  const GradientMode &gm = run.gradient();
+  int64_t kept = activationBytesPerPrompt(mi, gm, cfg.window, cfg.loops, 2 * cfg.points.end);
+  fprintf(stderr, "gradient: %s; activations kept per prompt at b %lld, %lld points: %s\n",
+          gm.str().c_str(), (long long)cfg.loops, (long long)cfg.points.end,
+          kept < 0 ? "unknown" : (std::to_string((kept + 1023) / 1024) + " KiB").c_str());
   int64_t d = mi["prompt_dim"];
   auto t0 = Clock::now();
   int64_t startStep = st.step;
@@ -319,7 +370,9 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     int64_t s = st.step;
     int64_t dims = cfg.curriculum ? cfg.dims.at(s) : cfg.dims.end;
     int64_t pts = cfg.curriculum ? cfg.points.at(s) : cfg.points.end;
-    int64_t b = cfg.curriculum
+    int64_t b = cfg.loopsRandomLo > 0
+                    ? cfg.loopsRandomLo + rng.below(cfg.loopsRandomHi - cfg.loopsRandomLo + 1)
+                : cfg.curriculum
                     ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
                     : cfg.loops;
     Prompts p = cfg.spec->sample(cfg.batch, pts, d, dims, cfg.noise, rng);
@@ -357,17 +410,22 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     lossAvg += loss;
     ++lossN;
     double el = std::chrono::duration<double>(Clock::now() - t0).count();
-    metrics << nlohmann::json{{"step", s + 1}, {"loss", loss}, {"loops", b},     {"dims", dims},
-                              {"points", pts}, {"lr", cfg.lr}, {"elapsed_s", el}}
-                   .dump()
-            << "\n";
+    nlohmann::json row{{"step", s + 1}, {"loss", loss}, {"loops", b},     {"dims", dims},
+                       {"points", pts}, {"lr", cfg.lr}, {"elapsed_s", el}};
+    if (gm.fixedPoint())
+      row["gradient_iterations"] = run.fixedPointStats().iterations;
+    metrics << row.dump() << "\n";
     bool last = s + 1 == cfg.steps;
     if ((s + 1) % cfg.logEvery == 0 || last || s == startStep) {
       double rate = (s + 1 - startStep) / std::max(el, 1e-9);
-      fprintf(stderr,
-              "step %6lld/%lld | loss %.4f | b %lld d %lld k %lld | %.2f steps/s | ETA %s\n",
-              (long long)(s + 1), (long long)cfg.steps, lossAvg / lossN, (long long)b,
-              (long long)dims, (long long)pts, rate, hms((cfg.steps - s - 1) / rate).c_str());
+      std::string extra =
+          gm.fixedPoint()
+              ? " | g iters " + std::to_string(int64_t(run.fixedPointStats().iterations))
+              : "";
+      fprintf(
+          stderr, "step %6lld/%lld | loss %.4f | b %lld d %lld k %lld%s | %.2f steps/s | ETA %s\n",
+          (long long)(s + 1), (long long)cfg.steps, lossAvg / lossN, (long long)b, (long long)dims,
+          (long long)pts, extra.c_str(), rate, hms((cfg.steps - s - 1) / rate).c_str());
       lossAvg = 0;
       lossN = 0;
       metrics.flush();
@@ -527,18 +585,21 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
     grid.push_back(k - 1);
   int64_t costlyPrompts = std::min(cfg.baselinePrompts, cfg.evalPrompts);
   std::vector<double> perPrompt; // the model's squared errors [prompt, k], for the bands
+  std::vector<double> loopsUsed; // under halting: iterations per prompt
   perPrompt.reserve(cfg.evalPrompts * k);
   int64_t done = 0;
   auto t0 = Clock::now();
   while (done < cfg.evalPrompts) {
     int64_t bsz = std::min(cfg.evalBatch, cfg.evalPrompts - done);
     Prompts p = cfg.spec->sample(bsz, k, d, dims, cfg.noise, rng);
-    std::vector<double> preds;
-    if (!run.forward(p, theta, cfg.evalLoops, preds, err)) {
+    std::vector<double> preds, used;
+    if (cfg.halting ? !run.solve(p, theta, cfg.maxLoops, cfg.haltTol, preds, used, err)
+                    : !run.forward(p, theta, cfg.evalLoops, preds, err)) {
       fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
       return 2;
     }
-    const double *last = preds.data() + (cfg.evalLoops - 1) * bsz * k;
+    loopsUsed.insert(loopsUsed.end(), used.begin(), used.end());
+    const double *last = preds.data() + (cfg.halting ? 0 : (cfg.evalLoops - 1) * bsz * k);
     for (int64_t b = 0; b < bsz; ++b) {
       const double *xs = &p.xs[b * k * d], *ys = &p.ys[b * k];
       for (int64_t i = 0; i < k; ++i) {
@@ -597,6 +658,17 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   j["model_p05"] = lo;
   j["model_p95"] = hi;
   j["bands"] = "5-95% bootstrap over prompts, 1000 resamples";
+  std::string loopsText = std::to_string(cfg.evalLoops) + " loops";
+  if (cfg.halting) {
+    j["loops"] = "auto";
+    j["halting"] = {{"tol", cfg.haltTol}, {"max_loops", cfg.maxLoops}};
+    j["loops_used"] = loopsUsedJson(loopsUsed, cfg.maxLoops);
+    char b[128];
+    snprintf(b, sizeof b, "halting at tol %g: loops used mean %.1f, max %lld", cfg.haltTol,
+             j["loops_used"]["mean"].get<double>(),
+             (long long)j["loops_used"]["max"].get<int64_t>());
+    loopsText = b;
+  }
   auto orNull = [](const std::vector<double> &v) {
     nlohmann::json a = nlohmann::json::array();
     for (double x : v)
@@ -610,7 +682,7 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   }
   PlotSpec spec;
   spec.title = mi["name"].get<std::string>() + " on " + cfg.task + " (d = " + std::to_string(dims) +
-               ", " + std::to_string(cfg.evalLoops) + " loops)";
+               ", " + (cfg.halting ? "halting" : loopsText) + ")";
   spec.xLabel = "in-context examples k";
   spec.yLabel = "normalized squared error";
   spec.logY = true;
@@ -623,8 +695,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
     spec.series.push_back({bl.label, ks, bl.sum});
   if (!writeReport(cfg.out, "eval", csv, j, spec))
     return 2;
-  printf("evaluation: %lld prompts, %lld loops, d = %lld, normalized squared error (%.1f s)\n",
-         (long long)cfg.evalPrompts, (long long)cfg.evalLoops, (long long)dims,
+  printf("evaluation: %lld prompts, %s, d = %lld, normalized squared error (%.1f s)\n",
+         (long long)cfg.evalPrompts, loopsText.c_str(), (long long)dims,
          std::chrono::duration<double>(Clock::now() - t0).count());
   for (const Baseline &bl : baselines)
     if (bl.costly)
@@ -895,7 +967,8 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
 //===----------------------------------------------------------------------===//
 
 int unroll::predict(const ModelRunner &run, const std::vector<double> &theta,
-                    const std::string &input, const std::string &output, int64_t loops) {
+                    const std::string &input, const std::string &output, int64_t loops,
+                    const TrainConfig &cfg) {
   std::string err;
   auto die = [&](const std::string &msg) {
     fprintf(stderr, "unroll-run: error: %s\n", msg.c_str());
@@ -912,16 +985,52 @@ int unroll::predict(const ModelRunner &run, const std::vector<double> &theta,
     return die(input + ": expected 'xs' [B, n, d] and 'ys' [B, n], got " +
                nlohmann::json(xs.shape).dump() + " and " + nlohmann::json(ys.shape).dump());
   Prompts p{xs.shape[0], xs.shape[1], xs.shape[2], xs.data, ys.data};
-  std::vector<double> preds;
-  if (!run.forward(p, theta, loops, preds, err))
-    return die(err);
+  std::vector<double> preds, used;
   TensorMap out;
-  out["preds"] = {
-      {p.batch, p.points},
-      std::vector<double>(preds.begin() + (loops - 1) * p.batch * p.points, preds.end())};
+  std::string how = std::to_string(loops) + " loops";
+  if (cfg.halting) {
+    if (!run.solve(p, theta, cfg.maxLoops, cfg.haltTol, preds, used, err))
+      return die(err);
+    out["preds"] = {{p.batch, p.points}, preds};
+    out["loops"] = {{p.batch}, used};
+    nlohmann::json u = loopsUsedJson(used, cfg.maxLoops);
+    char b[128];
+    snprintf(b, sizeof b, "halting at tol %g: loops used mean %.1f, max %lld", cfg.haltTol,
+             u["mean"].get<double>(), (long long)u["max"].get<int64_t>());
+    how = b;
+  } else {
+    if (!run.forward(p, theta, loops, preds, err))
+      return die(err);
+    out["preds"] = {
+        {p.batch, p.points},
+        std::vector<double>(preds.begin() + (loops - 1) * p.batch * p.points, preds.end())};
+  }
   if (!writeSafetensors(output, out, "F32", err))
     return die(err);
-  printf("wrote predictions for %lld prompts of %lld points (%lld loops) to %s\n",
-         (long long)p.batch, (long long)p.points, (long long)loops, output.c_str());
+  printf("wrote predictions for %lld prompts of %lld points (%s) to %s\n", (long long)p.batch,
+         (long long)p.points, how.c_str(), output.c_str());
   return 0;
+}
+
+nlohmann::json unroll::loopsUsedJson(const std::vector<double> &loops, int64_t maxLoops) {
+  double mean = 0;
+  int64_t most = 0, least = loops.empty() ? 0 : maxLoops, capped = 0;
+  std::map<int64_t, int64_t> counts;
+  for (double l : loops) {
+    int64_t n = int64_t(l + 0.5);
+    mean += l / loops.size();
+    most = std::max(most, n);
+    least = std::min(least, n);
+    capped += n >= maxLoops;
+    ++counts[n];
+  }
+  nlohmann::json hist = nlohmann::json::object();
+  for (auto [n, c] : counts)
+    hist[std::to_string(n)] = c;
+  return {{"mean", mean},
+          {"min", least},
+          {"max", most},
+          {"at_max", capped},
+          {"prompts", loops.size()},
+          {"histogram", hist}};
 }

@@ -42,9 +42,17 @@ using namespace mlir::unroll;
 
 /// Energy level -> step level -> linalg on tensors -> buffers.
 /// `gpu` (null on the CPU path): the GPU pipeline's options (attention).
+/// `gradient`, `until`: overrides of the loops' fixed-point clauses.
 static void buildFrontEnd(OpPassManager &pm, const std::string &target, const std::string &chip,
-                          bool recomputeWindow, bool fuseElementwise = false,
+                          bool recomputeWindow, const std::string &gradient,
+                          const std::string &until, bool fuseElementwise = false,
                           bool cpuKernels = true, const LowerToGPUOptions *gpu = nullptr) {
+  if (!gradient.empty() || !until.empty()) {
+    UnrollFixedPointOptions fo;
+    fo.gradient = gradient;
+    fo.until = until;
+    pm.addPass(createUnrollFixedPoint(fo));
+  }
   pm.addPass(createUnrollDeriveSteps());
   pm.addPass(createUnrollInlineDescent());
   pm.addPass(createUnrollDifferentiate());
@@ -109,7 +117,7 @@ void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm, const LowerToCPUOp
   // (No elementwise fusion here: it folds the bias into the linear layers'
   // contractions, which then no longer match the GEMM kernel, and it
   // recomputes producers inside reductions; measured 2x slower.)
-  buildFrontEnd(pm, "cpu", "", options.recomputeWindow);
+  buildFrontEnd(pm, "cpu", "", options.recomputeWindow, options.gradient, options.until);
   // Dense contractions (the linear layers and their gradients) call the
   // packed GEMM micro-kernel; the rest become loops.
   pm.addPass(createUnrollCPUGemm());
@@ -196,7 +204,8 @@ void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOp
   tk.cudaPath = cudaPath;
   tk.format = format;
   pm.addPass(createUnrollGPUCheckToolkit(tk));
-  buildFrontEnd(pm, "gpu", chip, options.recomputeWindow, /*fuseElementwise=*/true,
+  buildFrontEnd(pm, "gpu", chip, options.recomputeWindow, options.gradient, options.until,
+                /*fuseElementwise=*/true,
                 /*cpuKernels=*/false, &options);
   buildKernelMapping(pm, options, /*emulate=*/false);
   pm.addPass(createGpuKernelOutliningPass());
@@ -229,7 +238,8 @@ void mlir::unroll::buildLowerToGPUPipeline(OpPassManager &pm, const LowerToGPUOp
 void mlir::unroll::buildLowerToGPUEmulatedPipeline(OpPassManager &pm,
                                                    const LowerToGPUOptions &options) {
   // The emulation keeps every op a loop nest, as the GPU lowering has it.
-  buildFrontEnd(pm, "cpu", "", options.recomputeWindow, /*fuseElementwise=*/true,
+  buildFrontEnd(pm, "cpu", "", options.recomputeWindow, options.gradient, options.until,
+                /*fuseElementwise=*/true,
                 /*cpuKernels=*/false, &options);
   buildKernelMapping(pm, options, /*emulate=*/true);
   buildHostToLLVM(pm, /*genericAlloc=*/false);

@@ -14,6 +14,7 @@
 // aligned (cache lines, AVX-512 loads).
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -27,6 +28,12 @@ struct Pool {
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<void *>> free; // by rounded size
   std::unordered_map<void *, size_t> live;
+  size_t liveBytes = 0, peakBytes = 0; // of blocks handed out and not yet freed
+  void took(void *b, size_t size) {
+    live[b] = size;
+    liveBytes += size;
+    peakBytes = std::max(peakBytes, liveBytes);
+  }
   ~Pool() {
     for (auto &[size, blocks] : free)
       for (void *p : blocks)
@@ -48,7 +55,7 @@ void *allocate(size_t bytes) {
     if (it != p.free.end() && !it->second.empty()) {
       void *b = it->second.back();
       it->second.pop_back();
-      p.live[b] = size;
+      p.took(b, size);
       return b;
     }
   }
@@ -56,7 +63,7 @@ void *allocate(size_t bytes) {
   if (!b)
     return nullptr;
   std::lock_guard<std::mutex> lock(p.mutex);
-  p.live[b] = size;
+  p.took(b, size);
   return b;
 }
 
@@ -71,6 +78,7 @@ void release(void *b) {
     return;
   }
   p.free[it->second].push_back(b);
+  p.liveBytes -= it->second;
   p.live.erase(it);
 }
 
@@ -86,6 +94,17 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
   return allocate(bytes);
 }
 void _mlir_memref_to_llvm_free(void *p) { release(p); }
+
+/// The most bytes of compiled-code buffers live at once since the last
+/// reset (tests measure an entry point's working memory with it).
+__attribute__((visibility("default"))) uint64_t unroll_alloc_peak_bytes(void) {
+  std::lock_guard<std::mutex> lock(pool().mutex);
+  return pool().peakBytes;
+}
+__attribute__((visibility("default"))) void unroll_alloc_reset_peak(void) {
+  std::lock_guard<std::mutex> lock(pool().mutex);
+  pool().peakBytes = pool().liveBytes;
+}
 }
 
 //===----------------------------------------------------------------------===//

@@ -77,6 +77,23 @@ Training and evaluation (models):
   --window T             loss over the last T iterations (default: the model's)
   --loops N              b for training, evaluation and --predict (default: the model's);
                          with --checkpoint, evaluate at N loops
+  --loops auto           evaluation and --predict run each prompt until it halts:
+                         ||Y_t - Y_t-1|| <= tol ||Y_t-1||, at most --max-loops; the
+                         report gives loops used per prompt (mean, max, histogram).
+                         The default when the model's loop has until(tol, max)
+  --tol X                halting tolerance (default: the loop's until tol, else 1e-4)
+  --max-loops N          halting cap (default: the loop's until max, else 500)
+  --gradient MODE        how training differentiates the loop (default: the IR's
+                         gradient(...) clause, else bptt):
+                           bptt                through the last T iterates
+                           implicit[:TOL[:MAX]]  implicit function theorem at Y_b,
+                                               solved to TOL (1e-5), at most MAX (100)
+                           jfb                 Jacobian-free: dL/dY_b only
+                           phantom[:K[:TAU]]   K damped steps (5, damping 0.5)
+                         the last three keep one iteration's activations for any b
+                         and put the loss on Y_b alone (docs/training.md)
+  --loops-random LO:HI   a fresh b per training step, uniform in LO..HI (replaces
+                         the loop curriculum)
   --config FILE.json     settings as JSON (keys as written to DIR/config.json);
                          flags given as well take precedence
   --resume               continue from DIR/checkpoint
@@ -292,8 +309,42 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
           c = '_';
       o.train[key] = tmp;
     } else if (a == "--loops") {
-      if (!(v = value()) || !parseInt(a, v, 1, o.loops, err))
+      if (!(v = value()))
         return false;
+      if (std::string(v) == "auto")
+        o.train["halting"] = true;
+      else if (!parseInt(a, v, 1, o.loops, err))
+        return false;
+      else
+        o.train["halting"] = false; // a loop count given: run exactly that many
+    } else if (a == "--tol") {
+      double x;
+      if (!(v = value()) || !parseDouble(a, v, x, err))
+        return false;
+      o.train["halt_tol"] = x;
+    } else if (a == "--max-loops") {
+      if (!(v = value()) || !parseInt(a, v, 1, tmp, err))
+        return false;
+      o.train["max_loops"] = tmp;
+    } else if (a == "--gradient") {
+      if (!(v = value()))
+        return false;
+      GradientMode g;
+      if (!parseGradientMode(v, g, err))
+        return false;
+      o.train["gradient"] = v;
+    } else if (a == "--loops-random") {
+      if (!(v = value()))
+        return false;
+      std::string s = v;
+      size_t c = s.find(':');
+      int64_t lo = 0, hi = 0;
+      if (c == std::string::npos || !parseInt(a, s.substr(0, c).c_str(), 1, lo, err) ||
+          !parseInt(a, s.substr(c + 1).c_str(), 1, hi, err) || hi < lo) {
+        err = "--loops-random expects LO:HI with 1 <= LO <= HI, got '" + s + "'";
+        return false;
+      }
+      o.train["loops_random"] = {lo, hi};
     } else if (a == "--eval-loops") {
       if (!(v = value()) || !parseLoopList(a, v, o.evalLoops, err))
         return false;
@@ -624,6 +675,11 @@ int runModel(const Options &o, const Model &m, const std::string &task,
   }
   if (!cfg.finish(*mi, err))
     return die(err);
+  if (!cfg.gradient.empty()) {
+    GradientMode g;
+    if (!parseGradientMode(cfg.gradient, g, err) || !run.setGradient(g, err))
+      return die(m.path() + ": " + err);
+  }
   if (energyOfModel) {
     // The energy a model's loop descends, along the loop, on the task's
     // prompts: with the checkpoint's parameters, else the initial ones.
@@ -649,7 +705,7 @@ int runModel(const Options &o, const Model &m, const std::string &task,
     if (o.predict) {
       if (o.input.empty() || o.output.empty())
         return die("--predict needs --input prompts.safetensors and --output preds.safetensors");
-      return predict(run, theta, o.input, o.output, o.loops > 0 ? o.loops : cfg.loops);
+      return predict(run, theta, o.input, o.output, o.loops > 0 ? o.loops : cfg.loops, cfg);
     }
     if (!o.evalLoops.empty())
       return loopStudy(run, theta, cfg, o.evalLoops);

@@ -23,6 +23,14 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "its stored input instead of storing the activations its VJPs read (less "
                      "memory, more arithmetic)"),
       llvm::cl::init(false)};
+  Option<std::string> gradient{
+      *this, "gradient",
+      llvm::cl::desc("Models: override how each loop is differentiated: bptt, "
+                     "implicit[:TOL[:MAX]], jfb or phantom[:K[:TAU]] (docs/training.md)"),
+      llvm::cl::init("")};
+  Option<std::string> until{
+      *this, "until", llvm::cl::desc("Models: override each loop's halting rule: TOL:MAX, or none"),
+      llvm::cl::init("")};
 };
 
 /// Options of --lower-to-gpu (and of --lower-to-gpu-emulated, which ignores
@@ -74,6 +82,14 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::desc("--lower-to-gpu-emulated: run the threads of each phase of a shared-memory "
                      "kernel last to first (a test for races between threads)"),
       llvm::cl::init(false)};
+  Option<std::string> gradient{
+      *this, "gradient",
+      llvm::cl::desc("Models: override how each loop is differentiated: bptt, "
+                     "implicit[:TOL[:MAX]], jfb or phantom[:K[:TAU]] (docs/training.md)"),
+      llvm::cl::init("")};
+  Option<std::string> until{
+      *this, "until", llvm::cl::desc("Models: override each loop's halting rule: TOL:MAX, or none"),
+      llvm::cl::init("")};
 
   /// cuda-path if given, else $CUDA_HOME, else /usr/local/cuda.
   std::string toolkit() const;

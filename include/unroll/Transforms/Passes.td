@@ -52,6 +52,31 @@ def UnrollInlineDescent : Pass<"unroll-inline-descent", "ModuleOp"> {
   ];
 }
 
+def UnrollFixedPoint : Pass<"unroll-fixed-point", "ModuleOp"> {
+  let summary = "Set (override) how every model's loop stops and is differentiated";
+  let description = [{
+    Rewrites the `until` and `gradient` clauses of every `unroll.loop`, so
+    that the choices written in the IR can be changed from the command line
+    (`--lower-to-cpu="gradient=implicit"` runs this pass):
+
+    * `gradient=bptt|implicit|jfb|phantom`, with `:K` for phantom's steps
+      and `:K:tau` for its damping (`phantom:5:0.5`); implicit takes
+      `implicit:TOL:MAX`;
+    * `until=TOL:MAX` (a halting rule), or `until=none` to drop one.
+
+    A loop without input injection keeps its gradient mode under a
+    fixed-point override, with a warning (its fixed point would not depend
+    on the prompt). The loop's verifier then checks the result (a tolerance
+    <= 0 or a maximum < 1 is an error located at the loop).
+  }];
+  let options = [
+    Option<"gradient", "gradient", "std::string", /*default=*/"\"\"",
+           "bptt | implicit[:TOL[:MAX]] | jfb | phantom[:K[:TAU]] (empty: as written)">,
+    Option<"until", "until", "std::string", /*default=*/"\"\"",
+           "TOL:MAX, or none (empty: as written)">
+  ];
+}
+
 def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
   let summary = "Build the reverse-mode (VJP) regions of every model and energy";
   let description = [{

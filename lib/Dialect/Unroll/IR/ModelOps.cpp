@@ -176,11 +176,59 @@ LogicalResult LoopOp::verifyRegions() {
     if (!isModelStepOp(&op, /*inLoop=*/true))
       return op.emitOpError() << "is not supported in a loop body (supported: " << kSupported
                               << ", descend)";
+  if (failed(verifyFixedPoint()))
+    return failure();
   if (!getReverse().empty()) {
     Block &rev = getReverse().front();
     if (rev.getNumArguments() != b.getNumArguments() + 1)
       return emitOpError() << "expected the reverse region to take the body's arguments and dY";
   }
+  return success();
+}
+
+LogicalResult LoopOp::verifyFixedPoint() {
+  using detail::fmt;
+  auto num = [](std::optional<APFloat> a) { return a ? a->convertToDouble() : 0.0; };
+  double haltTol = num(getHaltTol()), gradTol = num(getGradientTol()), damping = num(getDamping());
+  if (!getHaltTol() != !getHaltMax())
+    return emitOpError() << "expected until(tol = ..., max = ...) to give both";
+  if (getHaltTol() && !(haltTol > 0.0 && std::isfinite(haltTol)))
+    return emitOpError() << "expected until(tol) > 0, got " << fmt(haltTol);
+  if (getHaltMax() && *getHaltMax() < 1)
+    return emitOpError() << "expected until(max) >= 1, got " << *getHaltMax();
+  GradientMode mode = getGradientMode();
+  auto allow = [&](bool tol, bool max, bool steps, bool damping) -> LogicalResult {
+    auto refuse = [&](StringRef key) {
+      return emitOpError() << "gradient(" << stringifyGradientMode(mode) << ") takes no '" << key
+                           << "'";
+    };
+    if (getGradientTol() && !tol)
+      return refuse("tol");
+    if (getGradientMax() && !max)
+      return refuse("max");
+    if (getPhantomSteps() && !steps)
+      return refuse("steps");
+    if (getDamping() && !damping)
+      return refuse("damping");
+    return success();
+  };
+  if (failed(mode == GradientMode::implicit  ? allow(true, true, false, true)
+             : mode == GradientMode::phantom ? allow(false, false, true, true)
+                                             : allow(false, false, false, false)))
+    return failure();
+  if (getGradientTol() && !(gradTol > 0.0 && std::isfinite(gradTol)))
+    return emitOpError() << "expected gradient(tol) > 0, got " << fmt(gradTol);
+  if (getGradientMax() && *getGradientMax() < 1)
+    return emitOpError() << "expected gradient(max) >= 1, got " << *getGradientMax();
+  if (getPhantomSteps() && *getPhantomSteps() < 1)
+    return emitOpError() << "expected gradient(steps) >= 1, got " << *getPhantomSteps();
+  if (getDamping() && !(damping > 0.0 && damping <= 1.0))
+    return emitOpError() << "expected gradient(damping) in (0, 1], got " << fmt(damping);
+  if (mode != GradientMode::bptt && !hasInputInjection())
+    return emitOpError() << "gradient(" << stringifyGradientMode(mode)
+                         << ") differentiates a fixed point Y* = M(Y*), which does not depend on "
+                            "the prompt without input injection: use injection(add) or "
+                            "injection(mul), or a body that takes P";
   return success();
 }
 

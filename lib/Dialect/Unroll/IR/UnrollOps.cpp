@@ -13,6 +13,63 @@ using namespace mlir;
 using namespace mlir::unroll;
 
 #include "unroll/Dialect/Unroll/IR/UnrollEnums.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// unroll.loop's gradient(mode, key = value, ...): tol, max, steps and
+// damping, in any order.
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseGradient(OpAsmParser &p, GradientModeAttr &mode, FloatAttr &tol,
+                                 IntegerAttr &max, IntegerAttr &steps, FloatAttr &damping) {
+  Builder b(p.getContext());
+  SMLoc modeAt = p.getCurrentLocation();
+  StringRef name;
+  if (p.parseKeyword(&name))
+    return failure();
+  std::optional<GradientMode> m = symbolizeGradientMode(name);
+  if (!m)
+    return p.emitError(modeAt) << "expected a gradient mode (bptt, implicit, jfb, phantom), got '"
+                               << name << "'";
+  mode = GradientModeAttr::get(p.getContext(), *m);
+  while (succeeded(p.parseOptionalComma())) {
+    SMLoc at = p.getCurrentLocation();
+    StringRef key;
+    if (p.parseKeyword(&key) || p.parseEqual())
+      return failure();
+    if (key == "tol" || key == "damping") {
+      double v = 0;
+      if (p.parseFloat(v))
+        return failure();
+      (key == "tol" ? tol : damping) = b.getF64FloatAttr(v);
+    } else if (key == "max" || key == "steps") {
+      int64_t v = 0;
+      if (p.parseInteger(v))
+        return failure();
+      (key == "max" ? max : steps) = b.getI64IntegerAttr(v);
+    } else {
+      return p.emitError(at) << "expected one of tol, max, steps, damping in gradient(...), got '"
+                             << key << "'";
+    }
+  }
+  return success();
+}
+
+static void printGradient(OpAsmPrinter &p, Operation *, GradientModeAttr mode, FloatAttr tol,
+                          IntegerAttr max, IntegerAttr steps, FloatAttr damping) {
+  p << stringifyGradientMode(mode.getValue());
+  if (tol) {
+    p << ", tol = ";
+    p.printAttributeWithoutType(tol);
+  }
+  if (max)
+    p << ", max = " << max.getInt();
+  if (steps)
+    p << ", steps = " << steps.getInt();
+  if (damping) {
+    p << ", damping = ";
+    p.printAttributeWithoutType(damping);
+  }
+}
 #include "unroll/Dialect/Unroll/IR/UnrollInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES

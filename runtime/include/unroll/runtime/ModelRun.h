@@ -34,6 +34,40 @@ struct AdamStep {
   int64_t step = 1;
 };
 
+/// How a training step differentiates the loop (docs/training.md). bptt:
+/// through the last T iterates (@M_loss_grad). The others differentiate the
+/// loss at Y_b through the fixed point (@M_loss_grad_fixed): g starts at
+/// v = ∂L/∂Y_b and takes g ← v + g (λ J + (1 − λ) I) until ‖Δg‖ ≤ tol ‖g‖ or
+/// `steps` values of g exist; the parameters then get λ g ∂f/∂θ.
+struct GradientMode {
+  enum Kind { Bptt, Implicit, Jfb, Phantom } kind = Bptt;
+  int64_t steps = 1;    // implicit: the cap; phantom: k; jfb: 1
+  double tol = 0.0;     // implicit only (0: run all `steps`)
+  double damping = 1.0; // λ in (0, 1]
+  /// As --gradient spells it: bptt, implicit:1e-05:100, jfb, phantom:5:0.5.
+  std::string str() const;
+  bool fixedPoint() const { return kind != Bptt; }
+};
+/// Parses bptt | implicit[:TOL[:MAX]] | jfb | phantom[:K[:TAU]] (defaults:
+/// implicit tol 1e-5, max 100; phantom k 5, tau 0.5).
+bool parseGradientMode(const std::string &text, GradientMode &out, std::string &error);
+/// The mode a model's IR chose (model info "fixed_point"), bptt if none.
+GradientMode modelGradientMode(const nlohmann::json &modelInfo);
+
+/// Bytes of activations one prompt of `tokens` tokens keeps for the
+/// backward of a training step (model info "fixed_point": per-token sizes of
+/// the state and of one iteration's tape): bptt keeps min(T, b) + 1 states
+/// and min(T, b) tapes, the fixed-point modes two states and one tape,
+/// whatever b is. -1 if the info has no sizes.
+int64_t activationBytesPerPrompt(const nlohmann::json &modelInfo, const GradientMode &g,
+                                 int64_t window, int64_t loops, int64_t tokens);
+
+/// What the last fixed-point gradient did: values of g formed (the largest
+/// over threads) and the last relative change of g.
+struct FixedPointStats {
+  double iterations = 0, residual = 0;
+};
+
 /// Weights, gradient and Adam moments of a training run in memory from the
 /// library's own allocator (unroll_state_alloc, docs/abi.md), in the
 /// library's element type. A GPU library's entry points use such buffers in
@@ -133,6 +167,20 @@ public:
   bool lossGrad(const Prompts &p, const std::vector<double> &theta, int64_t loops, int64_t window,
                 std::vector<double> &losses, std::vector<double> &grad, std::string &error) const;
 
+  /// Chooses how lossGrad and trainStep differentiate the loop; false (with
+  /// a message) when the library has no @M_loss_grad_fixed for a
+  /// fixed-point mode (a loop without input injection).
+  bool setGradient(const GradientMode &g, std::string &error);
+  const GradientMode &gradient() const { return gradient_; }
+  const FixedPointStats &fixedPointStats() const { return fixedStats_; }
+
+  /// Halting (@M_solve): iterates until every prompt's relative change
+  /// ‖Y_t − Y_{t−1}‖ / ‖Y_{t−1}‖ is <= tol, or `maxLoops`. preds [B, k]: the
+  /// prediction at each x from the final iterate; loops [B]: iterations used.
+  bool hasSolve() const { return solve_ != nullptr; }
+  bool solve(const Prompts &p, const std::vector<double> &theta, int64_t maxLoops, double tol,
+             std::vector<double> &preds, std::vector<double> &loops, std::string &error) const;
+
   /// Whether the model's loop descends an energy whose values the library
   /// reports (@M_energy_trace; model info "energy").
   bool hasEnergyTrace() const { return energyTrace_ != nullptr; }
@@ -179,6 +227,9 @@ private:
                     std::vector<double> &preds) const;
   const nlohmann::json *info_ = nullptr;
   void *forward_ = nullptr, *lossGrad_ = nullptr, *adam_ = nullptr, *energyTrace_ = nullptr;
+  void *solve_ = nullptr, *lossGradFixed_ = nullptr;
+  GradientMode gradient_;
+  mutable FixedPointStats fixedStats_;
   bool f32_ = false, gpu_ = false;
   int64_t numParams_ = 0, dim_ = 0, positions_ = -1;
   int threads_ = 1;

@@ -34,6 +34,18 @@ struct TrainConfig {
   /// GPU libraries with the compiled optimizer: each shape's loss-and-
   /// gradient call captured once as a CUDA graph and replayed.
   bool gpuGraphs = true;
+  /// How the loop is differentiated: "" (the model's choice), or bptt,
+  /// implicit[:TOL[:MAX]], jfb, phantom[:K[:TAU]] (docs/training.md).
+  std::string gradient;
+  /// A fresh b per step, uniform in [lo, hi] (0: off; replaces the loop
+  /// curriculum).
+  int64_t loopsRandomLo = 0, loopsRandomHi = 0;
+  /// Evaluation and --predict run each prompt until it halts (@M_solve):
+  /// relative change <= haltTol, at most maxLoops iterations. Defaults from
+  /// the loop's until(...) clause, which also turns halting on.
+  bool halting = false, haltingGiven = false;
+  double haltTol = 0;   // 0: the loop's until(tol), else 1e-4
+  int64_t maxLoops = 0; // 0: the loop's until(max), else 500
   /// Prompts on which the costly baselines (trees, boosting, the network)
   /// are fitted, at every 5th position beyond 41 points.
   int64_t baselinePrompts = 64;
@@ -74,8 +86,14 @@ void bootstrapBands(const std::vector<double> &errs, int64_t prompts, int64_t k,
                     std::vector<double> &hi);
 
 /// --predict: xs [B, n, d] and ys [B, n] in `input`, preds [B, n] to `output`.
+/// With cfg.halting, each prompt runs until it halts and the output also
+/// holds 'loops' [B], the iterations each used.
 int predict(const ModelRunner &run, const std::vector<double> &theta, const std::string &input,
-            const std::string &output, int64_t loops);
+            const std::string &output, int64_t loops, const TrainConfig &cfg);
+
+/// Loops used per prompt under halting: mean, max and a histogram, for the
+/// JSON reports and the tables.
+nlohmann::json loopsUsedJson(const std::vector<double> &loops, int64_t maxLoops);
 
 } // namespace unroll
 

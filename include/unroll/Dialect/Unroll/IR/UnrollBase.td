@@ -101,6 +101,15 @@ def Unroll_Injection : I32EnumAttr<"Injection", "input injection of a loop", [
   ]> {
   let cppNamespace = "::mlir::unroll";
 }
+def Unroll_GradientMode : I32EnumAttr<"GradientMode", "how a loop's gradient is computed", [
+    I32EnumAttrCase<"bptt", 0>,     // back-propagation through the last T iterations
+    I32EnumAttrCase<"implicit", 1>, // implicit function theorem at the fixed point
+    I32EnumAttrCase<"jfb", 2>,      // Jacobian-free: dL/dY* only
+    I32EnumAttrCase<"phantom", 3>   // k damped unrolled steps at the fixed point
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
 def TokenMatrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2, 3]>],
     "token matrix [n, d] (an energy's Y) or token batch [B, n, d] (a loop body's)">;
 

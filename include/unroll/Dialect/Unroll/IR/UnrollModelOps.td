@@ -82,27 +82,65 @@ def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
     the energy of every iterate. `--unroll-differentiate` fills `reverse`
     (u, [P,] dY) -> du, with `unroll.accumulate_grad` for P.
 
+    A loop with input injection is a fixed-point iteration Y* = M(Y* + P).
+    `until(tol = ε, max = m)` lets it stop there: a prompt halts once
+    ‖Y_t − Y_{t−1}‖ ≤ ε ‖Y_{t−1}‖ and keeps its iterate; the loop ends when
+    every prompt has halted or after m iterations (the library's
+    `@M_solve`, and `unroll-run --loops auto`). `gradient(...)` chooses
+    how training differentiates the loop (docs/training.md):
+    `bptt` (the default: through the last T = `window` iterates),
+    `implicit` (g = ∂L/∂Y* + g J solved by a damped fixed-point iteration,
+    `tol`, `max`, `damping`), `jfb` (g = ∂L/∂Y*) or `phantom` (`steps` = k
+    damped steps at the fixed point, `damping` = τ). The last three store one
+    iteration's activations, whatever b is.
+
     ```mlir
     %Y = unroll.loop %P iterations(20) window(15) injection(add) {
     ^bb0(%u: tensor<?x?x256xf32>):
       ...
       unroll.yield %y : tensor<?x?x256xf32>
     }
+    %Z = unroll.loop %P iterations(20) window(1) injection(add)
+           until(tol = 1.0e-4, max = 500) gradient(phantom, steps = 5, damping = 0.5) ...
     ```
   }];
   let arguments = (ins TokenBatch:$input,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$iterations,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$window,
                        DefaultValuedAttr<Unroll_Injection, "Injection::add">:$injection,
-                       OptionalAttr<FlatSymbolRefAttr>:$energy);
+                       OptionalAttr<FlatSymbolRefAttr>:$energy,
+                       OptionalAttr<F64Attr>:$halt_tol,
+                       OptionalAttr<I64Attr>:$halt_max,
+                       OptionalAttr<Unroll_GradientMode>:$gradient,
+                       OptionalAttr<F64Attr>:$gradient_tol,
+                       OptionalAttr<I64Attr>:$gradient_max,
+                       OptionalAttr<I64Attr>:$phantom_steps,
+                       OptionalAttr<F64Attr>:$damping);
   let results = (outs TokenBatch:$result);
   let regions = (region SizedRegion<1>:$body, AnyRegion:$reverse);
   let assemblyFormat = [{
     $input `iterations` `(` $iterations `)` `window` `(` $window `)`
-    `injection` `(` $injection `)` (`energy` `(` $energy^ `)`)? attr-dict `:` type($input) $body
+    `injection` `(` $injection `)` (`energy` `(` $energy^ `)`)?
+    (`until` `(` `tol` `=` $halt_tol^ `,` `max` `=` $halt_max `)`)?
+    (`gradient` `(` custom<Gradient>($gradient, $gradient_tol, $gradient_max, $phantom_steps,
+                                      $damping)^ `)`)?
+    attr-dict `:` type($input) $body
     (`reverse` $reverse^)?
   }];
   let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    LogicalResult verifyFixedPoint();
+    /// The gradient mode, bptt unless the op names another.
+    GradientMode getGradientMode() {
+      return getGradient() ? *getGradient() : GradientMode::bptt;
+    }
+    /// Whether the loop's input reaches every iteration (injection add or
+    /// mul, or a body that takes P): only then can a fixed point depend on
+    /// the prompt.
+    bool hasInputInjection() {
+      return getInjection() != Injection::none || getBody().getNumArguments() == 2;
+    }
+  }];
 }
 
 def Unroll_LinearOp : Unroll_Op<"linear", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure]> {
