@@ -4,6 +4,11 @@ energy-icl-predict.test) and to look inside one (scripts/energy-icl-attention.py
 
   energy_icl_numpy.py make PROMPTS.safetensors B K D     xs [B,K,D], ys [B,K]
   energy_icl_numpy.py compare CKPT_DIR PROMPTS PREDS LOOPS
+  energy_icl_numpy.py halt CKPT_DIR PROMPTS PREDS TOL MAX
+
+halt checks `--predict --loops auto`: each prompt stops at the first t with
+||Y_t - Y_{t-1}|| <= TOL ||Y_{t-1}|| (Frobenius, over its tokens), at most
+MAX; PREDS must hold its predictions and 'loops', the t each prompt used.
 
 compare recomputes, from the checkpoint's tensors, P = read_in(Z) and LOOPS
 iterations of Y <- ReLU(A Y W_s + alpha P), A the causal reweighted softmax
@@ -47,9 +52,11 @@ def checkpoint(ckpt):
     return read(os.path.join(ckpt, step, "model.safetensors"))
 
 
-def forward(th, xs, ys, loops, on_attention=None):
+def forward(th, xs, ys, loops, on_attention=None, halt=None):
     """Predictions at the x tokens after LOOPS iterations; on_attention(t, A)
-    sees the attention matrix [B, n, n] of every iteration t = 1..LOOPS."""
+    sees the attention matrix [B, n, n] of every iteration t = 1..LOOPS.
+    halt=TOL: each prompt keeps its iterate from the first t whose relative
+    change is <= TOL; returns (predictions, t per prompt)."""
     B, K, D = xs.shape
     z = np.zeros((B, 2 * K, D))
     z[:, 0::2] = xs
@@ -60,7 +67,12 @@ def forward(th, xs, ys, loops, on_attention=None):
     n = 2 * K
     causal = np.tril(np.ones((n, n), dtype=bool))
     Y = P.copy()
+    used = np.zeros(B)
+    halted = np.zeros(B, dtype=bool)
     for t in range(loops):
+        if halt is not None and halted.all():
+            break
+        prev = Y
         U = Y @ Wa
         logits = U @ U.transpose(0, 2, 1) - 0.5 * (U * U).sum(-1)[:, None, :]
         logits = np.where(causal, logits, -np.inf)
@@ -69,7 +81,13 @@ def forward(th, xs, ys, loops, on_attention=None):
         if on_attention:
             on_attention(t + 1, A)
         Y = np.maximum(A @ Y @ Ws + alpha * P, 0.0)
-    return (Y @ th["_read_out.weight"].T + th["_read_out.bias"])[:, 0::2, 0]
+        if halt is not None:
+            Y = np.where(halted[:, None, None], prev, Y)
+            used += ~halted
+            change = np.sqrt(((Y - prev) ** 2).sum((1, 2)))
+            halted |= change <= halt * np.sqrt((prev ** 2).sum((1, 2)))
+    preds = (Y @ th["_read_out.weight"].T + th["_read_out.bias"])[:, 0::2, 0]
+    return (preds, used) if halt is not None else preds
 
 
 def main():
@@ -80,6 +98,20 @@ def main():
         w = rng.standard_normal((B, D))
         write(sys.argv[2], {"xs": xs, "ys": np.einsum("bkd,bd->bk", xs, w)})
         return 0
+    if sys.argv[1] == "halt":
+        ckpt, prompts, preds = sys.argv[2:5]
+        tol, most = float(sys.argv[5]), int(sys.argv[6])
+        pr, out = read(prompts), read(preds)
+        want, used = forward(checkpoint(ckpt), pr["xs"], pr["ys"], most, halt=tol)
+        err = np.abs(out["preds"] - want).max() / max(np.abs(want).max(), 1e-12)
+        # f32 rounding may move a prompt that sits on the threshold by one loop.
+        off = np.abs(out["loops"] - used)
+        ok = err < 1e-3 and off.max() <= 1 and (off > 0).mean() <= 0.125
+        print(f"--predict --loops auto vs NumPy reference: {len(used)} prompts, tol {tol:g}: loops used "
+              f"mean {used.mean():.1f} (library {out['loops'].mean():.1f}), {int((off > 0).sum())} "
+              f"prompts differ by one; max rel. error of predictions {err:.3g}")
+        print("PASS" if ok else "FAIL")
+        return 0 if ok else 1
     ckpt, prompts, preds, loops = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
     pr, got = read(prompts), read(preds)["preds"]
     want = forward(checkpoint(ckpt), pr["xs"], pr["ys"], loops)
