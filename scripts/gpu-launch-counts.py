@@ -2,7 +2,7 @@
 """Kernel launches per loop of each entry point of a --lower-to-gpu module.
 
 Reads the IR after unroll-gpu-map-loops (or any IR with gpu.launch /
-gpu.launch_func ops and scf.for loops) and prints, for every function, the
+gpu.launch_func ops and scf.for / scf.while loops) and prints, for every function, the
 launches (and calls of the GEMM ABI, unroll_gpu_gemm_*) outside loops and
 directly inside each scf.for (one execution of that loop's body). A GEMM
 whose operand strides are only known at run time is guarded
@@ -39,7 +39,7 @@ def main():
             if depth < kernel_end:
                 kernel_end = None
             continue
-        if re.search(r"\bscf\.for\b", line):
+        if re.search(r"\bscf\.(for|while)\b", line):
             rows.append({"function": func, "loop": "scf.for", "launches": 0, "gemms": 0,
                          "fallbacks": 0})
             stack.append((depth + 1, len(rows) - 1))
