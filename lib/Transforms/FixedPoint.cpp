@@ -59,8 +59,7 @@ FailureOr<Spec> parseGradient(StringRef text, std::string &error) {
   size_t most = s.mode == GradientMode::implicit || s.mode == GradientMode::phantom ? 3 : 1;
   if (parts.size() > most) {
     error = "gradient=" + parts[0].str() + " takes " +
-            (most == 1 ? "no parameters" : "at most two parameters") + ", got '" + text.str() +
-            "'";
+            (most == 1 ? "no parameters" : "at most two parameters") + ", got '" + text.str() + "'";
     return failure();
   }
   auto bad = [&](StringRef what, StringRef got) {

@@ -57,8 +57,7 @@ Value toIndex(OpBuilder &b, Location loc, Value i64) {
 }
 
 Value indexToFloat(OpBuilder &b, Location loc, Value i, Type t) {
-  return b.create<arith::SIToFPOp>(loc, t,
-                                   b.create<arith::IndexCastOp>(loc, b.getI64Type(), i));
+  return b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), i));
 }
 
 } // namespace
@@ -122,26 +121,25 @@ LogicalResult ModelLowering::emitSolve(OpBuilder &b) {
           return nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OGT, flag, half);
         };
         // Halted prompts keep their iterate.
-        Value kept = ln.generic({*next, y, halted}, {ln.id(3), ln.id(3), ln.map(3, {ln.d(0)})},
-                                ln.fullLike(y, 0.0), ln.id(3), Loss::iters("ppp"),
-                                [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
-                                  return nb.create<arith::SelectOp>(nl, isSet(nb, nl, v[2]),
-                                                                    v[1], v[0]);
-                                });
+        Value kept = ln.generic(
+            {*next, y, halted}, {ln.id(3), ln.id(3), ln.map(3, {ln.d(0)})}, ln.fullLike(y, 0.0),
+            ln.id(3), Loss::iters("ppp"), [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+              return nb.create<arith::SelectOp>(nl, isSet(nb, nl, v[2]), v[1], v[0]);
+            });
         Value diff = ln.ew({kept, y}, y, [](OpBuilder &nb, Location nl, ValueRange v) -> Value {
           return nb.create<arith::SubFOp>(nl, v[0], v[1]);
         });
         Value r = perPromptDot(ln, diff, diff), s = perPromptDot(ln, y, y);
-        Value loops = ln.ew({halted, a[3]}, halted,
-                            [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
-                              Value one = nb.create<arith::ConstantOp>(nl, t, nb.getFloatAttr(t, 1));
-                              Value run = nb.create<arith::SubFOp>(nl, one, v[0]);
-                              return nb.create<arith::AddFOp>(nl, v[1], run);
-                            });
+        Value loops =
+            ln.ew({halted, a[3]}, halted, [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+              Value one = nb.create<arith::ConstantOp>(nl, t, nb.getFloatAttr(t, 1));
+              Value run = nb.create<arith::SubFOp>(nl, one, v[0]);
+              return nb.create<arith::AddFOp>(nl, v[1], run);
+            });
         Value nowHalted =
             ln.ew({halted, r, s}, halted, [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
-              Value settled = nb.create<arith::CmpFOp>(
-                  nl, arith::CmpFPredicate::OLE, v[1], nb.create<arith::MulFOp>(nl, tol2, v[2]));
+              Value settled = nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OLE, v[1],
+                                                       nb.create<arith::MulFOp>(nl, tol2, v[2]));
               Value h = nb.create<arith::OrIOp>(nl, isSet(nb, nl, v[0]), settled);
               return nb.create<arith::UIToFPOp>(nl, t, h);
             });
@@ -152,8 +150,8 @@ LogicalResult ModelLowering::emitSolve(OpBuilder &b) {
               return nb.create<arith::AddFOp>(nl, v[1], nb.create<arith::SubFOp>(nl, one, v[0]));
             },
             1);
-        lb.create<scf::YieldOp>(l, ValueRange{lb.create<arith::AddIOp>(l, a[0], c1), kept,
-                                              nowHalted, loops, running});
+        lb.create<scf::YieldOp>(
+            l, ValueRange{lb.create<arith::AddIOp>(l, a[0], c1), kept, nowHalted, loops, running});
       });
   if (failed(ok))
     return failure();
@@ -192,15 +190,14 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
   LogicalResult ok = success();
 
   // Y_{b-1}, without gradient.
-  auto free = b.create<scf::ForOp>(
-      loc, c0, b.create<arith::SubIOp>(loc, nb, c1), c1,
-      ValueRange{nn.castTo(initState(nn, p), stateTy)},
-      [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
-        FailureOr<Value> y = step(lb, ll, it[0], p, ctx);
-        if (failed(y))
-          ok = failure();
-        lb.create<scf::YieldOp>(ll, failed(y) ? it[0] : *y);
-      });
+  auto free = b.create<scf::ForOp>(loc, c0, b.create<arith::SubIOp>(loc, nb, c1), c1,
+                                   ValueRange{nn.castTo(initState(nn, p), stateTy)},
+                                   [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
+                                     FailureOr<Value> y = step(lb, ll, it[0], p, ctx);
+                                     if (failed(y))
+                                       ok = failure();
+                                     lb.create<scf::YieldOp>(ll, failed(y) ? it[0] : *y);
+                                   });
   if (failed(ok))
     return failure();
   Value yPrev = free.getResult(0);
@@ -226,8 +223,7 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
       loc, nn.cst(1.0), indexToFloat(b, loc, b.create<arith::MulIOp>(loc, bsz, k), t));
   b.create<memref::StoreOp>(loc, b.create<arith::MulFOp>(loc, nn.sqErr(*pred, ys), invBK),
                             f.getArgument(7), ValueRange{c0});
-  Value dpred =
-      nn.sqErrVJP(*pred, ys, b.create<arith::MulFOp>(loc, nn.cst(2.0), invBK));
+  Value dpred = nn.sqErrVJP(*pred, ys, b.create<arith::MulFOp>(loc, nn.cst(2.0), invBK));
   Ctx grads{ctx.params, nn.full(nn.tensorTy({table.numParams}), {}, 0.0), nn.fullLike(p, 0.0)};
   FailureOr<SmallVector<Value>> dyh = run(b, model.getHeadReverse(), {yStar, dpred}, grads);
   if (failed(dyh))
@@ -312,14 +308,13 @@ llvm::json::Object ModelLowering::fixedPointInfo() {
   int64_t tapeBytes = 0;
   for (Value v : tape.body)
     tapeBytes += cast<RankedTensorType>(v.getType()).getDimSize(2) * bytes;
-  llvm::json::Object o{
-      {"solve", (model.getSymName() + "_solve").str()},
-      {"gradient", stringifyGradientMode(loop.getGradientMode()).str()},
-      // Bytes per token the training step keeps for the backward: bptt
-      // keeps T + 1 states and T iterations' tapes; the fixed-point modes
-      // keep Y_{b-1}, Y_b and one tape.
-      {"state_bytes_per_token", state},
-      {"tape_bytes_per_token", tapeBytes}};
+  llvm::json::Object o{{"solve", (model.getSymName() + "_solve").str()},
+                       {"gradient", stringifyGradientMode(loop.getGradientMode()).str()},
+                       // Bytes per token the training step keeps for the backward: bptt
+                       // keeps T + 1 states and T iterations' tapes; the fixed-point modes
+                       // keep Y_{b-1}, Y_b and one tape.
+                       {"state_bytes_per_token", state},
+                       {"tape_bytes_per_token", tapeBytes}};
   if (loop.hasInputInjection())
     o["loss_grad_fixed"] = (model.getSymName() + "_loss_grad_fixed").str();
   if (loop.getHaltTol())
