@@ -2,7 +2,8 @@
 # Builds, on any machine with the CUDA toolkit (no GPU needed), a folder that
 # runs on a machine with only an NVIDIA driver (x86-64, glibc >= 2.36):
 #
-#   bin/   unroll-run, unroll-model-check, unroll-energy-check, unroll-bench
+#   bin/   unroll-run, unroll-model-check, unroll-energy-check, unroll-bench,
+#          unroll-fixed-point-check
 #          (libstdc++ linked in: they need only libc and libm)
 #   lib/   compiled.so files, each for the GPU (*.gpu.so, the mgpu* runtime
 #          inside) and for the CPU (*.cpu.so, the oracle)
@@ -17,7 +18,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$BUILD/bin"
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/bench"
-for t in unroll-run unroll-model-check unroll-energy-check unroll-bench; do
+for t in unroll-run unroll-model-check unroll-energy-check unroll-bench unroll-fixed-point-check; do
   cp "$BIN/$t" "$OUT/bin/"
 done
 cp "$SRC/scripts/gpu-check.sh" "$OUT/"
@@ -52,4 +53,6 @@ for e in transformer_energy custom_rho_energy residual_energy; do
   build "$e" "$SRC/examples/$e.mlir" gpu "=cuda-path=$CUDA"
 done
 build energy_gradients "$SRC/test/Integration/CPU/energy-gradients.mlir" gpu "=cuda-path=$CUDA"
+# Halting and the fixed-point gradients (scf.while on device values).
+build contractive_block "$SRC/test/Integration/CPU/Inputs/contractive-block.mlir" gpu "=cuda-path=$CUDA"
 echo "bundle in $OUT ($(du -sh "$OUT" | cut -f1)); on the GPU machine: $OUT/gpu-check.sh $OUT RESULTS" >&2

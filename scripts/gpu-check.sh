@@ -48,6 +48,7 @@ done
 check energy-gradcheck-custom "$BIN/unroll-energy-check" --gradcheck "$LIB/energy_gradients.gpu.so" --energy custom_causal --cases 3
 check energy-gradcheck-residual "$BIN/unroll-energy-check" --gradcheck "$LIB/energy_gradients.gpu.so" --energy log1_residual --cases 3
 rm -rf "$R/train-gpu" "$R/train-cpu"
+check fixed-point-f64 "$BIN/unroll-fixed-point-check" "$LIB/contractive_block.gpu.so"
 check train-100-gpu "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-gpu"
 check train-100-cpu "$BIN/unroll-run" "$LIB/looped_gpt2.cpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-cpu"
 check train-100-match "$BIN/unroll-model-check" --compare-checkpoints "$R/train-gpu/checkpoint" "$R/train-cpu/checkpoint"
