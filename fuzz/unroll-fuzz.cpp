@@ -12,6 +12,7 @@
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 #include "unroll/InitAll.h"
 #include "unroll/Pipelines/Pipelines.h"
+#include "unroll/Support/Input.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -46,7 +47,18 @@ static MLIRContext &context() {
   return *ctx;
 }
 
+static int runOne(const uint8_t *data, size_t size);
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // As the tools do (unroll/Support/Input.h): text nested past kMaxNesting
+  // is refused before parsing, the rest parses on a large stack.
+  llvm::StringRef text((const char *)data, size);
+  if (unroll::findDeepNesting(text, unroll::kMaxNesting).first)
+    return 0;
+  return unroll::runWithStack([&] { return runOne(data, size); }, size_t(256) << 20);
+}
+
+static int runOne(const uint8_t *data, size_t size) {
   MLIRContext &ctx = context();
   llvm::SourceMgr sm;
   sm.AddNewSourceBuffer(

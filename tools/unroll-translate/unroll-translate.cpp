@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/InitAll.h"
+#include "unroll/Support/Input.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -135,8 +136,15 @@ static bool callsExternal(mlir::ModuleOp module, StringRef prefix) {
   return false;
 }
 
+static int translateMain(int argc, char **argv);
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // The parser recurses over nested IR: a large stack (unroll/Support/Input.h).
+  return mlir::unroll::runWithStack([&] { return translateMain(argc, argv); });
+}
+
+static int translateMain(int argc, char **argv) {
   cl::HideUnrelatedOptions(cat);
   cl::ParseCommandLineOptions(argc, argv,
                               "unroll-translate: turn `unroll-opt --lower-to-cpu` output into a "
@@ -155,6 +163,13 @@ int main(int argc, char **argv) {
   auto file = mlir::openInputFile(inputFile, &err);
   if (!file)
     return fail(err);
+  if (auto [line, col] =
+          mlir::unroll::findDeepNesting(file->getBuffer(), mlir::unroll::kMaxNesting);
+      line)
+    return fail((inputFile == "-" ? std::string("<stdin>") : std::string(inputFile)) + ":" +
+                std::to_string(line) + ":" + std::to_string(col) +
+                ": brackets nested deeper than " + std::to_string(mlir::unroll::kMaxNesting) +
+                " levels");
   SourceMgr sm;
   sm.AddNewSourceBuffer(std::move(file), SMLoc());
   mlir::SourceMgrDiagnosticHandler diag(sm, &ctx);
