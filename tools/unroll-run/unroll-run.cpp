@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <random>
 #include <string>
 
@@ -718,7 +719,20 @@ int runModel(const Options &o, const Model &m, const std::string &task,
 
 } // namespace
 
+static int runMain(int argc, char **argv);
+
 int main(int argc, char **argv) {
+  // A size the machine cannot hold (--batch 100000000000) ends in a message,
+  // not in std::terminate's abort.
+  try {
+    return runMain(argc, argv);
+  } catch (const std::bad_alloc &) {
+    return die("out of memory: the sizes asked for (--batch, --tokens, --iterations, --loops, "
+               "--eval-prompts) need more memory than this machine can give");
+  }
+}
+
+static int runMain(int argc, char **argv) {
   for (int i = 1; i < argc; ++i)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       fputs(kUsage, stdout);

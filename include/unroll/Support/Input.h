@@ -84,15 +84,15 @@ inline int runWithStack(const std::function<int()> &work, size_t bytes = kToolSt
   pthread_attr_t attr;
   pthread_t thread;
   if (pthread_attr_init(&attr) == 0) {
-    bool made = pthread_attr_setstacksize(&attr, bytes) == 0 &&
-                pthread_create(
-                    &thread, &attr,
-                    [](void *p) -> void * {
-                      auto *c = static_cast<Call *>(p);
-                      c->result = (*c->work)();
-                      return nullptr;
-                    },
-                    &call) == 0;
+    bool made = pthread_attr_setstacksize(&attr, bytes) == 0 && pthread_create(
+                                                                    &thread, &attr,
+                                                                    [](void *p) -> void * {
+                                                                      auto *c =
+                                                                          static_cast<Call *>(p);
+                                                                      c->result = (*c->work)();
+                                                                      return nullptr;
+                                                                    },
+                                                                    &call) == 0;
     pthread_attr_destroy(&attr);
     if (made) {
       pthread_join(thread, nullptr);
