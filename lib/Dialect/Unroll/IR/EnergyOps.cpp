@@ -36,6 +36,8 @@ LogicalResult EnergyOp::verifyRegions() {
   auto rt = dyn_cast<RankedTensorType>(yt);
   if (!rt || rt.getRank() != 2 || !isa<Float32Type, Float64Type>(rt.getElementType()))
     return emitOpError() << "expected Y to be a 2-d f32 or f64 tensor, got " << yt;
+  if (failed(detail::verifyTensorSize(*this, yt, "tokens Y")))
+    return failure();
   if (body.getArgument(1).getType() != yt)
     return emitOpError() << "expected X of type " << yt << ", got "
                          << body.getArgument(1).getType();
@@ -83,6 +85,8 @@ LogicalResult ParamOp::verify() {
   for (int64_t s : getType().getShape())
     if (s <= 0)
       return emitOpError() << "expected positive sizes, got " << getType();
+  if (failed(detail::verifyTensorSize(*this, getType(), "a parameter")))
+    return failure();
   double sd = getStd().convertToDouble();
   if (!(sd >= 0.0) || !std::isfinite(sd))
     return emitOpError() << "expected a finite std >= 0, got " << fmt(sd);

@@ -121,6 +121,8 @@ LogicalResult ModelOp::verifyRegions() {
     return emitOpError() << "expected Z to be a [B, n, d] f32 or f64 tensor with "
                             "static d, got "
                          << body.getArgument(0).getType();
+  if (failed(detail::verifyTensorSize(*this, z, "prompt tokens Z")))
+    return failure();
   if (body.empty() || !isa<OutputOp>(body.back()))
     return emitOpError("expected the body to end with 'unroll.output'");
   unsigned loops = 0;

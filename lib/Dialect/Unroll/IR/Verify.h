@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace mlir::unroll::detail {
@@ -76,9 +77,54 @@ inline LogicalResult verifyMask(Operation *op, MaskKind mask, std::optional<Elem
   return success();
 }
 
-/// Parameters are identified by name: each name must have one type.
+/// The most bytes a tensor of the dialect, or all of an energy's or model's
+/// parameters together, may take: 2^40 (1 TiB; docs/robustness.md). Larger
+/// static shapes are typos, and their sizes overflow the lowering's
+/// arithmetic.
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 40;
+
+/// Bytes of `count` elements of `elem`, or nothing on overflow.
+inline std::optional<uint64_t> bytesOf(uint64_t count, Type elem) {
+  uint64_t bytes;
+  if (__builtin_mul_overflow(count, uint64_t(elem.getIntOrFloatBitWidth() / 8), &bytes))
+    return std::nullopt;
+  return bytes;
+}
+
+/// Elements of a tensor's static sizes (dynamic ones left out), or nothing
+/// on overflow.
+inline std::optional<uint64_t> staticElements(RankedTensorType t) {
+  uint64_t n = 1;
+  for (int64_t s : t.getShape())
+    if (!ShapedType::isDynamic(s) && s > 0 && __builtin_mul_overflow(n, uint64_t(s), &n))
+      return std::nullopt;
+  return n;
+}
+
+/// `what` (of type `t`) within kMaxTensorBytes.
+inline LogicalResult verifyTensorSize(Operation *op, Type t, StringRef what) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  if (!rt || !rt.getElementType().isIntOrFloat())
+    return success();
+  std::optional<uint64_t> n = staticElements(rt);
+  std::optional<uint64_t> bytes = n ? bytesOf(*n, rt.getElementType()) : std::nullopt;
+  if (bytes && *bytes <= kMaxTensorBytes)
+    return success();
+  InFlightDiagnostic d = op->emitOpError()
+                         << "expected " << what << " of at most 2^40 bytes (1 TiB), got " << t;
+  if (bytes)
+    d << " (" << *bytes << " bytes)";
+  else
+    d << " (its size overflows 64 bits)";
+  return d;
+}
+
+/// Parameters are identified by name: each name must have one type, and all
+/// of them together must fit in kMaxTensorBytes.
 inline LogicalResult verifyParams(Operation *root) {
   llvm::StringMap<Type> seen;
+  uint64_t bytes = 0;
+  bool tooMany = false;
   WalkResult r = root->walk([&](ParamOp p) {
     auto [it, inserted] = seen.try_emplace(p.getName(), p.getType());
     if (!inserted && it->second != p.getType()) {
@@ -86,9 +132,19 @@ inline LogicalResult verifyParams(Operation *root) {
                       << " here but " << it->second << " elsewhere";
       return WalkResult::interrupt();
     }
+    std::optional<uint64_t> n = staticElements(p.getType());
+    std::optional<uint64_t> b = n ? bytesOf(*n, p.getType().getElementType()) : std::nullopt;
+    if (inserted && (!b || __builtin_add_overflow(bytes, *b, &bytes)))
+      tooMany = true;
     return WalkResult::advance();
   });
-  return failure(r.wasInterrupted());
+  if (r.wasInterrupted())
+    return failure();
+  if (tooMany || bytes > kMaxTensorBytes)
+    return root->emitOpError() << "expected parameters of at most 2^40 bytes (1 TiB) in all, got "
+                               << (tooMany ? std::string("more than 2^64") : std::to_string(bytes))
+                               << " bytes";
+  return success();
 }
 
 } // namespace mlir::unroll::detail
