@@ -36,7 +36,7 @@ check: test
 
 FUZZ_SECONDS ?= 60
 fuzz: setup
-	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGET)
 
 # The whole test suite with AddressSanitizer + UndefinedBehaviorSanitizer on
 # the project's code (build-asan/).

@@ -1,6 +1,8 @@
 //===- Model.cpp - loading compiled.so ------------------------------------===//
 #include "unroll/runtime/Model.h"
 
+#include <cmath>
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <sys/stat.h>
@@ -96,6 +98,8 @@ bool Model::load(const std::string &path, std::string &error, bool useDevice) {
     error = path + ": model info is not valid JSON";
     return false;
   }
+  if (!validateModelInfo(info_, path, error))
+    return false;
   if (gpu() && useDevice) {
     // Refuse before any entry point runs: without a driver or a device the
     // library's first kernel launch could only abort.
@@ -134,4 +138,158 @@ void unroll::initParameters(const nlohmann::json &params, int64_t numParams,
                        : init == "constant" ? value
                                             : sd * normal();
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Model info checks: every key the runtime and the tools read has its type
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks of one JSON object, naming the first bad key in `error`.
+struct Keys {
+  const nlohmann::json &j;
+  std::string where, &error;
+  bool ok = true;
+  /// Absent or null (a library writes null for what it does not fix).
+  bool absent(const char *key) const { return !j.contains(key) || j[key].is_null(); }
+  bool fail(const std::string &key, const std::string &want) {
+    if (ok)
+      error = where + ": '" + key + "' must be " + want;
+    ok = false;
+    return false;
+  }
+  bool string(const char *key, bool required = false) {
+    if (absent(key))
+      return !required || fail(key, "a string");
+    return j[key].is_string() || fail(key, "a string");
+  }
+  bool integer(const char *key, int64_t lo, int64_t hi, bool required = false) {
+    if (absent(key))
+      return !required || fail(key, "an integer");
+    const auto &v = j[key];
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi)) ||
+        v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+      return fail(key, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return true;
+  }
+  bool number(const char *key) {
+    if (absent(key))
+      return true;
+    return (j[key].is_number() && std::isfinite(j[key].get<double>())) ||
+           fail(key, "a finite number");
+  }
+  bool object(const char *key) {
+    return absent(key) || j[key].is_object() || fail(key, "an object");
+  }
+};
+
+constexpr int64_t kMaxCount = int64_t(1) << 40;
+
+/// An entry's "name" for messages ("?" when it has none, or not a string).
+std::string nameOf(const nlohmann::json &j) {
+  return j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "?";
+}
+
+bool validParams(const nlohmann::json &m, const std::string &where, std::string &error) {
+  if (!m.contains("params"))
+    return true;
+  if (!m["params"].is_array()) {
+    error = where + ": 'params' must be an array";
+    return false;
+  }
+  int64_t total = m.value("num_params", (int64_t)0);
+  for (const auto &p : m["params"]) {
+    if (!p.is_object()) {
+      error = where + ": every entry of 'params' must be an object";
+      return false;
+    }
+    Keys k{p, where + ", parameter " + nameOf(p), error};
+    if (!k.string("name", true) || !k.integer("offset", 0, kMaxCount, true) || !k.string("init") ||
+        !k.number("std") || !k.number("value"))
+      return false;
+    if (!p.contains("shape") || !p["shape"].is_array()) {
+      error = k.where + ": 'shape' must be an array of sizes";
+      return false;
+    }
+    int64_t numel = 1;
+    for (const auto &d : p["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > kMaxCount ||
+          numel > kMaxCount / d.get<int64_t>()) {
+        error = k.where + ": 'shape' must hold sizes >= 1 whose product is at most 2^40";
+        return false;
+      }
+      numel *= d.get<int64_t>();
+    }
+    if (p["offset"].get<int64_t>() + numel > total) {
+      error = k.where + ": offset " + p["offset"].dump() + " + " + std::to_string(numel) +
+              " entries run past num_params = " + std::to_string(total);
+      return false;
+    }
+  }
+  return true;
+}
+} // namespace
+
+bool unroll::validateModelInfo(const nlohmann::json &info, const std::string &path,
+                               std::string &error) {
+  if (!info.is_object()) {
+    error = path + ": model info is not a JSON object";
+    return false;
+  }
+  Keys top{info, path + ": model info", error};
+  if (!top.string("kind") || !top.string("target") || !top.string("chip") ||
+      !top.string("element_type"))
+    return false;
+  for (const char *list : {"models", "energies"}) {
+    if (!info.contains(list))
+      continue;
+    if (!info[list].is_array()) {
+      error = path + ": model info: '" + list + "' must be an array";
+      return false;
+    }
+    for (const auto &m : info[list]) {
+      if (!m.is_object()) {
+        error = path + ": model info: every entry of '" + list + "' must be an object";
+        return false;
+      }
+      Keys k{m, path + ": model info of '" + nameOf(m) + "'", error};
+      // Keys shared by models and energies, then each kind's.
+      if (!k.string("name", true) || !k.integer("num_params", 0, kMaxCount, true) ||
+          !k.integer("iterations", 1, kMaxCount) || !validParams(m, k.where, error))
+        return false;
+      if (std::string(list) == "models") {
+        if (!k.string("forward", true) || !k.string("loss_grad", true) || !k.string("adam") ||
+            !k.integer("prompt_dim", 1, kMaxCount, true) || !k.integer("window", 1, kMaxCount) ||
+            !k.integer("positions", 1, kMaxCount) || !k.object("energy") ||
+            !k.object("fixed_point"))
+          return false;
+        if (m.contains("energy") && m["energy"].is_object() &&
+            !Keys{m["energy"], k.where + ", energy", error}.string("trace"))
+          return false;
+        if (m.contains("fixed_point") && m["fixed_point"].is_object()) {
+          const auto &fp = m["fixed_point"];
+          Keys f{fp, k.where + ", fixed_point", error};
+          if (!f.string("solve") || !f.string("loss_grad_fixed") || !f.string("gradient") ||
+              !f.number("gradient_tol") || !f.integer("gradient_max", 1, kMaxCount) ||
+              !f.integer("phantom_steps", 1, kMaxCount) || !f.number("damping") ||
+              !f.integer("state_bytes_per_token", 0, kMaxCount) ||
+              !f.integer("tape_bytes_per_token", 0, kMaxCount) || !f.object("until"))
+            return false;
+          if (fp.contains("until") && fp["until"].is_object()) {
+            Keys u{fp["until"], f.where + ".until", error};
+            if (!u.number("tol") || !u.integer("max", 1, kMaxCount) ||
+                !fp["until"].contains("tol") || !fp["until"].contains("max"))
+              return u.fail("tol", "a number beside an integer 'max'");
+          }
+        }
+      } else {
+        if (!k.string("trace") || !k.string("vjp") || !k.string("weights") ||
+            !k.integer("tokens", 1, kMaxCount) || !k.integer("dim", 1, kMaxCount))
+          return false;
+        if (m.contains("graph") && !m["graph"].is_null() && !m["graph"].is_array())
+          return k.fail("graph", "an array");
+      }
+    }
+  }
+  return true;
 }

@@ -197,10 +197,30 @@ bool unroll::loadCheckpoint(const std::string &dir, const nlohmann::json &info, 
   if (!latestStep(dir, step, error) || !readText(step + "/state.json", text, error))
     return false;
   auto st = nlohmann::json::parse(text, nullptr, false);
-  if (st.is_discarded() || !st.contains("step") || !st.contains("rng")) {
+  if (st.is_discarded() || !st.is_object() || !st.contains("step") || !st.contains("rng")) {
     error = step + "/state.json: not a training state";
     return false;
   }
+  // Every key with its type, before anything reads it (a damaged or edited
+  // file is a message, not an exception).
+  auto bad = [&](const char *key, const char *want) {
+    error = step + "/state.json: '" + key + "' must be " + want + ", got " + st[key].dump();
+    return false;
+  };
+  auto count = [&](const char *key) {
+    return st[key].is_number_integer() && st[key].get<int64_t>() >= 0 &&
+           !(st[key].is_number_unsigned() && st[key].get<uint64_t>() > uint64_t(INT64_MAX));
+  };
+  if (!count("step"))
+    return bad("step", "an integer >= 0");
+  if (!st["rng"].is_string())
+    return bad("rng", "a string");
+  if (st.contains("adam_step") && !count("adam_step"))
+    return bad("adam_step", "an integer >= 0");
+  if (st.contains("lr") && !(st["lr"].is_number() && std::isfinite(st["lr"].get<double>())))
+    return bad("lr", "a finite number");
+  if (st.contains("config") && !st["config"].is_object())
+    return bad("config", "an object");
   s.step = st["step"];
   s.rng = st["rng"];
   s.adam.step = st.value("adam_step", (int64_t)0);

@@ -35,23 +35,28 @@ bool unroll::readSafetensors(const std::string &path, TensorMap &out, std::strin
   std::vector<char> buf;
   if (!readAll(path, buf, error))
     return false;
+  return parseSafetensors(buf.data(), buf.size(), path, out, error);
+}
+
+bool unroll::parseSafetensors(const char *bytes, size_t size, const std::string &path,
+                              TensorMap &out, std::string &error) {
   auto fail = [&](const std::string &m) {
     error = path + ": " + m;
     return false;
   };
-  if (buf.size() < 8)
-    return fail("too short for a safetensors header (" + std::to_string(buf.size()) + " bytes)");
+  if (size < 8)
+    return fail("too short for a safetensors header (" + std::to_string(size) + " bytes)");
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; --i)
-    hlen = (hlen << 8) | static_cast<unsigned char>(buf[i]);
-  if (hlen > buf.size() - 8)
+    hlen = (hlen << 8) | static_cast<unsigned char>(bytes[i]);
+  if (hlen > size - 8)
     return fail("header length " + std::to_string(hlen) + " runs past the end of the file (" +
-                std::to_string(buf.size()) + " bytes)");
-  auto header = nlohmann::json::parse(buf.begin() + 8, buf.begin() + 8 + hlen, nullptr, false);
+                std::to_string(size) + " bytes)");
+  auto header = nlohmann::json::parse(bytes + 8, bytes + 8 + hlen, nullptr, false);
   if (header.is_discarded() || !header.is_object())
     return fail("header is not a JSON object");
-  const uint64_t dataSize = buf.size() - 8 - hlen;
-  const char *data = buf.data() + 8 + hlen;
+  const uint64_t dataSize = size - 8 - hlen;
+  const char *data = bytes + 8 + hlen;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto &[name, t] : header.items()) {
     if (name == "__metadata__")

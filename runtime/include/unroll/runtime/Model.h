@@ -43,6 +43,13 @@ private:
   nlohmann::json info_;
 };
 
+/// Checks that every key of a library's model info that the runtime and the
+/// tools read has its type and range (names are strings, counts integers,
+/// parameter shapes and offsets within num_params, ...); false with a
+/// message naming `path` and the key otherwise. Model::load calls it, so a
+/// malformed or hostile info is refused before anything reads it.
+bool validateModelInfo(const nlohmann::json &info, const std::string &path, std::string &error);
+
 /// Sets each parameter of `params` (a model info "params" array) in theta
 /// (resized to `numParams`) by its init rule (docs/abi.md): "normal" draws
 /// std · normal() (std from the entry, else `defaultStd`), "zeros", "ones",

@@ -31,6 +31,10 @@ using TensorMap = std::map<std::string, Tensor>;
 
 /// Reads `path`; on failure returns false with a message naming the file.
 bool readSafetensors(const std::string &path, TensorMap &out, std::string &error);
+/// The same on `size` bytes in memory; `path` names them in messages (the
+/// fuzz target's entry).
+bool parseSafetensors(const char *bytes, size_t size, const std::string &path, TensorMap &out,
+                      std::string &error);
 
 /// Writes tensors as F32 or F64 ("F32"/"F64"), atomically (temp + fsync +
 /// rename): the old file survives any failure.
