@@ -164,12 +164,13 @@ struct Keys {
     return j[key].is_string() || fail(key, "a string");
   }
   bool integer(const char *key, int64_t lo, int64_t hi, bool required = false) {
+    std::string want = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     if (absent(key))
-      return !required || fail(key, "an integer");
+      return !required || fail(key, want);
     const auto &v = j[key];
     if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi)) ||
         v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-      return fail(key, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return fail(key, want);
     return true;
   }
   bool number(const char *key) {
@@ -191,9 +192,9 @@ std::string nameOf(const nlohmann::json &j) {
 }
 
 bool validParams(const nlohmann::json &m, const std::string &where, std::string &error) {
-  if (!m.contains("params"))
-    return true;
-  if (!m["params"].is_array()) {
+  // Required: the tools read it without asking (a missing key read through
+  // a const json is undefined behaviour; the fuzzer found it so).
+  if (!m.contains("params") || !m["params"].is_array()) {
     error = where + ": 'params' must be an array";
     return false;
   }
@@ -255,13 +256,13 @@ bool unroll::validateModelInfo(const nlohmann::json &info, const std::string &pa
       Keys k{m, path + ": model info of '" + nameOf(m) + "'", error};
       // Keys shared by models and energies, then each kind's.
       if (!k.string("name", true) || !k.integer("num_params", 0, kMaxCount, true) ||
-          !k.integer("iterations", 1, kMaxCount) || !validParams(m, k.where, error))
+          !k.integer("iterations", 1, kMaxCount, true) || !validParams(m, k.where, error))
         return false;
       if (std::string(list) == "models") {
         if (!k.string("forward", true) || !k.string("loss_grad", true) || !k.string("adam") ||
-            !k.integer("prompt_dim", 1, kMaxCount, true) || !k.integer("window", 1, kMaxCount) ||
-            !k.integer("positions", 1, kMaxCount) || !k.object("energy") ||
-            !k.object("fixed_point"))
+            !k.integer("prompt_dim", 1, kMaxCount, true) ||
+            !k.integer("window", 1, kMaxCount, true) || !k.integer("positions", 1, kMaxCount) ||
+            !k.object("energy") || !k.object("fixed_point"))
           return false;
         if (m.contains("energy") && m["energy"].is_object() &&
             !Keys{m["energy"], k.where + ", energy", error}.string("trace"))
@@ -288,6 +289,11 @@ bool unroll::validateModelInfo(const nlohmann::json &info, const std::string &pa
           return false;
         if (m.contains("graph") && !m["graph"].is_null() && !m["graph"].is_array())
           return k.fail("graph", "an array");
+        if (!m.contains("terms") || !m["terms"].is_array())
+          return k.fail("terms", "an array of objects");
+        for (const auto &t : m["terms"])
+          if (!t.is_object())
+            return k.fail("terms", "an array of objects");
       }
     }
   }

@@ -73,8 +73,28 @@ TEST(ModelInfo, RefusesKeysOfTheWrongType) {
        "'max'"},
       {[](auto &j) { j["models"][0]["fixed_point"]["gradient"] = 7; },
        "lib.so: model info of 'm', fixed_point: 'gradient' must be a string"},
-      {[](auto &j) { j["energies"] = {{{"name", "e"}, {"num_params", 0}, {"tokens", "8"}}}; },
+      {[](auto &j) {
+         j["energies"] = {{{"name", "e"},
+                           {"num_params", 0},
+                           {"iterations", 2},
+                           {"params", nlohmann::json::array()},
+                           {"terms", nlohmann::json::array()},
+                           {"tokens", "8"}}};
+       },
        "lib.so: model info of 'e': 'tokens' must be an integer in [1, 1099511627776]"},
+      // Keys the tools read without asking must be there (the long fuzz
+      // run's finds: a const json read of a missing key is undefined).
+      {[](auto &j) { j["models"][0].erase("params"); },
+       "lib.so: model info of 'm': 'params' must be an array"},
+      {[](auto &j) { j["models"][0].erase("window"); },
+       "lib.so: model info of 'm': 'window' must be an integer in [1, 1099511627776]"},
+      {[](auto &j) {
+         j["energies"] = {{{"name", "e"},
+                           {"num_params", 0},
+                           {"iterations", 2},
+                           {"params", nlohmann::json::array()}}};
+       },
+       "lib.so: model info of 'e': 'terms' must be an array of objects"},
   };
   for (const Case &c : cases) {
     std::string error;
