@@ -52,11 +52,9 @@ def checkpoint(ckpt):
     return read(os.path.join(ckpt, step, "model.safetensors"))
 
 
-def forward(th, xs, ys, loops, on_attention=None, halt=None):
-    """Predictions at the x tokens after LOOPS iterations; on_attention(t, A)
-    sees the attention matrix [B, n, n] of every iteration t = 1..LOOPS.
-    halt=TOL: each prompt keeps its iterate from the first t whose relative
-    change is <= TOL; returns (predictions, t per prompt)."""
+def iteration(th, xs, ys):
+    """P = read_in(Z) [B, n, D] and the loop's step f(Y) -> (Y', A), A the
+    attention matrix [B, n, n] it used (shared with anderson-probe.py)."""
     B, K, D = xs.shape
     z = np.zeros((B, 2 * K, D))
     z[:, 0::2] = xs
@@ -66,6 +64,25 @@ def forward(th, xs, ys, loops, on_attention=None, halt=None):
     Ws = (1 - alpha) * np.eye(Wf.shape[0]) - alpha * (Wf + Wf.T) / 2
     n = 2 * K
     causal = np.tril(np.ones((n, n), dtype=bool))
+
+    def step(Y):
+        U = Y @ Wa
+        logits = U @ U.transpose(0, 2, 1) - 0.5 * (U * U).sum(-1)[:, None, :]
+        logits = np.where(causal, logits, -np.inf)
+        A = np.exp(logits - logits.max(-1, keepdims=True))
+        A /= A.sum(-1, keepdims=True)
+        return np.maximum(A @ Y @ Ws + alpha * P, 0.0), A
+
+    return P, step
+
+
+def forward(th, xs, ys, loops, on_attention=None, halt=None):
+    """Predictions at the x tokens after LOOPS iterations; on_attention(t, A)
+    sees the attention matrix [B, n, n] of every iteration t = 1..LOOPS.
+    halt=TOL: each prompt keeps its iterate from the first t whose relative
+    change is <= TOL; returns (predictions, t per prompt)."""
+    B = xs.shape[0]
+    P, step = iteration(th, xs, ys)
     Y = P.copy()
     used = np.zeros(B)
     halted = np.zeros(B, dtype=bool)
@@ -73,14 +90,9 @@ def forward(th, xs, ys, loops, on_attention=None, halt=None):
         if halt is not None and halted.all():
             break
         prev = Y
-        U = Y @ Wa
-        logits = U @ U.transpose(0, 2, 1) - 0.5 * (U * U).sum(-1)[:, None, :]
-        logits = np.where(causal, logits, -np.inf)
-        A = np.exp(logits - logits.max(-1, keepdims=True))
-        A /= A.sum(-1, keepdims=True)
+        Y, A = step(Y)
         if on_attention:
             on_attention(t + 1, A)
-        Y = np.maximum(A @ Y @ Ws + alpha * P, 0.0)
         if halt is not None:
             Y = np.where(halted[:, None, None], prev, Y)
             used += ~halted
