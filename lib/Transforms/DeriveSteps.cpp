@@ -28,6 +28,9 @@ struct Terms {
   QuadraticOp quadratic;
   SqNormOp sqnorm;
   NonNegOp nonneg;
+  LsqOp lsq;
+  L1Op l1;
+  LseOp lse;
 };
 
 Terms collectTerms(MinimizeOp min) {
@@ -42,6 +45,12 @@ Terms collectTerms(MinimizeOp min) {
       t.sqnorm = r;
     else if (auto n = dyn_cast<NonNegOp>(def))
       t.nonneg = n;
+    else if (auto l = dyn_cast<LsqOp>(def))
+      t.lsq = l;
+    else if (auto l = dyn_cast<L1Op>(def))
+      t.l1 = l;
+    else if (auto l = dyn_cast<LseOp>(def))
+      t.lse = l;
   }
   return t;
 }
@@ -80,7 +89,7 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
   Block *steps = new Block();
   energy.getSteps().push_back(steps);
   Value y = steps->addArgument(tokenTy, energy.getVariable().getLoc());
-  Value x = steps->addArgument(tokenTy, energy.getInput().getLoc());
+  Value x = steps->addArgument(energy.getInput().getType(), energy.getInput().getLoc());
   OpBuilder b = OpBuilder::atBlockEnd(steps);
 
   // Operands of the terms are Y, X or parameters; parameters are re-declared
@@ -102,6 +111,33 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
   };
 
   double coeff = terms.sqnorm ? terms.sqnorm.getCoeff().convertToDouble() : 0.0;
+
+  // Sparse coding: one proximal-gradient step (gradient step of size 1/L on
+  // the fit, then the prox of the l1 term: the soft threshold).
+  if (min.getSchedule() == Schedule::ista) {
+    Value xin = operand(terms.lsq.getX()), dict = operand(terms.lsq.getDict());
+    if (!xin || !dict)
+      return failure();
+    Value next =
+        b.create<IstaStepOp>(terms.lsq.getLoc(), tokenTy, y, xin, dict, terms.l1.getLambdaAttr(),
+                             terms.l1.getNonnegAttr(), terms.lsq.getPowerIterationsAttr());
+    b.create<YieldOp>(loc, ValueRange{next});
+    ++numSteps, ++numEnergies;
+    return success();
+  }
+  // Hopfield: the concave-convex step, the majorize-minimize step of the
+  // log-sum-exp against the memory (attention of the queries to X).
+  if (min.getSchedule() == Schedule::cccp) {
+    Value memory = operand(terms.lse.getX());
+    if (!memory)
+      return failure();
+    Value next = b.create<CccpStepOp>(terms.lse.getLoc(), tokenTy, y, memory,
+                                      terms.lse.getBetaAttr(), b.getF64FloatAttr(coeff));
+    b.create<YieldOp>(loc, ValueRange{next});
+    ++numSteps, ++numEnergies;
+    return success();
+  }
+
   Value center = terms.sqnorm ? operand(terms.sqnorm.getCenter()) : Value();
   PairwiseOp pw = terms.pairwise;
   bool certified = min.getAttention() == AttentionVariant::certified;

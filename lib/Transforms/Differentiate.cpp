@@ -62,7 +62,7 @@ LogicalResult DifferentiatePass::differentiate(EnergyOp energy) {
   Block *rev = new Block();
   energy.getReverse().push_back(rev);
   Value y = rev->addArgument(tokTy, energy.getLoc());
-  Value x = rev->addArgument(tokTy, energy.getLoc());
+  Value x = rev->addArgument(energy.getInput().getType(), energy.getLoc());
   Value dyOut = rev->addArgument(tokTy, energy.getLoc());
   OpBuilder b = OpBuilder::atBlockEnd(rev);
   IRMapping map;

@@ -2,10 +2,14 @@
 //
 // Every derived `unroll.energy @E` becomes C-interface functions on memrefs:
 //
-//   @E_trace(X, theta, Y_out, energies)   Y_0 = X, then dim(energies) - 1
+//   @E_descend(Y_0, X, theta, Y_out, energies)   from Y_0, dim(energies) - 1
 //                                         iterations of the steps, E(Y_t) each
+//   @E_trace(X, theta, Y_out, energies)   the same from Y_0 = X (when X has
+//                                         Y's type: the transformer energies)
 //   @E_weights(Y, theta, A)               the first MM step's normalized weights
-//   @E_vjp(X, theta, iterations, dY_T, dX, grad)   (differentiated energies)
+//   @E_descend_vjp(Y_0, X, theta, iterations, dY_T, dY_0, dX, grad)
+//   @E_vjp(X, theta, iterations, dY_T, dX, grad)   Y_0 = X (differentiated
+//                                         energies)
 //
 // The energy's terms and steps are copied into them as they are; the
 // patterns of convert-unroll-to-linalg lower them afterwards.
@@ -49,7 +53,12 @@ private:
   Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
   Value runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args, ArrayRef<Value> pt,
                   Grads &grads);
-  void emitVJP(OpBuilder &b);
+  /// @E_trace (Y_0 = X) or, with `fromStart`, @E_descend.
+  void emitTrace(OpBuilder &b, bool fromStart);
+  /// @E_vjp (Y_0 = X) or, with `fromStart`, @E_descend_vjp.
+  void emitVJP(OpBuilder &b, bool fromStart);
+  /// Does X have Y's type (so that Y_0 = X makes sense)?
+  bool inputIsTokens() { return energy.getInput().getType() == energy.getTokenType(); }
   /// An entry function `name(tokens, theta, extra...)` with the builder at
   /// its start; `y` gets the token tensor, `pt` the parameter tensors.
   func::FuncOp beginEntry(OpBuilder &b, StringRef name, ArrayRef<Type> extra, Value &y,
@@ -138,31 +147,14 @@ void EnergyLowering::emit(OpBuilder &b) {
   Location loc = energy.getLoc();
   StringRef name = energy.getSymName();
 
-  // @E_trace(X, theta, Y_out, energies)
-  {
-    OpBuilder::InsertionGuard g(b);
-    Value x;
-    SmallVector<Value> pt;
-    func::FuncOp f =
-        beginEntry(b, (name + "_trace").str(), {dynMemref(2, elem()), dynMemref(1, elem())}, x, pt);
-    Value yOut = f.getArgument(2), eOut = f.getArgument(3);
-    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
-    Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
-    b.create<memref::StoreOp>(loc, energyValue(b, x, x, pt), eOut, ValueRange{c0});
-    Value n = b.create<memref::DimOp>(loc, eOut, 0);
-    auto loop = b.create<scf::ForOp>(
-        loc, c1, n, c1, ValueRange{x}, [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
-          Value next = stepValue(lb, iter[0], x, pt);
-          lb.create<memref::StoreOp>(ll, energyValue(lb, next, x, pt), eOut, ValueRange{t});
-          lb.create<scf::YieldOp>(ll, next);
-        });
-    storeTensor(b, loc, loop.getResult(0), yOut);
-    b.create<func::ReturnOp>(loc);
+  emitTrace(b, /*fromStart=*/true);
+  if (inputIsTokens())
+    emitTrace(b, /*fromStart=*/false);
+  if (!energy.getReverse().empty()) {
+    emitVJP(b, /*fromStart=*/true);
+    if (inputIsTokens())
+      emitVJP(b, /*fromStart=*/false);
   }
-
-  // @E_weights(Y, params..., A)
-  if (!energy.getReverse().empty())
-    emitVJP(b);
 
   // @E_weights(Y, theta, A), for energies whose steps attend (hand-written
   // steps may not).
@@ -182,26 +174,77 @@ void EnergyLowering::emit(OpBuilder &b) {
   b.create<func::ReturnOp>(loc);
 }
 
-/// @E_vjp(X, theta, iterations, dY_T, dX, grad): the vector-Jacobian product
-/// of X -> Y_T (T = iterations steps) with the cotangent dY_T, for X and the
-/// parameters. The forward stores every state; the backward runs the reverse
-/// region from the last step to the first.
-void EnergyLowering::emitVJP(OpBuilder &b) {
+/// The start of @E_descend / @E_descend_vjp: (Y_0, X, theta, extra...), or
+/// of @E_trace / @E_vjp: (X, theta, extra...) with Y_0 = X. Sets y0, x and
+/// the parameter tensors; returns the function and the index of its first
+/// extra argument.
+std::pair<func::FuncOp, unsigned> beginDescent(OpBuilder &b, EnergyOp energy, ParamTable &table,
+                                               StringRef name, bool fromStart, ArrayRef<Type> extra,
+                                               Value &y0, Value &x, SmallVector<Value> &pt) {
+  Type t = energy.getTokenType().getElementType();
+  Location loc = energy.getLoc();
+  SmallVector<Type> args;
+  if (fromStart)
+    args.push_back(dynMemref(2, t));
+  args.append({dynMemref(2, t), dynMemref(1, t)});
+  args.append(extra.begin(), extra.end());
+  func::FuncOp f = makeEntry(b, loc, name, args);
+  unsigned k = fromStart ? 1 : 0;
+  x = memrefToTensor(b, loc, f.getArgument(k), energy.getInput().getType());
+  y0 = fromStart ? memrefToTensor(b, loc, f.getArgument(0), energy.getTokenType()) : x;
+  pt = paramTensors(b, loc, f.getArgument(k + 1), table, t);
+  return {f, k + 2};
+}
+
+void EnergyLowering::emitTrace(OpBuilder &b, bool fromStart) {
+  Location loc = energy.getLoc();
+  OpBuilder::InsertionGuard g(b);
+  Value y0, x;
+  SmallVector<Value> pt;
+  auto [f, k] = beginDescent(b, energy, table,
+                             (energy.getSymName() + (fromStart ? "_descend" : "_trace")).str(),
+                             fromStart, {dynMemref(2, elem()), dynMemref(1, elem())}, y0, x, pt);
+  Value yOut = f.getArgument(k), eOut = f.getArgument(k + 1);
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  b.create<memref::StoreOp>(loc, energyValue(b, y0, x, pt), eOut, ValueRange{c0});
+  Value n = b.create<memref::DimOp>(loc, eOut, 0);
+  auto loop = b.create<scf::ForOp>(
+      loc, c1, n, c1, ValueRange{y0}, [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
+        Value next = stepValue(lb, iter[0], x, pt);
+        lb.create<memref::StoreOp>(ll, energyValue(lb, next, x, pt), eOut, ValueRange{t});
+        lb.create<scf::YieldOp>(ll, next);
+      });
+  storeTensor(b, loc, loop.getResult(0), yOut);
+  b.create<func::ReturnOp>(loc);
+}
+
+/// @E_descend_vjp(Y_0, X, theta, iterations, dY_T, dY_0, dX, grad): the
+/// vector-Jacobian product of (Y_0, X) -> Y_T (T = iterations steps) with
+/// the cotangent dY_T, for Y_0, X and the parameters; @E_vjp(X, theta,
+/// iterations, dY_T, dX, grad) the same from Y_0 = X. The forward stores
+/// every state; the backward runs the reverse region from the last step to
+/// the first.
+void EnergyLowering::emitVJP(OpBuilder &b, bool fromStart) {
   Location loc = energy.getLoc();
   Type t = elem();
   OpBuilder::InsertionGuard g(b);
-  Value x;
+  Value y0, x;
   SmallVector<Value> pt;
-  func::FuncOp f =
-      beginEntry(b, (energy.getSymName() + "_vjp").str(),
-                 {b.getI64Type(), dynMemref(2, t), dynMemref(2, t), dynMemref(1, t)}, x, pt);
+  SmallVector<Type> extra{b.getI64Type(), dynMemref(2, t), dynMemref(2, t)};
+  if (fromStart)
+    extra.push_back(dynMemref(2, t));
+  extra.push_back(dynMemref(1, t));
+  auto [f, k] = beginDescent(b, energy, table,
+                             (energy.getSymName() + (fromStart ? "_descend_vjp" : "_vjp")).str(),
+                             fromStart, extra, y0, x, pt);
   Emitter e(b, loc, t);
-  Type tokTy = energy.getTokenType();
-  Value iters = b.create<arith::IndexCastOp>(loc, b.getIndexType(), f.getArgument(2));
-  Value dyT = memrefToTensor(b, loc, f.getArgument(3), tokTy);
+  Type tokTy = energy.getTokenType(), inTy = energy.getInput().getType();
+  Value iters = b.create<arith::IndexCastOp>(loc, b.getIndexType(), f.getArgument(k));
+  Value dyT = memrefToTensor(b, loc, f.getArgument(k + 1), tokTy);
   Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
         c1 = b.create<arith::ConstantIndexOp>(loc, 1);
-  Value n = e.dim(x, 0), d = e.dim(x, 1);
+  Value n = e.dim(y0, 0), d = e.dim(y0, 1);
   auto statesTy =
       RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, t);
   auto slice = [&](OpBuilder &lb, Value i) {
@@ -209,7 +252,7 @@ void EnergyLowering::emitVJP(OpBuilder &b) {
                            SmallVector<OpFoldResult>{lb.getIndexAttr(1), n, d},
                            SmallVector<OpFoldResult>(3, lb.getIndexAttr(1)));
   };
-  Value xd = e.dynamic(x);
+  Value xd = e.dynamic(y0);
   Value states = b.create<tensor::EmptyOp>(
       loc, statesTy, ValueRange{b.create<arith::AddIOp>(loc, iters, c1), n, d});
   {
@@ -217,7 +260,7 @@ void EnergyLowering::emitVJP(OpBuilder &b) {
     states = b.create<tensor::InsertSliceOp>(loc, xd, states, o, sz, st);
   }
   auto fwd = b.create<scf::ForOp>(
-      loc, c0, iters, c1, ValueRange{x, states},
+      loc, c0, iters, c1, ValueRange{y0, states},
       [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
         Emitter le(lb, ll, t);
         Value y = le.castTo(stepValue(lb, it[0], x, pt), tokTy);
@@ -231,7 +274,7 @@ void EnergyLowering::emitVJP(OpBuilder &b) {
   Value g0 = b.create<linalg::FillOp>(loc, e.cst(0.0),
                                       b.create<tensor::EmptyOp>(loc, gTy, ValueRange{}).getResult())
                  .getResult(0);
-  Value dx0 = e.castTo(e.filled({n, d}, 0.0), tokTy);
+  Value dx0 = e.castTo(e.filled({e.dim(x, 0), e.dim(x, 1)}, 0.0), inTy);
   auto bwd = b.create<scf::ForOp>(
       loc, c0, iters, c1, ValueRange{g0, dx0, dyT},
       [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
@@ -243,16 +286,22 @@ void EnergyLowering::emitVJP(OpBuilder &b) {
         Grads gr{it[0], it[1]};
         Value dy = runRegion(lb, energy.getReverse(), {le.castTo(yt, tokTy), x, it[2]}, pt, gr);
         lb.create<scf::YieldOp>(ll,
-                                ValueRange{gr.theta, le.castTo(gr.x, tokTy), le.castTo(dy, tokTy)});
+                                ValueRange{gr.theta, le.castTo(gr.x, inTy), le.castTo(dy, tokTy)});
       });
-  // Y_0 = X: the gradient reaching Y_0 is X's too.
-  Value dx = e.map2({bwd.getResult(1), bwd.getResult(2)}, {e.id2(), e.id2()}, x,
-                    [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                      return nb.create<arith::AddFOp>(l, a[0], a[1]);
-                    });
-  storeTensor(b, loc, dx, f.getArgument(4));
+  unsigned next = k + 2;
+  Value dx = bwd.getResult(1);
+  if (fromStart) {
+    storeTensor(b, loc, bwd.getResult(2), f.getArgument(next++));
+  } else {
+    // Y_0 = X: the gradient reaching Y_0 is X's too.
+    dx = e.map2({dx, bwd.getResult(2)}, {e.id2(), e.id2()}, x,
+                [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                  return nb.create<arith::AddFOp>(l, a[0], a[1]);
+                });
+  }
+  storeTensor(b, loc, dx, f.getArgument(next++));
   if (table.numParams > 0)
-    storeTensor(b, loc, bwd.getResult(0), f.getArgument(5));
+    storeTensor(b, loc, bwd.getResult(0), f.getArgument(next));
   b.create<func::ReturnOp>(loc);
 }
 
@@ -264,12 +313,19 @@ llvm::json::Object EnergyLowering::info() {
   for (Value t : min.getTerms())
     if (auto p = t.getDefiningOp<PairwiseOp>())
       pw = p;
+  std::string name = energy.getSymName().str();
+  auto in = cast<RankedTensorType>(energy.getInput().getType());
   llvm::json::Object o{
-      {"name", energy.getSymName().str()},
-      {"trace", (energy.getSymName() + "_trace").str()},
+      {"name", name},
+      {"descend", name + "_descend"},
+      {"trace", inputIsTokens() ? llvm::json::Value(name + "_trace") : llvm::json::Value(nullptr)},
+      {"descend_vjp", energy.getReverse().empty() ? llvm::json::Value(nullptr)
+                                                  : llvm::json::Value(name + "_descend_vjp")},
+      {"input_dim",
+       in.isDynamicDim(1) ? llvm::json::Value(nullptr) : llvm::json::Value(in.getDimSize(1))},
       {"weights", firstStep() ? llvm::json::Value((energy.getSymName() + "_weights").str())
                               : llvm::json::Value(nullptr)},
-      {"vjp", energy.getReverse().empty()
+      {"vjp", energy.getReverse().empty() || !inputIsTokens()
                   ? llvm::json::Value(nullptr)
                   : llvm::json::Value((energy.getSymName() + "_vjp").str())},
       {"weight_form", firstStep()
@@ -282,8 +338,10 @@ llvm::json::Object EnergyLowering::info() {
       {"schedule", stringifySchedule(min.getSchedule()).str()},
       {"attention", stringifyAttentionVariant(min.getAttention()).str()},
       {"iterations", min.getIterations()},
-      {"rho", stringifyRhoKind(pw.getRho()).str()},
-      {"mask", stringifyMaskKind(pw.getMask()).str()},
+      {"rho",
+       pw ? llvm::json::Value(stringifyRhoKind(pw.getRho()).str()) : llvm::json::Value(nullptr)},
+      {"mask",
+       pw ? llvm::json::Value(stringifyMaskKind(pw.getMask()).str()) : llvm::json::Value(nullptr)},
       {"terms", energyTermsJson(energy)},
       {"num_params", table.numParams},
       {"params", std::move(ps)}};
@@ -291,7 +349,10 @@ llvm::json::Object EnergyLowering::info() {
     o["alpha"] = min.getAlpha()->convertToDouble();
   if (min.getLearnable())
     o["learnable_alpha"] = true;
-  if (pw.getGraph()) {
+  for (Value t : min.getTerms())
+    if (auto l = t.getDefiningOp<LsqOp>())
+      o["power_iterations"] = l.getPowerIterations();
+  if (pw && pw.getGraph()) {
     llvm::json::Array rows;
     auto ints = cast<DenseIntElementsAttr>(*pw.getGraph());
     int64_t n = cast<ShapedType>(ints.getType()).getDimSize(0), k = 0;

@@ -107,6 +107,13 @@ llvm::json::Array mlir::unroll::lowering::energyTermsJson(EnergyOp energy) {
       j["mask"] = stringifyMaskKind(pw.getMask()).str();
     } else if (auto q = dyn_cast<QuadraticOp>(d)) {
       j["weight"] = paramName(q.getWeight());
+    } else if (auto l = dyn_cast<LsqOp>(d)) {
+      j["dict"] = paramName(l.getDict());
+    } else if (auto l = dyn_cast<L1Op>(d)) {
+      j["lambda"] = l.getLambda().convertToDouble();
+      j["nonneg"] = l.getNonneg();
+    } else if (auto l = dyn_cast<LseOp>(d)) {
+      j["beta"] = l.getBeta().convertToDouble();
     } else if (auto r = dyn_cast<SqNormOp>(d)) {
       j["coeff"] = r.getCoeff().convertToDouble();
       j["center"] = !r.getCenter()                       ? llvm::json::Value("zero")

@@ -29,6 +29,7 @@ void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, b
   populateElementwisePatterns(patterns);
   populateEnergyTermPatterns(patterns);
   populateStepPatterns(patterns);
+  populateOptimizationPatterns(patterns);
 }
 
 namespace {

@@ -35,6 +35,9 @@ void populateEnergyTermPatterns(RewritePatternSet &patterns);
 /// unroll.mm_step, unroll.grad_step, unroll.prox_nonneg and their VJPs
 /// (Steps.cpp).
 void populateStepPatterns(RewritePatternSet &patterns);
+/// Sparse coding (lsq, l1, ista_step) and Hopfield (lse, cccp_step): terms,
+/// steps and VJPs (Optimization.cpp).
+void populateOptimizationPatterns(RewritePatternSet &patterns);
 /// Every family above; fused attention where `fusedAttention`.
 void populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels,
                                     bool fusedAttention = false, int64_t attentionTile = 0);

@@ -38,11 +38,21 @@ LogicalResult EnergyOp::verifyRegions() {
     return emitOpError() << "expected Y to be a 2-d f32 or f64 tensor, got " << yt;
   if (failed(detail::verifyTensorSize(*this, yt, "tokens Y")))
     return failure();
-  if (body.getArgument(1).getType() != yt)
-    return emitOpError() << "expected X of type " << yt << ", got "
-                         << body.getArgument(1).getType();
+  Type xt = body.getArgument(1).getType();
+  auto xr = dyn_cast<RankedTensorType>(xt);
+  if (!xr || xr.getRank() != 2 || xr.getElementType() != rt.getElementType())
+    return emitOpError() << "expected X to be a 2-d tensor of " << rt.getElementType()
+                         << " (Y's element type), got " << xt;
+  if (failed(detail::verifyTensorSize(*this, xt, "input X")))
+    return failure();
   if (body.empty() || !isa<MinimizeOp>(body.back()))
     return emitOpError("expected the body to end with 'unroll.minimize'");
+  // The transformer schedules descend from Y_0 = X: X is a token matrix.
+  Schedule schedule = getMinimize().getSchedule();
+  if (schedule != Schedule::ista && schedule != Schedule::cccp && xt != yt)
+    return emitOpError() << "expected X of type " << yt << ", got " << xt << " (schedule '"
+                         << stringifySchedule(schedule)
+                         << "' descends from Y_0 = X; only 'ista' and 'cccp' read X as data)";
   for (Operation &op : body.without_terminator()) {
     if (isa<MinimizeOp, YieldOp>(op))
       return op.emitOpError("must be the last op of the energy body");
@@ -54,7 +64,7 @@ LogicalResult EnergyOp::verifyRegions() {
   if (!getSteps().empty()) {
     Block &steps = getSteps().front();
     if (steps.getNumArguments() != 2 || steps.getArgument(0).getType() != yt ||
-        steps.getArgument(1).getType() != yt)
+        steps.getArgument(1).getType() != xt)
       return emitOpError("expected the steps region to take (Y, X) like the "
                          "body");
     auto yield = steps.empty() ? YieldOp() : dyn_cast<YieldOp>(steps.back());
@@ -166,12 +176,85 @@ LogicalResult SqNormOp::verify() {
   return verifyCenter(*this, getY(), getCenter());
 }
 
+/// The feature size (last dimension) of a token matrix or batch.
+static int64_t features(RankedTensorType t) { return t.getDimSize(t.getRank() - 1); }
+
+LogicalResult LsqOp::verify() {
+  auto yt = getY().getType(), xt = getX().getType();
+  auto at = getDict().getType();
+  if (at.getElementType() != yt.getElementType() || xt.getElementType() != yt.getElementType())
+    return emitOpError() << "expected Y, X and A of one element type, got " << yt << ", " << xt
+                         << " and " << at;
+  if (!at.hasStaticShape())
+    return emitOpError() << "expected a static dictionary A [m, n], got " << at;
+  if (xt.getRank() != yt.getRank())
+    return emitOpError() << "expected X of Y's rank " << yt.getRank() << ", got " << xt;
+  if (ShapedType::isDynamic(features(yt)) || features(yt) != at.getDimSize(1))
+    return emitOpError() << "expected A [m, n] with n = the codes' size (Y is " << yt << "), got A "
+                         << at;
+  if (ShapedType::isDynamic(features(xt)) || features(xt) != at.getDimSize(0))
+    return emitOpError() << "expected A [m, n] with m = the measurements' size (X is " << xt
+                         << "), got A " << at;
+  for (int64_t i = 0; i + 1 < yt.getRank(); ++i)
+    if (!yt.isDynamicDim(i) && !xt.isDynamicDim(i) && yt.getDimSize(i) != xt.getDimSize(i))
+      return emitOpError() << "expected one measurement per code: Y " << yt << " and X " << xt
+                           << " differ in dimension " << i;
+  return success();
+}
+
+LogicalResult L1Op::verify() {
+  double l = getLambda().convertToDouble();
+  if (!(l >= 0.0) || !std::isfinite(l))
+    return emitOpError() << "expected a finite lambda >= 0, got " << fmt(l);
+  return success();
+}
+
+LogicalResult LseOp::verify() {
+  double beta = getBeta().convertToDouble();
+  if (!(beta > 0.0) || !std::isfinite(beta))
+    return emitOpError() << "expected a finite beta > 0, got " << fmt(beta);
+  auto yt = getY().getType(), xt = getX().getType();
+  if (xt.getElementType() != yt.getElementType() || xt.getRank() != yt.getRank())
+    return emitOpError() << "expected a memory X of Y's rank and element type, got " << xt
+                         << " for Y " << yt;
+  if (ShapedType::isDynamic(features(yt)) || features(yt) != features(xt))
+    return emitOpError() << "expected stored patterns (rows of X) of the queries' static size "
+                         << features(yt) << ", got X " << xt;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // MinimizeOp
 //===----------------------------------------------------------------------===//
 
+/// Sparse coding (`ista`) and Hopfield (`cccp`) energies: their terms are
+/// fixed by the schedule.
+static LogicalResult verifyOptimizationSchedule(MinimizeOp op, unsigned total, unsigned lsq,
+                                                unsigned l1, unsigned lse, unsigned sqnorm) {
+  StringRef name = stringifySchedule(op.getSchedule());
+  if (op.getAlpha() || op.getLearnable() || op.getAttention() != AttentionVariant::paper)
+    return op.emitOpError() << "schedule '" << name
+                            << "' takes no alpha, learnable or attention: its step size follows "
+                               "from the energy";
+  if (op.getSchedule() == Schedule::ista) {
+    if (lsq != 1 || l1 != 1 || total != 2)
+      return op.emitOpError() << "schedule 'ista' expected exactly one 'unroll.lsq' and one "
+                                 "'unroll.l1' term, got "
+                              << total << " terms";
+    return success();
+  }
+  if (lse != 1 || sqnorm != 1 || total != 2)
+    return op.emitOpError() << "schedule 'cccp' expected exactly one 'unroll.lse' and one "
+                               "'unroll.sqnorm' term, got "
+                            << total << " terms";
+  for (Value t : op.getTerms())
+    if (auto r = t.getDefiningOp<SqNormOp>(); r && r.getCenter())
+      return r.emitOpError("schedule 'cccp' needs the regularizer without a center");
+  return success();
+}
+
 LogicalResult MinimizeOp::verify() {
-  unsigned pairwise = 0, quadratic = 0, sqnorm = 0, nonneg = 0;
+  unsigned pairwise = 0, quadratic = 0, sqnorm = 0, nonneg = 0, lsq = 0, l1 = 0, lse = 0;
   for (Value t : getTerms()) {
     Operation *def = t.getDefiningOp();
     if (!def)
@@ -184,7 +267,21 @@ LogicalResult MinimizeOp::verify() {
       ++sqnorm;
     else if (isa<NonNegOp>(def))
       ++nonneg;
+    else if (isa<LsqOp>(def))
+      ++lsq;
+    else if (isa<L1Op>(def))
+      ++l1;
+    else if (isa<LseOp>(def))
+      ++lse;
   }
+  if (getSchedule() == Schedule::ista || getSchedule() == Schedule::cccp)
+    return verifyOptimizationSchedule(*this, getTerms().size(), lsq, l1, lse, sqnorm);
+  if (lsq || l1 || lse)
+    return emitOpError() << "schedule '" << stringifySchedule(getSchedule()) << "' has no step for "
+                         << (lsq  ? "'unroll.lsq'"
+                             : l1 ? "'unroll.l1'"
+                                  : "'unroll.lse'")
+                         << "; use 'ista' (lsq + l1) or 'cccp' (lse + sqnorm)";
   if (pairwise != 1)
     return emitOpError() << "expected exactly one 'unroll.pairwise' term, got " << pairwise;
   if (sqnorm > 1)

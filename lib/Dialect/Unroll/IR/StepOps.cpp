@@ -136,3 +136,23 @@ LogicalResult MMStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
     return rm.addCotangent(*this, getQuad(), v.getDquad());
   return success();
 }
+
+LogicalResult IstaStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
+  Value dy = rm.cotangent(getResult());
+  auto v = b.create<IstaStepVJPOp>(getLoc(), getY().getType(), getX().getType(),
+                                   getDict().getType(), getY(), getX(), getDict(), dy,
+                                   getLambdaAttr(), getNonnegAttr(), getPowerIterationsAttr());
+  if (failed(rm.addCotangent(*this, getY(), v.getDx())) ||
+      failed(rm.addCotangent(*this, getX(), v.getDinput())))
+    return failure();
+  return rm.addCotangent(*this, getDict(), v.getDdict());
+}
+
+LogicalResult CccpStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
+  Value dy = rm.cotangent(getResult());
+  auto v = b.create<CccpStepVJPOp>(getLoc(), getY().getType(), getX().getType(), getY(), getX(), dy,
+                                   getBetaAttr(), getCoeffAttr());
+  if (failed(rm.addCotangent(*this, getY(), v.getDx())))
+    return failure();
+  return rm.addCotangent(*this, getX(), v.getDinput());
+}

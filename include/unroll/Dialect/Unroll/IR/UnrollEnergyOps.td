@@ -22,8 +22,10 @@ def Unroll_EnergyOp : Unroll_Op<"energy", [
     Symbol, IsolatedFromAbove, NoTerminator]> {
   let summary = "an energy E(Y) over tokens Y, with a descent schedule";
   let description = [{
-    The `body` region has two block arguments: the variable `Y` and the input
-    `X` (same type, `tensor<n x d x f32|f64>`). It defines the energy terms
+    The `body` region has two block arguments: the variable `Y`
+    (`tensor<n x d x f32|f64>`) and the input `X`, a 2-d tensor of the same
+    element type (of Y's type, except for the terms that read X as data:
+    `unroll.lsq`'s measurements, `unroll.lse`'s memory). It defines the energy terms
     and ends with `unroll.minimize`, which sums them and states the schedule.
     The `steps` region is empty as written by a user; `--unroll-derive-steps`
     fills it with one iteration of the descent, ending in `unroll.yield`.
@@ -155,6 +157,65 @@ def Unroll_NonNegOp : Unroll_Op<"nonneg", [Pure]> {
   let assemblyFormat = "$y attr-dict `:` type($y)";
 }
 
+//===----------------------------------------------------------------------===//
+// Sparse coding and Hopfield terms (X need not have Y's shape)
+//===----------------------------------------------------------------------===//
+
+def Unroll_LsqOp : Unroll_Op<"lsq", [Pure]> {
+  let summary = "least-squares fit 1/2 ||X - Y A^T||^2 (rows: 1/2 ||b - A x||^2)";
+  let description = [{
+    The data term of sparse coding. Each row of Y is a code x [n], the
+    matching row of the input X a measurement b [m], and A [m, n] the
+    dictionary that maps codes to measurements. Y and X have the same number
+    of rows; their feature sizes differ. `power_iterations` (default 100) is
+    how many power-method steps the derived ISTA step spends on L, the
+    largest eigenvalue of AᵀA.
+
+    ```mlir
+    %f = unroll.lsq %Y, %X, %A : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, Matrix:$dict,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "100">:$power_iterations);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y `,` $x `,` $dict attr-dict `:` type($y) `,` type($x) `,` type($dict)";
+  let hasVerifier = 1;
+}
+
+def Unroll_L1Op : Unroll_Op<"l1", [Pure]> {
+  let summary = "sparsity penalty lambda ||Y||_1 (with `nonneg`: + indicator of Y >= 0)";
+  let description = [{
+    Its proximal operator is the soft threshold η_θ(v) = sign(v) max(|v| − θ,
+    0), with `nonneg` the one-sided max(v − θ, 0). `lambda` must be >= 0.
+
+    ```mlir
+    %r = unroll.l1 %Y lambda(0.1) : tensor<?x500xf32>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, F64Attr:$lambda, UnitAttr:$nonneg);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y `lambda` `(` $lambda `)` (`nonneg` $nonneg^)? attr-dict `:` type($y)";
+  let hasVerifier = 1;
+}
+
+def Unroll_LseOp : Unroll_Op<"lse", [Pure]> {
+  let summary = "modern Hopfield term  -1/beta sum_q log sum_i exp(beta x_i . y_q)";
+  let description = [{
+    The log-sum-exp of each query (a row of Y) against the memory X [N, d]
+    (the energy's input: one stored pattern per row). With `unroll.sqnorm`
+    (1/2 ||Y||^2) it is the energy of Ramsauer et al.'s modern Hopfield
+    network, without its constant terms. `beta` > 0.
+
+    ```mlir
+    %e = unroll.lse %Y, %X beta(8.0) : tensor<?x64xf64>, tensor<?x64xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, F64Attr:$beta);
+  let results = (outs Unroll_EnergyType:$energy);
+  let assemblyFormat = "$y `,` $x `beta` `(` $beta `)` attr-dict `:` type($y) `,` type($x)";
+  let hasVerifier = 1;
+}
+
 def Unroll_MinimizeOp : Unroll_Op<"minimize", [
     Terminator, HasParent<"EnergyOp">]> {
   let summary = "sum the energy terms and state how to descend them";
@@ -162,7 +223,11 @@ def Unroll_MinimizeOp : Unroll_Op<"minimize", [
     Schedules (P1): `single` — one MM attention step per iteration (Thm 3.1);
     `aim` — MM attention step, then a gradient step of size `alpha` on the
     quadratic term (Alg. 1, eqs. 15–16); `proximal_aim` — both, then the prox
-    of the indicator (Alg. 2, eq. 20). `attention(certified)` replaces the
+    of the indicator (Alg. 2, eq. 20). Sparse coding (`unroll.lsq` +
+    `unroll.l1`): `ista` — the proximal-gradient step of size 1/L, L the
+    largest eigenvalue of AᵀA. Hopfield (`unroll.lse` + `unroll.sqnorm`):
+    `cccp` — the concave–convex step Y ← softmax(β Y Xᵀ) X / c.
+    `attention(certified)` replaces the
     paper's weighted mean by a gradient step on the majorizer with step
     1/L, L an upper bound of its largest Hessian eigenvalue.
 

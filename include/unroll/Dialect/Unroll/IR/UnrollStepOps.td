@@ -102,6 +102,50 @@ def Unroll_ProxNonNegOp : Unroll_Op<"prox_nonneg", [DeclareOpInterfaceMethods<Un
   let assemblyFormat = "$y attr-dict `:` type($y)";
 }
 
+def Unroll_IstaStepOp : Unroll_Op<"ista_step", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
+    AllTypesMatch<["y", "result"]>]> {
+  let summary = "proximal-gradient step on 1/2 ||X - Y A^T||^2 + lambda ||Y||_1";
+  let description = [{
+    Y' = η_{λ/L}(Y + (X − Y Aᵀ) A / L): a gradient step of size 1/L on the
+    least-squares term, then the soft threshold (with `nonneg` the
+    one-sided one). L = ‖A v‖² with v from `power_iterations` steps of the
+    power method on AᵀA (a lower bound of λ_max(AᵀA) that converges to it;
+    any step below 2/λ_max decreases the energy).
+
+    ```mlir
+    %x = unroll.ista_step %Y, %X, %A lambda(0.1)
+           : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, Matrix:$dict, F64Attr:$lambda,
+                       UnitAttr:$nonneg,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "100">:$power_iterations);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = [{
+    $y `,` $x `,` $dict `lambda` `(` $lambda `)` (`nonneg` $nonneg^)? attr-dict
+    `:` type($y) `,` type($x) `,` type($dict)
+  }];
+}
+
+def Unroll_CccpStepOp : Unroll_Op<"cccp_step", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
+    AllTypesMatch<["y", "result"]>]> {
+  let summary = "concave-convex step of the modern Hopfield energy";
+  let description = [{
+    Y' = softmax(β Y Xᵀ) X / c: each query moves to the softmax-weighted mean
+    of the stored patterns (the rows of X). It minimizes the convex part
+    c/2 ‖Y‖² against the linearized concave log-sum-exp, so the energy never
+    increases (Yuille & Rangarajan's CCCP; Ramsauer et al.'s update).
+
+    ```mlir
+    %y = unroll.cccp_step %Y, %X beta(8.0) : tensor<?x64xf64>, tensor<?x64xf64>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, F64Attr:$beta,
+                       DefaultValuedAttr<F64Attr, "1.0">:$coeff);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = "$y `,` $x `beta` `(` $beta `)` attr-dict `:` type($y) `,` type($x)";
+}
+
 def Unroll_DescendOp : Unroll_Op<"descend", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>, AllTypesMatch<["y", "x", "result"]>]> {
   let summary = "descent steps of an energy on a batch of token matrices";

@@ -112,6 +112,32 @@ def Unroll_GradStepVJPOp : Unroll_Op<"grad_step_vjp", [Pure, AttrSizedOperandSeg
   }];
 }
 
+def Unroll_IstaStepVJPOp : Unroll_Op<"ista_step_vjp", [Pure,
+    AllTypesMatch<["y", "dy", "dx"]>, AllTypesMatch<["x", "dinput"]>,
+    AllTypesMatch<["dict", "ddict"]>]> {
+  let summary = "(dY, dX, dA) of a proximal-gradient (ISTA) step";
+  let description = [{
+    Through the soft threshold (dY' where |v| > θ), the gradient step and
+    the step size 1/L(A) (dL/dA = 2 A v vᵀ at the power method's v).
+  }];
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, Matrix:$dict, TokenMatrix:$dy,
+                       F64Attr:$lambda, UnitAttr:$nonneg, I64Attr:$power_iterations);
+  let results = (outs TokenMatrix:$dx, TokenMatrix:$dinput, Matrix:$ddict);
+  let assemblyFormat = [{
+    $y `,` $x `,` $dict `,` $dy `lambda` `(` $lambda `)` (`nonneg` $nonneg^)? attr-dict
+    `:` type($y) `,` type($x) `,` type($dict)
+  }];
+}
+
+def Unroll_CccpStepVJPOp : Unroll_Op<"cccp_step_vjp", [Pure,
+    AllTypesMatch<["y", "dy", "dx"]>, AllTypesMatch<["x", "dinput"]>]> {
+  let summary = "(dY, dX) of a Hopfield CCCP step";
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, TokenMatrix:$dy, F64Attr:$beta,
+                       F64Attr:$coeff);
+  let results = (outs TokenMatrix:$dx, TokenMatrix:$dinput);
+  let assemblyFormat = "$y `,` $x `,` $dy `beta` `(` $beta `)` attr-dict `:` type($y) `,` type($x)";
+}
+
 def Unroll_ProxNonNegVJPOp : Unroll_Op<"prox_nonneg_vjp", [Pure, AllTypesMatch<["y", "dy", "dx"]>]> {
   let summary = "dY of ReLU: dY' where y > 0";
   let arguments = (ins TokenMatrix:$y, TokenMatrix:$dy);

@@ -1,0 +1,406 @@
+//===- Optimization.cpp - sparse coding and Hopfield to linalg ------------===//
+//
+// The terms, steps and VJPs of the two unrolled-optimization families whose
+// input X is data rather than a copy of Y:
+//
+//   sparse coding  unroll.lsq ½‖X − Y Aᵀ‖², unroll.l1 λ‖Y‖₁ [+ ι(Y ≥ 0)],
+//                  unroll.ista_step Y' = η_{λ/L}(Y + (X − Y Aᵀ) A / L)
+//   Hopfield       unroll.lse −β⁻¹ Σ_q log Σ_i exp(β x_i·y_q),
+//                  unroll.cccp_step Y' = softmax(β Y Xᵀ) X / c
+//
+// Rows are samples (codes and their measurements; queries against a memory
+// of patterns), on a token matrix [n, d] or, per prompt, a batch [B, n, d].
+// L = ‖A v‖² with v from the power method on AᵀA, computed in the step.
+//
+//===----------------------------------------------------------------------===//
+#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Dialect/Unroll/IR/UnrollOps.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::unroll;
+using namespace mlir::unroll::lowering;
+
+namespace {
+
+Value add(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::AddFOp>(l, x, y); }
+Value sub(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::SubFOp>(l, x, y); }
+Value mul(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::MulFOp>(l, x, y); }
+
+Emitter emitterFor(OpBuilder &b, Operation *op, Value y) {
+  auto ty = cast<RankedTensorType>(y.getType());
+  return Emitter(b, op->getLoc(), ty.getElementType(), ty.getRank() - 2);
+}
+/// The per-row space (batch..., i) as a map over nb + 1 loops.
+AffineMap rowsMap(Emitter &e) {
+  return e.map(e.nb + 1, e.nb ? ArrayRef<unsigned>{0, 1} : ArrayRef<unsigned>{0});
+}
+/// The elementwise sum of `v` over every prompt and entry: one scalar.
+Value sumAll(Emitter &e, ArrayRef<Value> ins, Emitter::BodyFn term) {
+  SmallVector<AffineMap> maps(ins.size(), e.id2());
+  return e.reduceAll(
+      ins, maps,
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return add(b, l, a.back(), term(b, l, a.drop_back()));
+      },
+      e.nb + 2);
+}
+
+//===----------------------------------------------------------------------===//
+// Sparse coding
+//===----------------------------------------------------------------------===//
+
+/// λ_max(AᵀA) by the power method: L = ‖A v‖² and the unit vector v [n, 1].
+struct Lipschitz {
+  Value L, v;
+};
+
+Lipschitz powerMethod(Emitter &e, Value a, int64_t iterations) {
+  Emitter we = e.weights();
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  Value n = we.dim(a, 1), one = we.idx(1);
+  // A fixed start with no structure a dictionary is likely to be orthogonal
+  // to: v_i = 1.5 + sin(i · 12.9898).
+  Value init = we.filled({n, one}, 0.0);
+  Value v0 = we.generic(2, {}, {}, init, we.id2(), Emitter::par(2),
+                        [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+                          Value i = nb.create<linalg::IndexOp>(l, 0);
+                          Value f = nb.create<arith::UIToFPOp>(
+                              l, e.t, nb.create<arith::IndexCastUIOp>(l, nb.getI64Type(), i));
+                          Value s = nb.create<math::SinOp>(
+                              l, mul(nb, l, f, nb.create<arith::ConstantOp>(
+                                                  l, e.t, nb.getFloatAttr(e.t, 12.9898))));
+                          return add(nb, l, s,
+                                     nb.create<arith::ConstantOp>(l, e.t, nb.getFloatAttr(e.t, 1.5)));
+                        });
+  auto normalize = [&](Emitter &le, Value u) {
+    Value sq = le.reduceAll({u}, {le.id2()},
+                            [](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                              return add(nb, l, x[1], mul(nb, l, x[0], x[0]));
+                            },
+                            2);
+    Value inv = le.b.create<arith::DivFOp>(le.loc, le.cst(1.0),
+                                           le.b.create<math::SqrtOp>(le.loc, sq));
+    return le.map2({u}, {le.id2()}, u, [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
+      return mul(nb, l, x[0], inv);
+    });
+  };
+  Value v = normalize(we, v0);
+  auto loop = b.create<scf::ForOp>(
+      loc, we.idx(0), we.idx(iterations), one, ValueRange{v},
+      [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
+        Emitter le(lb, ll, e.t);
+        Value u = le.matmulTransposeA(a, le.matmul(a, it[0]));
+        lb.create<scf::YieldOp>(ll, le.dynamic(normalize(le, u)));
+      });
+  v = loop.getResult(0);
+  Value av = we.matmul(a, v);
+  Value L = we.reduceAll({av}, {we.id2()},
+                         [](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                           return add(nb, l, x[1], mul(nb, l, x[0], x[0]));
+                         },
+                         2);
+  return {L, v};
+}
+
+/// The pieces of an ISTA step, shared by the step and its VJP.
+struct Ista {
+  Lipschitz lip;
+  Value t, theta; // 1/L and λ/L (scalars)
+  Value r, g, v;  // R = X − Y Aᵀ, G = R A, V = Y + t G
+};
+
+Ista istaPieces(Emitter &e, Value y, Value x, Value a, double lambda, int64_t iterations) {
+  Ista p;
+  p.lip = powerMethod(e, a, iterations);
+  p.t = e.b.create<arith::DivFOp>(e.loc, e.cst(1.0), p.lip.L);
+  p.theta = mul(e.b, e.loc, e.cst(lambda), p.t);
+  Value ya = e.tokWT(y, a);
+  p.r = e.map2({x, ya}, {e.id2(), e.id2()}, x,
+               [](OpBuilder &b, Location l, ValueRange v) -> Value { return sub(b, l, v[0], v[1]); });
+  p.g = e.tokW(p.r, a);
+  Value t = p.t;
+  p.v = e.map2({y, p.g}, {e.id2(), e.id2()}, y,
+               [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                 return add(b, l, v[0], mul(b, l, t, v[1]));
+               });
+  return p;
+}
+
+/// Is v past the threshold (|v| > θ, or v > θ one-sided)?
+Value active(OpBuilder &b, Location l, Value v, Value theta, bool nonneg) {
+  Value mag = nonneg ? v : b.create<math::AbsFOp>(l, v).getResult();
+  return b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, mag, theta);
+}
+/// sign(v) (1 for the one-sided threshold).
+Value signOf(OpBuilder &b, Location l, Type t, Value v, bool nonneg) {
+  Value one = b.create<arith::ConstantOp>(l, t, b.getFloatAttr(t, 1.0));
+  if (nonneg)
+    return one;
+  Value neg = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLT, v,
+                                      b.create<arith::ConstantOp>(l, t, b.getFloatAttr(t, 0.0)));
+  return b.create<arith::SelectOp>(l, neg, b.create<arith::NegFOp>(l, one), one);
+}
+
+Value istaStep(Emitter &e, IstaStepOp op, Value y, Value x, Value a) {
+  Ista p = istaPieces(e, y, x, a, op.getLambda().convertToDouble(), op.getPowerIterations());
+  bool nonneg = op.getNonneg();
+  Value zero = e.cst(0.0);
+  // η_θ(v) = sign(v) max(|v| − θ, 0).
+  return e.map2({p.v}, {e.id2()}, p.v, [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+    Value s = signOf(b, l, e.t, v[0], nonneg);
+    Value shrunk = mul(b, l, s, sub(b, l, mul(b, l, s, v[0]), p.theta));
+    return b.create<arith::SelectOp>(l, active(b, l, v[0], p.theta, nonneg), shrunk, zero);
+  });
+}
+
+/// dV = dY' where v is past the threshold; dθ = −Σ dY' sign(v) there;
+/// dt = Σ dV ∘ G + λ dθ. Then, with V = Y + t (X A − Y AᵀA):
+/// dY = dV − t (dV Aᵀ) A, dX = t dV Aᵀ,
+/// dA = t (Rᵀ dV − (dV Aᵀ)ᵀ Y) − 2 t² dt (A v) vᵀ (dL/dA = 2 A v vᵀ).
+std::array<Value, 3> istaVJP(Emitter &e, IstaStepVJPOp op, Value y, Value x, Value a, Value dy) {
+  double lambda = op.getLambda().convertToDouble();
+  bool nonneg = op.getNonneg();
+  Ista p = istaPieces(e, y, x, a, lambda, op.getPowerIterations());
+  Value zero = e.cst(0.0);
+  Value dv = e.map2({p.v, dy}, {e.id2(), e.id2()}, dy,
+                    [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                      return b.create<arith::SelectOp>(l, active(b, l, v[0], p.theta, nonneg),
+                                                       v[1], zero);
+                    });
+  Value dtheta = sumAll(e, {p.v, dy}, [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+    Value s = signOf(b, l, e.t, v[0], nonneg);
+    Value on = b.create<arith::SelectOp>(l, active(b, l, v[0], p.theta, nonneg), v[1], zero);
+    return b.create<arith::NegFOp>(l, mul(b, l, s, on));
+  });
+  Value dvg = sumAll(e, {dv, p.g}, [](OpBuilder &b, Location l, ValueRange v) -> Value {
+    return mul(b, l, v[0], v[1]);
+  });
+  Value dt = add(e.b, e.loc, dvg, mul(e.b, e.loc, e.cst(lambda), dtheta));
+  Value dva = e.tokWT(dv, a);
+  Value dva2 = e.tokW(dva, a);
+  Value dyOut = e.map2({dv, dva2}, {e.id2(), e.id2()}, dv,
+                       [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                         return sub(b, l, v[0], mul(b, l, p.t, v[1]));
+                       });
+  Value dx = e.map2({dva}, {e.id2()}, dva, [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+    return mul(b, l, p.t, v[0]);
+  });
+  Emitter we = e.weights();
+  Value rdv = e.tokTTokW(p.r, dv), dvay = e.tokTTokW(dva, y);
+  Value outer = we.matmulTransposeB(we.matmul(a, p.lip.v), p.lip.v);
+  // −2 t² dt
+  Value k = mul(e.b, e.loc, e.cst(-2.0), mul(e.b, e.loc, mul(e.b, e.loc, p.t, p.t), dt));
+  Value da = we.map2({rdv, dvay, outer}, {we.id2(), we.id2(), we.id2()}, rdv,
+                     [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                       return add(b, l, mul(b, l, p.t, sub(b, l, v[0], v[1])), mul(b, l, k, v[2]));
+                     });
+  return {dyOut, dx, da};
+}
+
+Value lsqEnergy(Emitter &e, Value y, Value x, Value a) {
+  Value ya = e.tokWT(y, a);
+  Value half = e.cst(0.5);
+  return e.fullReduce(
+      {x, ya}, {e.id2(), e.id2()},
+      [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+        Value r = sub(b, l, v[0], v[1]);
+        return add(b, l, v[2], mul(b, l, half, mul(b, l, r, r)));
+      },
+      y);
+}
+
+Value l1Energy(Emitter &e, Value y, double lambda, bool nonneg) {
+  Value lam = e.cst(lambda), zero = e.cst(0.0);
+  Value inf = e.cst(std::numeric_limits<double>::infinity());
+  return e.fullReduce(
+      {y}, {e.id2()},
+      [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+        Value term = mul(b, l, lam, b.create<math::AbsFOp>(l, v[0]));
+        if (nonneg) {
+          Value neg = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLT, v[0], zero);
+          term = b.create<arith::SelectOp>(l, neg, inf, term);
+        }
+        return add(b, l, v[1], term);
+      },
+      y);
+}
+
+//===----------------------------------------------------------------------===//
+// Hopfield
+//===----------------------------------------------------------------------===//
+
+/// β Y Xᵀ, its row maxima and the rows' Σ exp(β s − max).
+struct Logits {
+  Value s, mx, sum;
+};
+
+Logits logits(Emitter &e, Value y, Value x, double beta) {
+  Logits p;
+  Value bt = e.cst(beta);
+  Value g = e.gram(y, x);
+  p.s = e.map2({g}, {e.id2()}, g, [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+    return mul(b, l, bt, v[0]);
+  });
+  p.mx = e.rowReduce({p.s}, {e.id2()}, p.s, -std::numeric_limits<double>::infinity(),
+                     [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                       return b.create<arith::MaximumFOp>(l, v[1], v[0]);
+                     });
+  p.sum = e.rowReduce({p.s, p.mx}, {e.id2(), e.row2()}, p.s, 0.0,
+                      [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                        return add(b, l, v[2], b.create<math::ExpOp>(l, sub(b, l, v[0], v[1])));
+                      });
+  return p;
+}
+
+/// softmax_i(β y_q·x_i) for every query q: [.., q, N].
+Value softmaxRows(Emitter &e, const Logits &p) {
+  return e.map2({p.s, p.mx, p.sum}, {e.id2(), e.row2(), e.row2()}, p.s,
+                [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                  Value ex = b.create<math::ExpOp>(l, sub(b, l, v[0], v[1]));
+                  return b.create<arith::DivFOp>(l, ex, v[2]);
+                });
+}
+
+Value scaled(Emitter &e, Value v, double k) {
+  if (k == 1.0)
+    return v;
+  Value c = e.cst(k);
+  return e.map2({v}, {e.id2()}, v, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+    return mul(b, l, c, a[0]);
+  });
+}
+
+Value lseEnergy(Emitter &e, Value y, Value x, double beta) {
+  Logits p = logits(e, y, x, beta);
+  Value nib = e.cst(-1.0 / beta);
+  AffineMap rows = rowsMap(e);
+  return e.rowsReduce(
+      {p.mx, p.sum}, {rows, rows},
+      [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+        Value lse = add(b, l, v[0], b.create<math::LogOp>(l, v[1]));
+        return add(b, l, v[2], mul(b, l, nib, lse));
+      },
+      y);
+}
+
+/// Y' = P X / c, P = softmax(β Y Xᵀ): dP = dY' Xᵀ / c, dS = P ∘ (dP − Σ_i
+/// P dP) (the logits' cotangent), dY = β dS X, dX = Pᵀ dY' / c + β dSᵀ Y.
+std::array<Value, 2> cccpVJP(Emitter &e, CccpStepVJPOp op, Value y, Value x, Value dy) {
+  double beta = op.getBeta().convertToDouble(), c = op.getCoeff().convertToDouble();
+  Value pm = softmaxRows(e, logits(e, y, x, beta));
+  Value dp = scaled(e, e.gram(dy, x), 1.0 / c);
+  Value r = e.rowReduce({pm, dp}, {e.id2(), e.id2()}, pm, 0.0,
+                        [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                          return add(b, l, v[2], mul(b, l, v[0], v[1]));
+                        });
+  Value ds = e.map2({pm, dp, r}, {e.id2(), e.id2(), e.row2()}, pm,
+                    [](OpBuilder &b, Location l, ValueRange v) -> Value {
+                      return mul(b, l, v[0], sub(b, l, v[1], v[2]));
+                    });
+  Value dyOut = scaled(e, e.pairTok(ds, x), beta);
+  Value dxA = scaled(e, e.pairTTok(pm, dy), 1.0 / c), dxB = scaled(e, e.pairTTok(ds, y), beta);
+  Value dx = e.map2({dxA, dxB}, {e.id2(), e.id2()}, dxA,
+                    [](OpBuilder &b, Location l, ValueRange v) -> Value { return add(b, l, v[0], v[1]); });
+  return {dyOut, dx};
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+void replaceTerm(ConversionPatternRewriter &rewriter, Operation *op, Value v) {
+  rewriter.replaceOpWithNewOp<UnrealizedConversionCastOp>(op, op->getResult(0).getType(), v);
+}
+
+struct LsqLowering : OpConversionPattern<LsqOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LsqOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    replaceTerm(rewriter, op, lsqEnergy(e, a.getY(), a.getX(), a.getDict()));
+    return success();
+  }
+};
+
+struct L1Lowering : OpConversionPattern<L1Op> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(L1Op op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    replaceTerm(rewriter, op,
+                l1Energy(e, a.getY(), op.getLambda().convertToDouble(), op.getNonneg()));
+    return success();
+  }
+};
+
+struct LseLowering : OpConversionPattern<LseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LseOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    replaceTerm(rewriter, op, lseEnergy(e, a.getY(), a.getX(), op.getBeta().convertToDouble()));
+    return success();
+  }
+};
+
+struct IstaStepLowering : OpConversionPattern<IstaStepOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(IstaStepOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    Value r = istaStep(e, op, a.getY(), a.getX(), a.getDict());
+    rewriter.replaceOp(op, e.castTo(r, op.getType()));
+    return success();
+  }
+};
+
+struct IstaStepVJPLowering : OpConversionPattern<IstaStepVJPOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(IstaStepVJPOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    auto r = istaVJP(e, op, a.getY(), a.getX(), a.getDict(), a.getDy());
+    rewriter.replaceOp(op, ValueRange{e.castTo(r[0], op.getDx().getType()),
+                                      e.castTo(r[1], op.getDinput().getType()),
+                                      e.castTo(r[2], op.getDdict().getType())});
+    return success();
+  }
+};
+
+struct CccpStepLowering : OpConversionPattern<CccpStepOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CccpStepOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    Value pm = softmaxRows(e, logits(e, a.getY(), a.getX(), op.getBeta().convertToDouble()));
+    Value r = scaled(e, e.pairTok(pm, a.getX()), 1.0 / op.getCoeff().convertToDouble());
+    rewriter.replaceOp(op, e.castTo(r, op.getType()));
+    return success();
+  }
+};
+
+struct CccpStepVJPLowering : OpConversionPattern<CccpStepVJPOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CccpStepVJPOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    auto r = cccpVJP(e, op, a.getY(), a.getX(), a.getDy());
+    rewriter.replaceOp(op, ValueRange{e.castTo(r[0], op.getDx().getType()),
+                                      e.castTo(r[1], op.getDinput().getType())});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::unroll::populateOptimizationPatterns(RewritePatternSet &patterns) {
+  patterns.add<LsqLowering, L1Lowering, LseLowering, IstaStepLowering, IstaStepVJPLowering,
+               CccpStepLowering, CccpStepVJPLowering>(patterns.getContext());
+}

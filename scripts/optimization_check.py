@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Checks the sparse-coding and Hopfield energies of a compiled library
+against independent NumPy code (usage: optimization_check.py LIB).
+
+For each energy of test/Integration/CPU/Inputs/optimization-energies.mlir:
+  * the compiled descent (@E_descend) against the same algorithm written
+    here from its formula: ISTA with L = the largest eigenvalue of AᵀA from
+    numpy.linalg.eigvalsh, and the Hopfield update softmax(β ξ Xᵀ) X;
+  * the compiled energies against the energy written here;
+  * the energy never increases along the descent;
+  * the compiled gradient (@E_descend_vjp) of <W, Y_T> against central
+    differences, for Y_0, X and every parameter.
+Prints one line per check and exits 1 if any fails."""
+import ctypes
+import json
+import sys
+
+import numpy as np
+
+lib = ctypes.CDLL(sys.argv[1])
+lib.unroll_model_info.restype = ctypes.c_char_p
+info = json.loads(lib.unroll_model_info().decode())
+energies = {e["name"]: e for e in info["energies"]}
+failed = []
+
+
+class MemRef1(ctypes.Structure):
+    _fields_ = [("alloc", ctypes.c_void_p), ("data", ctypes.c_void_p), ("offset", ctypes.c_int64),
+                ("sizes", ctypes.c_int64 * 1), ("strides", ctypes.c_int64 * 1)]
+
+
+class MemRef2(ctypes.Structure):
+    _fields_ = [("alloc", ctypes.c_void_p), ("data", ctypes.c_void_p), ("offset", ctypes.c_int64),
+                ("sizes", ctypes.c_int64 * 2), ("strides", ctypes.c_int64 * 2)]
+
+
+def ref(a):
+    assert a.dtype == np.float64 and a.flags.c_contiguous
+    p = a.ctypes.data
+    if a.ndim == 1:
+        return ctypes.byref(MemRef1(p, p, 0, (ctypes.c_int64 * 1)(a.shape[0]), (ctypes.c_int64 * 1)(1)))
+    return ctypes.byref(MemRef2(p, p, 0, (ctypes.c_int64 * 2)(*a.shape),
+                                (ctypes.c_int64 * 2)(a.shape[1], 1)))
+
+
+def descend(e, y0, x, theta, iters):
+    y, en = np.zeros_like(y0), np.zeros(iters + 1)
+    getattr(lib, "_mlir_ciface_" + e["descend"])(ref(y0), ref(x), ref(theta), ref(y), ref(en))
+    return y, en
+
+
+def descend_vjp(e, y0, x, theta, iters, dy):
+    dy0, dx, g = np.zeros_like(y0), np.zeros_like(x), np.zeros_like(theta)
+    fn = getattr(lib, "_mlir_ciface_" + e["descend_vjp"])
+    fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] + [ctypes.c_void_p] * 4
+    fn(ref(y0), ref(x), ref(theta), iters, ref(dy), ref(dy0), ref(dx), ref(g))
+    return dy0, dx, g
+
+
+def check(name, ok, detail):
+    print(("PASS" if ok else "FAIL") + f" {name}: {detail}")
+    if not ok:
+        failed.append(name)
+
+
+def rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(1e-300, np.max(np.abs(b))))
+
+
+def grad_check(name, e, y0, x, theta, iters, rng, tol=1e-6):
+    w = rng.standard_normal(y0.shape)
+    dy0, dx, g = descend_vjp(e, y0, x, theta, iters, w)
+    worst = 0.0
+    for arr, grad, what in ((y0, dy0, "Y0"), (x, dx, "X"), (theta, g, "theta")):
+        for idx in rng.choice(arr.size, size=min(arr.size, 12), replace=False):
+            h = 1e-6 * max(1.0, abs(arr.flat[idx]))
+            old = arr.flat[idx]
+            arr.flat[idx] = old + h
+            fp = np.sum(w * descend(e, y0, x, theta, iters)[0])
+            arr.flat[idx] = old - h
+            fm = np.sum(w * descend(e, y0, x, theta, iters)[0])
+            arr.flat[idx] = old
+            fd = (fp - fm) / (2 * h)
+            err = abs(fd - grad.flat[idx]) / max(1e-3, abs(fd))
+            worst = max(worst, err)
+    check(f"{name} gradient vs central differences", worst < tol,
+          f"max relative error {worst:.2e} over Y0, X and the parameters (tol {tol:g})")
+
+
+rng = np.random.default_rng(0)
+
+# --- sparse coding ---------------------------------------------------------
+def soft(v, t, nonneg):
+    return np.maximum(v - t, 0.0) if nonneg else np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
+
+
+for name, nonneg in (("ista", False), ("ista_nonneg", True)):
+    e = energies[name]
+    lam = next(t["lambda"] for t in e["terms"] if t["op"] == "l1")
+    m, n, rows, iters = 8, 12, 5, 40
+    A = rng.standard_normal((m, n)) / np.sqrt(m)
+    A /= np.linalg.norm(A, axis=0)
+    xs = rng.standard_normal((rows, n)) * (rng.random((rows, n)) < 0.3)
+    if nonneg:
+        xs = np.abs(xs)
+    b = xs @ A.T + 0.01 * rng.standard_normal((rows, m))
+    theta = np.ascontiguousarray(A.ravel())
+    y0 = np.zeros((rows, n))
+    y, en = descend(e, y0, b, theta, iters)
+    # L as the step computes it: the power method on AᵀA from
+    # v_i = 1.5 + sin(12.9898 i), then ‖A v‖²; it must match the largest
+    # eigenvalue from eigvalsh.
+    v = 1.5 + np.sin(12.9898 * np.arange(n))
+    v /= np.linalg.norm(v)
+    for _ in range(e["power_iterations"]):
+        v = A.T @ (A @ v)
+        v /= np.linalg.norm(v)
+    L = float(np.sum((A @ v) ** 2))
+    ev = np.linalg.eigvalsh(A.T @ A)
+    check(f"{name} power-method L vs eigvalsh", abs(L - ev[-1]) < 1e-12 * ev[-1],
+          f"L = {L:.12f}, λ_max = {ev[-1]:.12f}, next {ev[-2]:.4f}")
+    ref_y, ref_e = y0.copy(), []
+    energy = lambda z: 0.5 * np.sum((b - z @ A.T) ** 2) + lam * np.sum(np.abs(z))
+    ref_e.append(energy(ref_y))
+    for _ in range(iters):
+        ref_y = soft(ref_y + (b - ref_y @ A.T) @ A / L, lam / L, nonneg)
+        ref_e.append(energy(ref_y))
+    check(f"{name} iterates vs NumPy ISTA (same power method)", rel(y, ref_y) < 1e-9,
+          f"max |Δ|/max|x| = {rel(y, ref_y):.2e} after {iters} steps")
+    check(f"{name} energies vs NumPy", rel(en, np.array(ref_e)) < 1e-9,
+          f"{rel(en, np.array(ref_e)):.2e}; E: {en[0]:.4f} -> {en[-1]:.4f}")
+    inc = int(np.sum(np.diff(en) > 1e-12 * abs(en[0])))
+    check(f"{name} descent", inc == 0, f"{inc} of {iters} steps increased the energy")
+    if nonneg:
+        check(f"{name} feasibility", bool(np.all(y >= 0)), "every code entry >= 0")
+    # gradients: start from a non-zero point so that the threshold's two
+    # sides are both exercised.
+    y0 = 0.1 * rng.standard_normal((rows, n))
+    grad_check(name, e, y0, b, theta, 3, rng)
+
+# --- Hopfield ----------------------------------------------------------------
+e = energies["hopfield"]
+beta = next(t["beta"] for t in e["terms"] if t["op"] == "lse")
+N, d, q, iters = 10, 6, 4, 5
+X = rng.standard_normal((N, d))
+xi = X[:q] + 0.5 * rng.standard_normal((q, d))
+empty = np.zeros(1)
+y, en = descend(e, xi, X, empty, iters)
+
+
+def hop_energy(z):
+    s = beta * z @ X.T
+    mx = s.max(axis=1, keepdims=True)
+    lse = (mx[:, 0] + np.log(np.exp(s - mx).sum(axis=1))) / beta
+    return -lse.sum() + 0.5 * np.sum(z * z)
+
+
+ref_y, ref_e = xi.copy(), [hop_energy(xi)]
+for _ in range(iters):
+    s = beta * ref_y @ X.T
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    ref_y = p @ X
+    ref_e.append(hop_energy(ref_y))
+check("hopfield iterates vs NumPy softmax(β ξ Xᵀ) X", rel(y, ref_y) < 1e-12,
+      f"max |Δ|/max|ξ| = {rel(y, ref_y):.2e}")
+check("hopfield energies vs NumPy", rel(en, np.array(ref_e)) < 1e-12,
+      f"{rel(en, np.array(ref_e)):.2e}; E: {en[0]:.4f} -> {en[-1]:.4f}")
+grad_check("hopfield", e, xi.copy(), X.copy(), empty, 3, rng)
+
+print("all checks passed" if not failed else f"{len(failed)} checks failed: {', '.join(failed)}")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,26 @@
+// Small sparse-coding and Hopfield energies for optimization-energies.test:
+// codes x [12] from measurements b [8]; queries of 6 features against a
+// memory of patterns. @ista_nonneg's dictionary in the check has close top
+// eigenvalues (3.02, 2.82): its power method gets 1000 steps.
+unroll.energy @ista {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>):
+  %A = unroll.param "A" {std = 0.35 : f64} : tensor<8x12xf64>
+  %fit = unroll.lsq %Y, %X, %A : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>
+  %l1 = unroll.l1 %Y lambda(0.05) : tensor<?x12xf64>
+  unroll.minimize %fit, %l1 schedule(ista) iterations(16)
+}
+
+unroll.energy @ista_nonneg {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>):
+  %A = unroll.param "A" {std = 0.35 : f64} : tensor<8x12xf64>
+  %fit = unroll.lsq %Y, %X, %A {power_iterations = 1000 : i64} : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>
+  %l1 = unroll.l1 %Y lambda(0.05) nonneg : tensor<?x12xf64>
+  unroll.minimize %fit, %l1 schedule(ista) iterations(16)
+}
+
+unroll.energy @hopfield {
+^bb0(%Y: tensor<?x6xf64>, %X: tensor<?x6xf64>):
+  %lse = unroll.lse %Y, %X beta(2.0) : tensor<?x6xf64>, tensor<?x6xf64>
+  %reg = unroll.sqnorm %Y : tensor<?x6xf64>
+  unroll.minimize %lse, %reg schedule(cccp) iterations(5)
+}
