@@ -72,6 +72,24 @@ void vjp(void *fn, const EnergyInputs &in, int64_t iters, const std::vector<doub
   grad.assign(g.begin(), g.begin() + in.theta.size());
 }
 
+template <typename T>
+void descend(void *fn, const DescentInputs &in, int64_t iters, EnergyTrace &out) {
+  using Fn =
+      void (*)(MemRef<T, 2> *, MemRef<T, 2> *, MemRef<T, 1> *, MemRef<T, 2> *, MemRef<T, 1> *);
+  std::vector<T> y0 = convert<T>(in.y0), x = convert<T>(in.x), theta = convert<T>(in.theta);
+  std::vector<T> y(in.y0.size()), e(iters + 1);
+  if (theta.empty())
+    theta.push_back(0);
+  auto y0m = makeMemRef<T, 2>(y0.data(), {in.rows, in.cols});
+  auto xm = makeMemRef<T, 2>(x.data(), {in.xRows, in.xCols});
+  auto tm = makeMemRef<T, 1>(theta.data(), {(int64_t)in.theta.size()});
+  auto ym = makeMemRef<T, 2>(y.data(), {in.rows, in.cols});
+  auto em = makeMemRef<T, 1>(e.data(), {iters + 1});
+  reinterpret_cast<Fn>(fn)(&y0m, &xm, &tm, &ym, &em);
+  out.energies.assign(e.begin(), e.end());
+  out.y.assign(y.begin(), y.end());
+}
+
 /// Checks sizes against the model info before any call into compiled code.
 bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
                  std::string &error) {
@@ -133,6 +151,47 @@ bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e, const Energ
   if (!fn)
     return false;
   return isF32(m) ? trace<float>(fn, in, iterations, out) : trace<double>(fn, in, iterations, out);
+}
+
+bool unroll::runEnergyDescent(const Model &m, const nlohmann::json &e, const DescentInputs &in,
+                              int64_t iterations, EnergyTrace &out, std::string &error) {
+  if (iterations < 0) {
+    error = "iterations must be >= 0, got " + std::to_string(iterations);
+    return false;
+  }
+  if (in.rows <= 0 || in.cols <= 0 || in.xRows <= 0 || in.xCols <= 0 ||
+      (int64_t)in.y0.size() != in.rows * in.cols || (int64_t)in.x.size() != in.xRows * in.xCols) {
+    error = "Y_0 must be rows x cols and X xRows x xCols, all positive";
+    return false;
+  }
+  auto sizeIs = [&](const char *key, int64_t v, const char *what) {
+    if (e.contains(key) && e[key].is_number_integer() && e[key].get<int64_t>() != v) {
+      error = "the energy '" + e.value("name", "") + "' is compiled for " + what + " " +
+              e[key].dump() + ", got " + std::to_string(v);
+      return false;
+    }
+    return true;
+  };
+  if (!sizeIs("dim", in.cols, "Y's feature size") ||
+      !sizeIs("input_dim", in.xCols, "X's feature size"))
+    return false;
+  if ((int64_t)in.theta.size() != e.value("num_params", (int64_t)0)) {
+    error = "expected " + e["num_params"].dump() + " parameter values, got " +
+            std::to_string(in.theta.size());
+    return false;
+  }
+  if (!e.contains("descend") || !e["descend"].is_string()) {
+    error = m.path() + ": the energy has no @E_descend entry point (rebuild it with this unroll)";
+    return false;
+  }
+  void *fn = lookupEntry(m, e, "descend", error);
+  if (!fn)
+    return false;
+  if (isF32(m))
+    descend<float>(fn, in, iterations, out);
+  else
+    descend<double>(fn, in, iterations, out);
+  return true;
 }
 
 bool unroll::energyVJP(const Model &m, const nlohmann::json &e, const EnergyInputs &in,

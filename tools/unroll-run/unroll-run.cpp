@@ -9,6 +9,7 @@
 #include "unroll/runtime/Model.h"
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Optimization.h"
 #include "unroll/tooling/Plot.h"
 #include "unroll/tooling/Process.h"
 #include "unroll/tooling/Safetensors.h"
@@ -115,6 +116,22 @@ Training and evaluation (models):
                          'ys' [B,n]) and --output preds.safetensors ('preds' [B,n])
   --model NAME           which model of the library (default: the first)
 
+Unrolled optimization (energies with schedule ista / cccp):
+  --task sparse_coding   ISTA (the compiled step) and FISTA (its extrapolation
+                         around the same step) on b = A x*: A_ij ~ N(0, 1/m) with
+                         unit columns, x* Bernoulli(0.1) x N(0, 1); NMSE in dB per
+                         iteration (default 1000), to DIR/sparse_coding.csv/json/svg
+  --task hopfield        retrieve N stored unit patterns from corrupted queries
+                         with the compiled CCCP step: retrieval error after one
+                         step and at convergence, steps, energy; descent counted
+                         over 10,000 single-query cases; DIR/hopfield.csv/json/svg
+  --samples N            validation samples / queries (default 1000)
+  --patterns N           Hopfield: stored patterns (default 1000)
+  --snr DB               sparse coding: measurement noise at DB dB (default none)
+  --corrupt mask|noise   Hopfield queries: half the entries zeroed (default), or
+                         noise of the pattern's norm
+  (--out DIR as above, default out/TASK; --iterations caps the steps)
+
 Energies:
   --energy NAME          which energy of the library (default: the first)
   --iterations N         number of steps (default: the energy's iterations)
@@ -148,6 +165,9 @@ struct Options {
   std::vector<int64_t> evalLoops; // --eval-loops: the loop study
   uint64_t seed = 0;
   double scale = 1.0;
+  int64_t samples = -1, patterns = -1; // --task sparse_coding / hopfield
+  double snrDb = -1;
+  std::string corrupt = "mask";
   /// Training settings given as flags, as config keys (override --config).
   nlohmann::json train = nlohmann::json::object();
 };
@@ -363,6 +383,16 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
         return false;
       o.seed = static_cast<uint64_t>(tmp);
       o.train["seed"] = tmp;
+    } else if (a == "--samples" || a == "--patterns") {
+      if (!(v = value()) || !parseInt(a, v, 1, a == "--samples" ? o.samples : o.patterns, err))
+        return false;
+    } else if (a == "--snr") {
+      if (!(v = value()) || !parseDouble(a, v, o.snrDb, err))
+        return false;
+    } else if (a == "--corrupt") {
+      if (!(v = value()))
+        return false;
+      o.corrupt = v;
     } else if (a == "--scale") {
       if (!(v = value()) || !parseDouble(a, v, o.scale, err))
         return false;
@@ -457,11 +487,39 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
   return true;
 }
 
+/// --task sparse_coding / hopfield on an energy library.
+int runOptimization(const Options &o, const Model &m, const std::string &task) {
+  std::string err;
+  const nlohmann::json *e = findEnergy(m, o.energy, err);
+  if (!e)
+    return die(err + " (--task " + task + " runs an energy with schedule " +
+               (task == "hopfield" ? "cccp" : "ista") + ")");
+  OptimizationOptions opt;
+  opt.seed = o.seed;
+  opt.iterations = o.iterations;
+  opt.samples = o.samples;
+  opt.patterns = o.patterns;
+  opt.snrDb = o.snrDb;
+  opt.corrupt = o.corrupt;
+  opt.json = o.json;
+  opt.out = o.train.value("out", "out/" + task);
+  int rc = task == "hopfield" ? hopfieldStudy(m, *e, opt, err) : sparseCodingStudy(m, *e, opt, err);
+  if (rc != 0) {
+    die(err);
+    return rc;
+  }
+  return 0;
+}
+
 int runEnergy(const Options &o, const Model &m) {
   std::string err;
   const nlohmann::json *e = findEnergy(m, o.energy, err);
   if (!e)
     return die(err);
+  if (!e->contains("trace") || !(*e)["trace"].is_string())
+    return die("energy @" + e->value("name", "") + " (schedule " + e->value("schedule", "") +
+               ") reads its input X as data, not as Y_0: run it with --task " +
+               (e->value("schedule", "") == "cccp" ? "hopfield" : "sparse_coding"));
   EnergyInputs in;
   int64_t samples = 1;
   if (!makeInputs(o, *e, in, samples, err))
@@ -759,6 +817,8 @@ static int runMain(int argc, char **argv) {
   }
   std::string kind = m.info().value("kind", "");
   std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
+  if (task == "sparse_coding" || task == "hopfield")
+    return runOptimization(o, m, task);
   if (task == "energy")
     return kind == "model" ? runModel(o, m, "icl_linear", /*energyOfModel=*/true) : runEnergy(o, m);
   std::string known;

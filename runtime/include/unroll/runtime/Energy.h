@@ -24,6 +24,19 @@ struct EnergyTrace {
 
 /// The model-info entry of the energy named `name` (the first if empty);
 /// nullptr with `error` set if there is none.
+/// Inputs of @E_descend: a start Y_0 [rows, cols] and the input X
+/// [xRows, xCols], which need not have Y's shape (sparse coding's
+/// measurements, a Hopfield memory).
+struct DescentInputs {
+  int64_t rows = 0, cols = 0, xRows = 0, xCols = 0;
+  std::vector<double> y0, x, theta;
+};
+
+/// `iterations` steps of the energy's derived descent from Y_0 (@E_descend):
+/// out.energies = E(Y_0) … E(Y_iterations), out.y = Y_iterations.
+bool runEnergyDescent(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
+                      int64_t iterations, EnergyTrace &out, std::string &error);
+
 const nlohmann::json *findEnergy(const Model &m, const std::string &name, std::string &error);
 
 /// Runs `iterations` steps from Y_0 = X via the energy's trace entry point.

@@ -1,0 +1,44 @@
+//===- Optimization.h - the unrolled-optimization tasks ---------*- C++ -*-===//
+//
+// `unroll-run energy.so --task sparse_coding` and `--task hopfield`: the
+// standard synthetic problems of the two families, run through an energy's
+// compiled descent (@E_descend), with their metrics, a CSV, a JSON report
+// and an SVG plot.
+//
+//===----------------------------------------------------------------------===//
+#ifndef UNROLL_TOOLING_OPTIMIZATION_H
+#define UNROLL_TOOLING_OPTIMIZATION_H
+
+#include "unroll/runtime/Model.h"
+
+#include <cstdint>
+#include <string>
+
+namespace unroll {
+
+struct OptimizationOptions {
+  uint64_t seed = 0;
+  int64_t iterations = -1; // -1: the task's default
+  int64_t samples = -1;    // sparse coding: validation samples; Hopfield: queries
+  int64_t patterns = -1;   // Hopfield: stored patterns N
+  double snrDb = -1;       // sparse coding: measurement noise (< 0: noiseless)
+  std::string corrupt = "mask"; // Hopfield queries: "mask" (half the entries) or "noise"
+  std::string out;              // folder for CSV, JSON and SVG ("" = none)
+  bool json = false;            // print the JSON report instead of the table
+};
+
+/// ISTA (the compiled step) and FISTA (the same step at the extrapolated
+/// point) on b = A x* (+ noise): NMSE in dB per iteration. Returns the exit
+/// status; `error` says why on failure.
+int sparseCodingStudy(const Model &m, const nlohmann::json &energy, const OptimizationOptions &o,
+                      std::string &error);
+
+/// Retrieval of stored patterns from corrupted queries with the compiled
+/// CCCP step: error after one step and at convergence, steps, energy trace,
+/// and the descent count over 10,000 single-query cases.
+int hopfieldStudy(const Model &m, const nlohmann::json &energy, const OptimizationOptions &o,
+                  std::string &error);
+
+} // namespace unroll
+
+#endif
