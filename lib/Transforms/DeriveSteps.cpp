@@ -188,7 +188,7 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
       step = b.create<ParamOp>(min.getLoc(), RankedTensorType::get({1}, elemTy),
                                b.getStringAttr("alpha"), b.getF64FloatAttr(0.1),
                                InitKindAttr::get(b.getContext(), InitKind::constant),
-                               min.getAlphaAttr());
+                               min.getAlphaAttr(), /*fixed=*/nullptr);
     cur = b.create<GradStepOp>(q.getLoc(), tokenTy, cur, w, center, step, min.getAlphaAttr(),
                                b.getF64FloatAttr(coeff));
     ++numSteps;

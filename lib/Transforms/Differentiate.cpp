@@ -68,6 +68,9 @@ LogicalResult DifferentiatePass::differentiate(EnergyOp energy) {
   IRMapping map;
   map.map(fwd.getArgument(0), y);
   map.map(fwd.getArgument(1), x);
+  // Layered steps (a learned unrolling) take the iteration index k last.
+  if (fwd.getNumArguments() == 3)
+    map.map(fwd.getArgument(2), rev->addArgument(b.getIndexType(), energy.getLoc()));
   SmallVector<Operation *> ops;
   for (Operation &op : fwd.without_terminator())
     ops.push_back(&op);

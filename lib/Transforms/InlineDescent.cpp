@@ -42,6 +42,10 @@ struct InlineDescentPass : public unroll::impl::UnrollInlineDescentBase<InlineDe
       return d.emitOpError() << "@" << d.getEnergy()
                              << " has no derived steps; run --unroll-derive-steps first";
     Block &steps = energy.getSteps().front();
+    if (steps.getNumArguments() != 2)
+      return d.emitOpError() << "@" << d.getEnergy()
+                             << "'s steps take a layer index (a learned unrolling); a model's "
+                                "loop cannot descend it yet";
     OpBuilder b(d);
     Value cur = d.getY();
     for (int64_t k = 0; k < d.getSteps(); ++k) {

@@ -50,7 +50,9 @@ private:
     Value theta, x;
   };
   Value energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
-  Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
+  /// One iteration of the steps at layer index `layer` (used when the
+  /// steps take one).
+  Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors, Value layer);
   Value runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args, ArrayRef<Value> pt,
                   Grads &grads);
   /// @E_trace (Y_0 = X) or, with `fromStart`, @E_descend.
@@ -102,9 +104,9 @@ Value EnergyLowering::energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value
   return total;
 }
 
-Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> pt) {
+Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> pt, Value layer) {
   Grads none;
-  return runRegion(b, energy.getSteps(), {y, x}, pt, none);
+  return runRegion(b, energy.getSteps(), {y, x, layer}, pt, none);
 }
 
 Value EnergyLowering::runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args,
@@ -211,7 +213,7 @@ void EnergyLowering::emitTrace(OpBuilder &b, bool fromStart) {
   Value n = b.create<memref::DimOp>(loc, eOut, 0);
   auto loop = b.create<scf::ForOp>(
       loc, c1, n, c1, ValueRange{y0}, [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
-        Value next = stepValue(lb, iter[0], x, pt);
+        Value next = stepValue(lb, iter[0], x, pt, lb.create<arith::SubIOp>(ll, t, c1));
         lb.create<memref::StoreOp>(ll, energyValue(lb, next, x, pt), eOut, ValueRange{t});
         lb.create<scf::YieldOp>(ll, next);
       });
@@ -263,7 +265,7 @@ void EnergyLowering::emitVJP(OpBuilder &b, bool fromStart) {
       loc, c0, iters, c1, ValueRange{y0, states},
       [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
         Emitter le(lb, ll, t);
-        Value y = le.castTo(stepValue(lb, it[0], x, pt), tokTy);
+        Value y = le.castTo(stepValue(lb, it[0], x, pt, i), tokTy);
         auto [o, sz, st] = slice(lb, lb.create<arith::AddIOp>(ll, i, c1));
         Value s2 = lb.create<tensor::InsertSliceOp>(ll, le.dynamic(y), it[1], o, sz, st);
         lb.create<scf::YieldOp>(ll, ValueRange{y, s2});
@@ -284,7 +286,8 @@ void EnergyLowering::emitVJP(OpBuilder &b, bool fromStart) {
         auto sTy = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
         Value yt = lb.create<tensor::ExtractSliceOp>(ll, sTy, states, o, sz, st);
         Grads gr{it[0], it[1]};
-        Value dy = runRegion(lb, energy.getReverse(), {le.castTo(yt, tokTy), x, it[2]}, pt, gr);
+        Value dy =
+            runRegion(lb, energy.getReverse(), {le.castTo(yt, tokTy), x, it[2], tIdx}, pt, gr);
         lb.create<scf::YieldOp>(ll,
                                 ValueRange{gr.theta, le.castTo(gr.x, inTy), le.castTo(dy, tokTy)});
       });

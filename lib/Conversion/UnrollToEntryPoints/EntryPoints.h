@@ -31,6 +31,7 @@ struct ParamInfo {
   InitKind init;
   double value;   // for init(constant)
   int64_t offset; // into the flat parameter vector theta
+  bool fixed;     // supplied by the task, never trained
 };
 
 /// The parameters of an energy or model, by first appearance, with offsets.
@@ -42,7 +43,8 @@ public:
         return;
       index[p.getName()] = params.size();
       params.push_back({p.getName().str(), p.getType(), p.getStd().convertToDouble(), p.getInit(),
-                        p.getValue() ? p.getValue()->convertToDouble() : 0.0, numParams});
+                        p.getValue() ? p.getValue()->convertToDouble() : 0.0, numParams,
+                        p.getFixed()});
       numParams += p.getType().getNumElements();
     });
   }

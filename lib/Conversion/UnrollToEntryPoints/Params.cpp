@@ -66,6 +66,8 @@ llvm::json::Array ParamTable::toJson() const {
       o["std"] = p.std;
     if (p.init == InitKind::constant)
       o["value"] = p.value;
+    if (p.fixed)
+      o["fixed"] = true;
     ps.push_back(std::move(o));
   }
   return ps;

@@ -68,44 +68,44 @@ Lipschitz powerMethod(Emitter &e, Value a, int64_t iterations) {
   // A fixed start with no structure a dictionary is likely to be orthogonal
   // to: v_i = 1.5 + sin(i · 12.9898).
   Value init = we.filled({n, one}, 0.0);
-  Value v0 = we.generic(2, {}, {}, init, we.id2(), Emitter::par(2),
-                        [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-                          Value i = nb.create<linalg::IndexOp>(l, 0);
-                          Value f = nb.create<arith::UIToFPOp>(
-                              l, e.t, nb.create<arith::IndexCastUIOp>(l, nb.getI64Type(), i));
-                          Value s = nb.create<math::SinOp>(
-                              l, mul(nb, l, f, nb.create<arith::ConstantOp>(
-                                                  l, e.t, nb.getFloatAttr(e.t, 12.9898))));
-                          return add(nb, l, s,
-                                     nb.create<arith::ConstantOp>(l, e.t, nb.getFloatAttr(e.t, 1.5)));
-                        });
+  Value v0 = we.generic(
+      2, {}, {}, init, we.id2(), Emitter::par(2),
+      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value i = nb.create<linalg::IndexOp>(l, 0);
+        Value f = nb.create<arith::UIToFPOp>(
+            l, e.t, nb.create<arith::IndexCastUIOp>(l, nb.getI64Type(), i));
+        Value s = nb.create<math::SinOp>(
+            l, mul(nb, l, f, nb.create<arith::ConstantOp>(l, e.t, nb.getFloatAttr(e.t, 12.9898))));
+        return add(nb, l, s, nb.create<arith::ConstantOp>(l, e.t, nb.getFloatAttr(e.t, 1.5)));
+      });
   auto normalize = [&](Emitter &le, Value u) {
-    Value sq = le.reduceAll({u}, {le.id2()},
-                            [](OpBuilder &nb, Location l, ValueRange x) -> Value {
-                              return add(nb, l, x[1], mul(nb, l, x[0], x[0]));
-                            },
-                            2);
-    Value inv = le.b.create<arith::DivFOp>(le.loc, le.cst(1.0),
-                                           le.b.create<math::SqrtOp>(le.loc, sq));
+    Value sq = le.reduceAll(
+        {u}, {le.id2()},
+        [](OpBuilder &nb, Location l, ValueRange x) -> Value {
+          return add(nb, l, x[1], mul(nb, l, x[0], x[0]));
+        },
+        2);
+    Value inv =
+        le.b.create<arith::DivFOp>(le.loc, le.cst(1.0), le.b.create<math::SqrtOp>(le.loc, sq));
     return le.map2({u}, {le.id2()}, u, [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
       return mul(nb, l, x[0], inv);
     });
   };
   Value v = normalize(we, v0);
-  auto loop = b.create<scf::ForOp>(
-      loc, we.idx(0), we.idx(iterations), one, ValueRange{v},
-      [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
-        Emitter le(lb, ll, e.t);
-        Value u = le.matmulTransposeA(a, le.matmul(a, it[0]));
-        lb.create<scf::YieldOp>(ll, le.dynamic(normalize(le, u)));
-      });
+  auto loop = b.create<scf::ForOp>(loc, we.idx(0), we.idx(iterations), one, ValueRange{v},
+                                   [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
+                                     Emitter le(lb, ll, e.t);
+                                     Value u = le.matmulTransposeA(a, le.matmul(a, it[0]));
+                                     lb.create<scf::YieldOp>(ll, le.dynamic(normalize(le, u)));
+                                   });
   v = loop.getResult(0);
   Value av = we.matmul(a, v);
-  Value L = we.reduceAll({av}, {we.id2()},
-                         [](OpBuilder &nb, Location l, ValueRange x) -> Value {
-                           return add(nb, l, x[1], mul(nb, l, x[0], x[0]));
-                         },
-                         2);
+  Value L = we.reduceAll(
+      {av}, {we.id2()},
+      [](OpBuilder &nb, Location l, ValueRange x) -> Value {
+        return add(nb, l, x[1], mul(nb, l, x[0], x[0]));
+      },
+      2);
   return {L, v};
 }
 
@@ -122,14 +122,15 @@ Ista istaPieces(Emitter &e, Value y, Value x, Value a, double lambda, int64_t it
   p.t = e.b.create<arith::DivFOp>(e.loc, e.cst(1.0), p.lip.L);
   p.theta = mul(e.b, e.loc, e.cst(lambda), p.t);
   Value ya = e.tokWT(y, a);
-  p.r = e.map2({x, ya}, {e.id2(), e.id2()}, x,
-               [](OpBuilder &b, Location l, ValueRange v) -> Value { return sub(b, l, v[0], v[1]); });
+  p.r = e.map2({x, ya}, {e.id2(), e.id2()}, x, [](OpBuilder &b, Location l, ValueRange v) -> Value {
+    return sub(b, l, v[0], v[1]);
+  });
   p.g = e.tokW(p.r, a);
   Value t = p.t;
-  p.v = e.map2({y, p.g}, {e.id2(), e.id2()}, y,
-               [&](OpBuilder &b, Location l, ValueRange v) -> Value {
-                 return add(b, l, v[0], mul(b, l, t, v[1]));
-               });
+  p.v =
+      e.map2({y, p.g}, {e.id2(), e.id2()}, y, [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+        return add(b, l, v[0], mul(b, l, t, v[1]));
+      });
   return p;
 }
 
@@ -148,16 +149,11 @@ Value signOf(OpBuilder &b, Location l, Type t, Value v, bool nonneg) {
   return b.create<arith::SelectOp>(l, neg, b.create<arith::NegFOp>(l, one), one);
 }
 
+Value softThreshold(Emitter &e, Value v, Value theta, bool nonneg);
+
 Value istaStep(Emitter &e, IstaStepOp op, Value y, Value x, Value a) {
   Ista p = istaPieces(e, y, x, a, op.getLambda().convertToDouble(), op.getPowerIterations());
-  bool nonneg = op.getNonneg();
-  Value zero = e.cst(0.0);
-  // η_θ(v) = sign(v) max(|v| − θ, 0).
-  return e.map2({p.v}, {e.id2()}, p.v, [&](OpBuilder &b, Location l, ValueRange v) -> Value {
-    Value s = signOf(b, l, e.t, v[0], nonneg);
-    Value shrunk = mul(b, l, s, sub(b, l, mul(b, l, s, v[0]), p.theta));
-    return b.create<arith::SelectOp>(l, active(b, l, v[0], p.theta, nonneg), shrunk, zero);
-  });
+  return softThreshold(e, p.v, p.theta, op.getNonneg());
 }
 
 /// dV = dY' where v is past the threshold; dθ = −Σ dY' sign(v) there;
@@ -169,11 +165,10 @@ std::array<Value, 3> istaVJP(Emitter &e, IstaStepVJPOp op, Value y, Value x, Val
   bool nonneg = op.getNonneg();
   Ista p = istaPieces(e, y, x, a, lambda, op.getPowerIterations());
   Value zero = e.cst(0.0);
-  Value dv = e.map2({p.v, dy}, {e.id2(), e.id2()}, dy,
-                    [&](OpBuilder &b, Location l, ValueRange v) -> Value {
-                      return b.create<arith::SelectOp>(l, active(b, l, v[0], p.theta, nonneg),
-                                                       v[1], zero);
-                    });
+  Value dv = e.map2(
+      {p.v, dy}, {e.id2(), e.id2()}, dy, [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+        return b.create<arith::SelectOp>(l, active(b, l, v[0], p.theta, nonneg), v[1], zero);
+      });
   Value dtheta = sumAll(e, {p.v, dy}, [&](OpBuilder &b, Location l, ValueRange v) -> Value {
     Value s = signOf(b, l, e.t, v[0], nonneg);
     Value on = b.create<arith::SelectOp>(l, active(b, l, v[0], p.theta, nonneg), v[1], zero);
@@ -202,6 +197,118 @@ std::array<Value, 3> istaVJP(Emitter &e, IstaStepVJPOp op, Value y, Value x, Val
                        return add(b, l, mul(b, l, p.t, sub(b, l, v[0], v[1])), mul(b, l, k, v[2]));
                      });
   return {dyOut, dx, da};
+}
+
+/// Layer k of a learned ISTA: its step size, threshold and weight.
+struct Layer {
+  Value k;            // min(layer, K − 1)
+  Value gamma, theta; // scalars
+  Value w;            // [m, n]
+};
+
+Layer layerOf(Emitter &e, Value layer, Value gamma, Value theta, Value weight) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  auto gt = cast<RankedTensorType>(gamma.getType());
+  Layer l;
+  l.k = b.create<arith::MinUIOp>(loc, layer, e.idx(gt.getDimSize(0) - 1));
+  l.gamma = b.create<tensor::ExtractOp>(loc, gamma, ValueRange{l.k});
+  l.theta = b.create<tensor::ExtractOp>(loc, theta, ValueRange{l.k});
+  auto wt = cast<RankedTensorType>(weight.getType());
+  l.w = weight;
+  if (wt.getRank() == 3) {
+    auto sliceTy = RankedTensorType::get(wt.getShape().drop_front(), wt.getElementType());
+    l.w = b.create<tensor::ExtractSliceOp>(
+        loc, sliceTy, weight, SmallVector<OpFoldResult>{l.k, b.getIndexAttr(0), b.getIndexAttr(0)},
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(wt.getDimSize(1)),
+                                  b.getIndexAttr(wt.getDimSize(2))},
+        SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+  }
+  return l;
+}
+
+/// R = X − Y Aᵀ, G = R W_k, V = Y + γ_k G.
+std::array<Value, 3> listaPieces(Emitter &e, const Layer &l, Value y, Value x, Value a) {
+  Value ya = e.tokWT(y, a);
+  Value r =
+      e.map2({x, ya}, {e.id2(), e.id2()}, x, [](OpBuilder &b, Location lc, ValueRange v) -> Value {
+        return sub(b, lc, v[0], v[1]);
+      });
+  Value g = e.tokW(r, l.w);
+  Value v =
+      e.map2({y, g}, {e.id2(), e.id2()}, y, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+        return add(b, lc, a2[0], mul(b, lc, l.gamma, a2[1]));
+      });
+  return {r, g, v};
+}
+
+/// η_θ(v) = sign(v) max(|v| − θ, 0) elementwise (one-sided with `nonneg`).
+Value softThreshold(Emitter &e, Value v, Value theta, bool nonneg) {
+  Value zero = e.cst(0.0);
+  return e.map2({v}, {e.id2()}, v, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+    Value s = signOf(b, l, e.t, a[0], nonneg);
+    Value shrunk = mul(b, l, s, sub(b, l, mul(b, l, s, a[0]), theta));
+    return b.create<arith::SelectOp>(l, active(b, l, a[0], theta, nonneg), shrunk, zero);
+  });
+}
+
+/// A zero tensor of `like`'s static type with `v` at `k` (a scalar into a
+/// vector [K], or a matrix into a stack [K, m, n]).
+Value oneHot(Emitter &e, Value like, Value k, Value v) {
+  auto ty = cast<RankedTensorType>(like.getType());
+  Value zeros =
+      e.b.create<linalg::FillOp>(e.loc, e.cst(0.0),
+                                 e.b.create<tensor::EmptyOp>(e.loc, ty, ValueRange{}).getResult())
+          .getResult(0);
+  if (ty.getRank() == 1)
+    return e.b.create<tensor::InsertOp>(e.loc, v, zeros, ValueRange{k});
+  OpBuilder &b = e.b;
+  return b.create<tensor::InsertSliceOp>(
+      e.loc, e.castTo(v, RankedTensorType::get(ty.getShape().drop_front(), ty.getElementType())),
+      zeros, SmallVector<OpFoldResult>{k, b.getIndexAttr(0), b.getIndexAttr(0)},
+      SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(ty.getDimSize(1)),
+                                b.getIndexAttr(ty.getDimSize(2))},
+      SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+}
+
+/// dV = dY' past the threshold; dθ_k = −Σ sign(v) dV, dγ_k = Σ dV ∘ G;
+/// dR = γ dV W_kᵀ; dY = dV − dR A, dX = dR, dW_k = γ Rᵀ dV, dA = −dRᵀ Y.
+SmallVector<Value> listaVJP(Emitter &e, ListaStepVJPOp op, Value y, Value x, Value a, Value w,
+                            Value gamma, Value theta, Value layer, Value dy) {
+  bool nonneg = op.getNonneg();
+  Layer l = layerOf(e, layer, gamma, theta, w);
+  auto [r, g, v] = listaPieces(e, l, y, x, a);
+  Value zero = e.cst(0.0);
+  Value dv = e.map2(
+      {v, dy}, {e.id2(), e.id2()}, dy, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+        return b.create<arith::SelectOp>(lc, active(b, lc, a2[0], l.theta, nonneg), a2[1], zero);
+      });
+  Value dth = sumAll(e, {v, dv}, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+    return b.create<arith::NegFOp>(lc, mul(b, lc, signOf(b, lc, e.t, a2[0], nonneg), a2[1]));
+  });
+  Value dga = sumAll(e, {dv, g}, [](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+    return mul(b, lc, a2[0], a2[1]);
+  });
+  Value dr = e.map2({e.tokWT(dv, l.w)}, {e.id2()}, r,
+                    [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+                      return mul(b, lc, l.gamma, a2[0]);
+                    });
+  Value dra = e.tokW(dr, a);
+  Value dyOut = e.map2(
+      {dv, dra}, {e.id2(), e.id2()}, dv,
+      [](OpBuilder &b, Location lc, ValueRange a2) -> Value { return sub(b, lc, a2[0], a2[1]); });
+  Emitter we = e.weights();
+  Value rdv = e.tokTTokW(r, dv);
+  Value dwk =
+      we.map2({rdv}, {we.id2()}, rdv, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+        return mul(b, lc, l.gamma, a2[0]);
+      });
+  Value dry = e.tokTTokW(dr, y);
+  Value da = we.map2({dry}, {we.id2()}, dry, [](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+    return b.create<arith::NegFOp>(lc, a2[0]);
+  });
+  Value dw = cast<RankedTensorType>(w.getType()).getRank() == 3 ? oneHot(e, w, l.k, dwk) : dwk;
+  return {dyOut, dr, da, dw, oneHot(e, gamma, l.k, dga), oneHot(e, theta, l.k, dth)};
 }
 
 Value lsqEnergy(Emitter &e, Value y, Value x, Value a) {
@@ -306,8 +413,9 @@ std::array<Value, 2> cccpVJP(Emitter &e, CccpStepVJPOp op, Value y, Value x, Val
                     });
   Value dyOut = scaled(e, e.pairTok(ds, x), beta);
   Value dxA = scaled(e, e.pairTTok(pm, dy), 1.0 / c), dxB = scaled(e, e.pairTTok(ds, y), beta);
-  Value dx = e.map2({dxA, dxB}, {e.id2(), e.id2()}, dxA,
-                    [](OpBuilder &b, Location l, ValueRange v) -> Value { return add(b, l, v[0], v[1]); });
+  Value dx =
+      e.map2({dxA, dxB}, {e.id2(), e.id2()}, dxA,
+             [](OpBuilder &b, Location l, ValueRange v) -> Value { return add(b, l, v[0], v[1]); });
   return {dyOut, dx};
 }
 
@@ -374,6 +482,32 @@ struct IstaStepVJPLowering : OpConversionPattern<IstaStepVJPOp> {
   }
 };
 
+struct ListaStepLowering : OpConversionPattern<ListaStepOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ListaStepOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    Layer l = layerOf(e, a.getLayer(), a.getGamma(), a.getTheta(), a.getWeight());
+    Value v = listaPieces(e, l, a.getY(), a.getX(), a.getDict())[2];
+    rewriter.replaceOp(op, e.castTo(softThreshold(e, v, l.theta, op.getNonneg()), op.getType()));
+    return success();
+  }
+};
+
+struct ListaStepVJPLowering : OpConversionPattern<ListaStepVJPOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ListaStepVJPOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    SmallVector<Value> r = listaVJP(e, op, a.getY(), a.getX(), a.getDict(), a.getWeight(),
+                                    a.getGamma(), a.getTheta(), a.getLayer(), a.getDy());
+    for (auto [i, res] : llvm::enumerate(op->getResults()))
+      r[i] = e.castTo(r[i], res.getType());
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 struct CccpStepLowering : OpConversionPattern<CccpStepOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CccpStepOp op, OpAdaptor a,
@@ -402,5 +536,6 @@ struct CccpStepVJPLowering : OpConversionPattern<CccpStepVJPOp> {
 
 void mlir::unroll::populateOptimizationPatterns(RewritePatternSet &patterns) {
   patterns.add<LsqLowering, L1Lowering, LseLowering, IstaStepLowering, IstaStepVJPLowering,
-               CccpStepLowering, CccpStepVJPLowering>(patterns.getContext());
+               ListaStepLowering, ListaStepVJPLowering, CccpStepLowering, CccpStepVJPLowering>(
+      patterns.getContext());
 }

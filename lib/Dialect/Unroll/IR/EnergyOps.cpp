@@ -63,10 +63,12 @@ LogicalResult EnergyOp::verifyRegions() {
   }
   if (!getSteps().empty()) {
     Block &steps = getSteps().front();
-    if (steps.getNumArguments() != 2 || steps.getArgument(0).getType() != yt ||
-        steps.getArgument(1).getType() != xt)
+    unsigned na = steps.getNumArguments();
+    if (na < 2 || na > 3 || steps.getArgument(0).getType() != yt ||
+        steps.getArgument(1).getType() != xt ||
+        (na == 3 && !steps.getArgument(2).getType().isIndex()))
       return emitOpError("expected the steps region to take (Y, X) like the "
-                         "body");
+                         "body, and optionally the layer index k: index");
     auto yield = steps.empty() ? YieldOp() : dyn_cast<YieldOp>(steps.back());
     if (!yield || yield.getValues().size() != 1 || yield.getValues()[0].getType() != yt)
       return emitOpError() << "expected the steps region to yield the next Y "
@@ -76,8 +78,9 @@ LogicalResult EnergyOp::verifyRegions() {
   if (!getReverse().empty()) {
     Block &rev = getReverse().front();
     auto yield = rev.empty() ? YieldOp() : dyn_cast<YieldOp>(rev.back());
-    if (rev.getNumArguments() != 3 || !yield || yield.getValues().size() != 1)
-      return emitOpError("expected the reverse region to take (Y, X, dY') and "
+    unsigned want = getSteps().empty() ? 3 : getSteps().front().getNumArguments() + 1;
+    if (rev.getNumArguments() != want || !yield || yield.getValues().size() != 1)
+      return emitOpError("expected the reverse region to take (Y, X, dY'[, k]) and "
                          "yield dY");
   }
   return verifyParams(getOperation());

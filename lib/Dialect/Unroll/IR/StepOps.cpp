@@ -156,3 +156,47 @@ LogicalResult CccpStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
     return failure();
   return rm.addCotangent(*this, getX(), v.getDinput());
 }
+
+LogicalResult ListaStepOp::verify() {
+  auto yt = getY().getType(), xt = getX().getType();
+  auto at = getDict().getType(), wt = getWeight().getType();
+  Type el = yt.getElementType();
+  for (Type t : {xt.getElementType(), at.getElementType(), wt.getElementType(),
+                 getGamma().getType().getElementType(), getTheta().getType().getElementType()})
+    if (t != el)
+      return emitOpError() << "expected every operand of element type " << el << ", got " << t;
+  if (!at.hasStaticShape() || !wt.hasStaticShape())
+    return emitOpError("expected static shapes of A and W");
+  int64_t m = at.getDimSize(0), n = at.getDimSize(1);
+  if (yt.getDimSize(yt.getRank() - 1) != n || xt.getDimSize(xt.getRank() - 1) != m)
+    return emitOpError() << "expected codes of size " << n << " and measurements of size " << m
+                         << " (A is " << at << "), got " << yt << " and " << xt;
+  int64_t layers = getGamma().getType().getDimSize(0);
+  if (getTheta().getType() != getGamma().getType() || ShapedType::isDynamic(layers))
+    return emitOpError() << "expected gamma and theta of one static type [K], got "
+                         << getGamma().getType() << " and " << getTheta().getType();
+  bool shared = wt.getRank() == 2 && wt.getShape() == at.getShape();
+  bool untied = wt.getRank() == 3 && wt.getDimSize(0) == layers && wt.getDimSize(1) == m &&
+                wt.getDimSize(2) == n;
+  if (!shared && !untied)
+    return emitOpError() << "expected W of A's shape [" << m << ", " << n << "] (shared) or ["
+                         << layers << ", " << m << ", " << n << "] (one per layer), got " << wt;
+  return success();
+}
+
+LogicalResult ListaStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
+  Value dy = rm.cotangent(getResult());
+  auto v = b.create<ListaStepVJPOp>(getLoc(),
+                                    TypeRange{getY().getType(), getX().getType(),
+                                              getDict().getType(), getWeight().getType(),
+                                              getGamma().getType(), getTheta().getType()},
+                                    getY(), getX(), getDict(), getWeight(), getGamma(), getTheta(),
+                                    getLayer(), dy, getNonnegAttr());
+  if (failed(rm.addCotangent(*this, getY(), v.getDx())) ||
+      failed(rm.addCotangent(*this, getX(), v.getDinput())) ||
+      failed(rm.addCotangent(*this, getDict(), v.getDdict())) ||
+      failed(rm.addCotangent(*this, getWeight(), v.getDweight())) ||
+      failed(rm.addCotangent(*this, getGamma(), v.getDgamma())))
+    return failure();
+  return rm.addCotangent(*this, getTheta(), v.getDtheta());
+}

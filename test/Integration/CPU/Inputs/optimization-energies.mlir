@@ -24,3 +24,40 @@ unroll.energy @hopfield {
   %reg = unroll.sqnorm %Y : tensor<?x6xf64>
   unroll.minimize %lse, %reg schedule(cccp) iterations(5)
 }
+
+// Learned unrollings of the same sparse-coding energy: hand-written steps
+// that take the layer index k. LISTA-CP: one W per layer; ALISTA: a fixed
+// W (the task computes it), learned step sizes and thresholds only.
+unroll.energy @lista_cp {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>):
+  %A = unroll.param "A" fixed : tensor<8x12xf64>
+  %fit = unroll.lsq %Y, %X, %A : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>
+  %l1 = unroll.l1 %Y lambda(0.05) : tensor<?x12xf64>
+  unroll.minimize %fit, %l1 schedule(ista) iterations(4)
+} steps {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>, %k: index):
+  %A = unroll.param "A" fixed : tensor<8x12xf64>
+  %W = unroll.param "W" {std = 0.1 : f64} : tensor<4x8x12xf64>
+  %g = unroll.param "gamma" init(constant) {value = 1.0 : f64} : tensor<4xf64>
+  %t = unroll.param "theta" init(constant) {value = 0.02 : f64} : tensor<4xf64>
+  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k
+         : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>, tensor<4x8x12xf64>, tensor<4xf64>
+  unroll.yield %x : tensor<?x12xf64>
+}
+
+unroll.energy @alista {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>):
+  %A = unroll.param "A" fixed : tensor<8x12xf64>
+  %fit = unroll.lsq %Y, %X, %A : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>
+  %l1 = unroll.l1 %Y lambda(0.05) nonneg : tensor<?x12xf64>
+  unroll.minimize %fit, %l1 schedule(ista) iterations(4)
+} steps {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>, %k: index):
+  %A = unroll.param "A" fixed : tensor<8x12xf64>
+  %W = unroll.param "W" fixed : tensor<8x12xf64>
+  %g = unroll.param "gamma" init(constant) {value = 1.0 : f64} : tensor<4xf64>
+  %t = unroll.param "theta" init(constant) {value = 0.02 : f64} : tensor<4xf64>
+  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k nonneg
+         : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>, tensor<8x12xf64>, tensor<4xf64>
+  unroll.yield %x : tensor<?x12xf64>
+}

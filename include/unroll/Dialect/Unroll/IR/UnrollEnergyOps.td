@@ -62,7 +62,9 @@ def Unroll_ParamOp : Unroll_Op<"param", [Pure]> {
   let summary = "a named, learnable parameter tensor";
   let description = [{
     Parameters are identified by name across the regions of an energy or
-    model; the runtime initialises them (N(0, std²), zeros, ones, or every
+    model. A `fixed` one is data a task supplies (sparse coding's dictionary
+    A, ALISTA's analytic weight W) and is never trained. The runtime
+    initialises them (N(0, std²), zeros, ones, or every
     entry `value` with `init(constant)`) or loads them by name.
 
     ```mlir
@@ -71,9 +73,10 @@ def Unroll_ParamOp : Unroll_Op<"param", [Pure]> {
   }];
   let arguments = (ins StrAttr:$name, DefaultValuedAttr<F64Attr, "0.1">:$std,
                        DefaultValuedAttr<Unroll_InitKind, "InitKind::normal">:$init,
-                       OptionalAttr<F64Attr>:$value);
+                       OptionalAttr<F64Attr>:$value, UnitAttr:$fixed);
   let results = (outs RankedTensorOf<[F32, F64]>:$result);
-  let assemblyFormat = "$name (`init` `(` $init^ `)`)? attr-dict `:` type($result)";
+  let assemblyFormat =
+      "$name (`init` `(` $init^ `)`)? (`fixed` $fixed^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -127,6 +127,35 @@ def Unroll_IstaStepOp : Unroll_Op<"ista_step", [DeclareOpInterfaceMethods<Unroll
   }];
 }
 
+def Unroll_ListaStepOp : Unroll_Op<"lista_step", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
+    AllTypesMatch<["y", "result"]>, AllTypesMatch<["gamma", "theta"]>]> {
+  let summary = "a learned proximal-gradient layer (LISTA-CP, TiLISTA, ALISTA)";
+  let description = [{
+    Layer k of a learned ISTA:
+    Y' = η_{θ_k}(Y + γ_k (X − Y Aᵀ) W_k), i.e. x' = η_{θ_k}(x + γ_k W_kᵀ(b − A x)),
+    with W [m, n] shared by every layer (TiLISTA, ALISTA) or W [K, m, n]
+    one per layer (LISTA-CP), and per-layer step sizes γ [K] and thresholds
+    θ [K]. `layer` is the steps region's iteration index; layers past K − 1
+    reuse the last one. With `nonneg` the threshold is one-sided.
+
+    ```mlir
+    %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k
+           : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>,
+             tensor<16x250x500xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, Matrix:$dict,
+                       RankedTensorOf<[F32, F64]>:$weight, Vector:$gamma, Vector:$theta,
+                       Index:$layer, UnitAttr:$nonneg);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = [{
+    $y `,` $x `,` $dict `,` $weight `gamma` $gamma `theta` $theta `layer` $layer
+    (`nonneg` $nonneg^)? attr-dict `:` type($y) `,` type($x) `,` type($dict) `,`
+    type($weight) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
 def Unroll_CccpStepOp : Unroll_Op<"cccp_step", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
     AllTypesMatch<["y", "result"]>]> {
   let summary = "concave-convex step of the modern Hopfield energy";

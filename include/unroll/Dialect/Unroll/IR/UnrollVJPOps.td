@@ -129,6 +129,23 @@ def Unroll_IstaStepVJPOp : Unroll_Op<"ista_step_vjp", [Pure,
   }];
 }
 
+def Unroll_ListaStepVJPOp : Unroll_Op<"lista_step_vjp", [Pure,
+    AllTypesMatch<["y", "dy", "dx"]>, AllTypesMatch<["x", "dinput"]>,
+    AllTypesMatch<["dict", "ddict"]>, AllTypesMatch<["weight", "dweight"]>,
+    AllTypesMatch<["gamma", "theta", "dgamma", "dtheta"]>]> {
+  let summary = "(dY, dX, dA, dW, dγ, dθ) of a learned proximal-gradient layer";
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, Matrix:$dict,
+                       RankedTensorOf<[F32, F64]>:$weight, Vector:$gamma, Vector:$theta,
+                       Index:$layer, TokenMatrix:$dy, UnitAttr:$nonneg);
+  let results = (outs TokenMatrix:$dx, TokenMatrix:$dinput, Matrix:$ddict,
+                      RankedTensorOf<[F32, F64]>:$dweight, Vector:$dgamma, Vector:$dtheta);
+  let assemblyFormat = [{
+    $y `,` $x `,` $dict `,` $weight `,` $gamma `,` $theta `,` $layer `,` $dy
+    (`nonneg` $nonneg^)? attr-dict `:` type($y) `,` type($x) `,` type($dict) `,`
+    type($weight) `,` type($gamma)
+  }];
+}
+
 def Unroll_CccpStepVJPOp : Unroll_Op<"cccp_step_vjp", [Pure,
     AllTypesMatch<["y", "dy", "dx"]>, AllTypesMatch<["x", "dinput"]>]> {
   let summary = "(dY, dX) of a Hopfield CCCP step";
