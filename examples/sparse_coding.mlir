@@ -14,7 +14,7 @@
 //   unroll-run sc.so --task sparse_coding --out out/sparse_coding
 unroll.energy @sparse_coding {
 ^bb0(%Y: tensor<?x500xf32>, %X: tensor<?x250xf32>):
-  %A = unroll.param "A" {std = 0.063246 : f64} : tensor<250x500xf32>
+  %A = unroll.param "A" fixed : tensor<250x500xf32>
   %fit = unroll.lsq %Y, %X, %A : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>
   %l1 = unroll.l1 %Y lambda(0.1) : tensor<?x500xf32>
   unroll.minimize %fit, %l1 schedule(ista) iterations(16)

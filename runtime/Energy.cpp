@@ -90,6 +90,29 @@ void descend(void *fn, const DescentInputs &in, int64_t iters, EnergyTrace &out)
   out.y.assign(y.begin(), y.end());
 }
 
+template <typename T>
+void descendVJP(void *fn, const DescentInputs &in, int64_t iters, const std::vector<double> &dyT,
+                std::vector<double> &dy0, std::vector<double> &dx, std::vector<double> &grad) {
+  using Fn = void (*)(MemRef<T, 2> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, MemRef<T, 2> *,
+                      MemRef<T, 2> *, MemRef<T, 2> *, MemRef<T, 1> *);
+  std::vector<T> y0 = convert<T>(in.y0), x = convert<T>(in.x), theta = convert<T>(in.theta),
+                 dy = convert<T>(dyT);
+  std::vector<T> dy0o(in.y0.size()), dxo(in.x.size()), g(std::max<size_t>(in.theta.size(), 1));
+  if (theta.empty())
+    theta.push_back(0);
+  auto y0m = makeMemRef<T, 2>(y0.data(), {in.rows, in.cols});
+  auto xm = makeMemRef<T, 2>(x.data(), {in.xRows, in.xCols});
+  auto tm = makeMemRef<T, 1>(theta.data(), {(int64_t)in.theta.size()});
+  auto dym = makeMemRef<T, 2>(dy.data(), {in.rows, in.cols});
+  auto dy0m = makeMemRef<T, 2>(dy0o.data(), {in.rows, in.cols});
+  auto dxm = makeMemRef<T, 2>(dxo.data(), {in.xRows, in.xCols});
+  auto gm = makeMemRef<T, 1>(g.data(), {(int64_t)g.size()});
+  reinterpret_cast<Fn>(fn)(&y0m, &xm, &tm, iters, &dym, &dy0m, &dxm, &gm);
+  dy0.assign(dy0o.begin(), dy0o.end());
+  dx.assign(dxo.begin(), dxo.end());
+  grad.assign(g.begin(), g.begin() + in.theta.size());
+}
+
 /// Checks sizes against the model info before any call into compiled code.
 bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
                  std::string &error) {
@@ -153,8 +176,10 @@ bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e, const Energ
   return isF32(m) ? trace<float>(fn, in, iterations, out) : trace<double>(fn, in, iterations, out);
 }
 
-bool unroll::runEnergyDescent(const Model &m, const nlohmann::json &e, const DescentInputs &in,
-                              int64_t iterations, EnergyTrace &out, std::string &error) {
+namespace {
+/// The checks of @E_descend and @E_descend_vjp before any call.
+bool checkDescent(const Model &m, const nlohmann::json &e, const DescentInputs &in,
+                  int64_t iterations, const char *key, std::string &error) {
   if (iterations < 0) {
     error = "iterations must be >= 0, got " + std::to_string(iterations);
     return false;
@@ -164,10 +189,10 @@ bool unroll::runEnergyDescent(const Model &m, const nlohmann::json &e, const Des
     error = "Y_0 must be rows x cols and X xRows x xCols, all positive";
     return false;
   }
-  auto sizeIs = [&](const char *key, int64_t v, const char *what) {
-    if (e.contains(key) && e[key].is_number_integer() && e[key].get<int64_t>() != v) {
+  auto sizeIs = [&](const char *k, int64_t v, const char *what) {
+    if (e.contains(k) && e[k].is_number_integer() && e[k].get<int64_t>() != v) {
       error = "the energy '" + e.value("name", "") + "' is compiled for " + what + " " +
-              e[key].dump() + ", got " + std::to_string(v);
+              e[k].dump() + ", got " + std::to_string(v);
       return false;
     }
     return true;
@@ -180,10 +205,20 @@ bool unroll::runEnergyDescent(const Model &m, const nlohmann::json &e, const Des
             std::to_string(in.theta.size());
     return false;
   }
-  if (!e.contains("descend") || !e["descend"].is_string()) {
-    error = m.path() + ": the energy has no @E_descend entry point (rebuild it with this unroll)";
+  if (!e.contains(key) || !e[key].is_string()) {
+    error = m.path() + ": the energy has no '" + key +
+            "' entry point (rebuild it with this unroll" +
+            (std::string(key) == "descend_vjp" ? ", with --unroll-differentiate)" : ")");
     return false;
   }
+  return true;
+}
+} // namespace
+
+bool unroll::runEnergyDescent(const Model &m, const nlohmann::json &e, const DescentInputs &in,
+                              int64_t iterations, EnergyTrace &out, std::string &error) {
+  if (!checkDescent(m, e, in, iterations, "descend", error))
+    return false;
   void *fn = lookupEntry(m, e, "descend", error);
   if (!fn)
     return false;
@@ -191,6 +226,26 @@ bool unroll::runEnergyDescent(const Model &m, const nlohmann::json &e, const Des
     descend<float>(fn, in, iterations, out);
   else
     descend<double>(fn, in, iterations, out);
+  return true;
+}
+
+bool unroll::energyDescentVJP(const Model &m, const nlohmann::json &e, const DescentInputs &in,
+                              int64_t iterations, const std::vector<double> &dyT,
+                              std::vector<double> &dy0, std::vector<double> &dx,
+                              std::vector<double> &grad, std::string &error) {
+  if (!checkDescent(m, e, in, iterations, "descend_vjp", error))
+    return false;
+  if (dyT.size() != in.y0.size() || iterations < 1) {
+    error = "the cotangent must have Y_0's size and iterations >= 1";
+    return false;
+  }
+  void *fn = lookupEntry(m, e, "descend_vjp", error);
+  if (!fn)
+    return false;
+  if (isF32(m))
+    descendVJP<float>(fn, in, iterations, dyT, dy0, dx, grad);
+  else
+    descendVJP<double>(fn, in, iterations, dyT, dy0, dx, grad);
   return true;
 }
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "unroll/tooling/Optimization.h"
 #include "unroll/runtime/Energy.h"
+#include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Plot.h"
 
@@ -74,10 +75,320 @@ std::vector<int64_t> tableRows(int64_t k) {
   return r;
 }
 
+/// λ_max(AᵀA) by a long power method (independent of the compiled step's).
+double lipschitz(const std::vector<double> &A, int64_t mm, int64_t n) {
+  std::vector<double> v(n, 1.0), w(mm);
+  double L = 0;
+  for (int it = 0; it < 2000; ++it) {
+    for (int64_t i = 0; i < mm; ++i) {
+      w[i] = 0;
+      for (int64_t j = 0; j < n; ++j)
+        w[i] += A[i * n + j] * v[j];
+    }
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      v[j] = 0;
+      for (int64_t i = 0; i < mm; ++i)
+        v[j] += A[i * n + j] * w[i];
+      s += v[j] * v[j];
+    }
+    L = std::sqrt(s); // ‖AᵀA v‖ with ‖v‖ = 1 → λ_max
+    for (double &vj : v)
+      vj /= L;
+  }
+  return L;
+}
+
+/// ALISTA's analytic weight for the Frobenius coherence: W minimizing
+/// ‖WᵀA‖_F subject to diag(WᵀA) = 1, column by column
+/// w_j = (AAᵀ)⁻¹ a_j / (a_jᵀ (AAᵀ)⁻¹ a_j) (Cholesky of AAᵀ).
+std::vector<double> analyticWeight(const std::vector<double> &A, int64_t mm, int64_t n) {
+  std::vector<double> G(mm * mm, 0.0), Z = A, W(mm * n);
+  for (int64_t i = 0; i < mm; ++i)
+    for (int64_t k = 0; k <= i; ++k) {
+      double s = 0;
+      for (int64_t j = 0; j < n; ++j)
+        s += A[i * n + j] * A[k * n + j];
+      G[i * mm + k] = G[k * mm + i] = s;
+    }
+  for (int64_t j = 0; j < mm; ++j) { // G = C Cᵀ in place (lower)
+    for (int64_t k = 0; k < j; ++k)
+      G[j * mm + j] -= G[j * mm + k] * G[j * mm + k];
+    G[j * mm + j] = std::sqrt(G[j * mm + j]);
+    for (int64_t i = j + 1; i < mm; ++i) {
+      for (int64_t k = 0; k < j; ++k)
+        G[i * mm + j] -= G[i * mm + k] * G[j * mm + k];
+      G[i * mm + j] /= G[j * mm + j];
+    }
+  }
+  for (int64_t c = 0; c < n; ++c) { // Z[:, c] = G⁻¹ a_c
+    for (int64_t i = 0; i < mm; ++i) {
+      double s = Z[i * n + c];
+      for (int64_t k = 0; k < i; ++k)
+        s -= G[i * mm + k] * Z[k * n + c];
+      Z[i * n + c] = s / G[i * mm + i];
+    }
+    for (int64_t i = mm - 1; i >= 0; --i) {
+      double s = Z[i * n + c];
+      for (int64_t k = i + 1; k < mm; ++k)
+        s -= G[k * mm + i] * Z[k * n + c];
+      Z[i * n + c] = s / G[i * mm + i];
+    }
+    double d = 0;
+    for (int64_t i = 0; i < mm; ++i)
+      d += A[i * n + c] * Z[i * n + c];
+    for (int64_t i = 0; i < mm; ++i)
+      W[i * n + c] = Z[i * n + c] / d;
+  }
+  return W;
+}
+
+/// Draws `count` samples of the problem: x* (Bernoulli(0.1) × N(0, 1)) and
+/// b = A x*.
+void drawSamples(std::mt19937_64 &rng, const std::vector<double> &A, int64_t mm, int64_t n,
+                 int64_t count, std::vector<double> &xs, std::vector<double> &b) {
+  std::normal_distribution<double> N01(0.0, 1.0);
+  std::bernoulli_distribution support(0.1);
+  xs.assign(count * n, 0.0);
+  b.assign(count * mm, 0.0);
+  for (double &v : xs)
+    v = support(rng) ? N01(rng) : 0.0;
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t i = 0; i < mm; ++i) {
+      double acc = 0;
+      for (int64_t j = 0; j < n; ++j)
+        acc += A[i * n + j] * xs[s * n + j];
+      b[s * mm + i] = acc;
+    }
+}
+
+/// A learned unrolling: fill the fixed parameters, initialize the trained
+/// ones at ISTA (W = A / L, γ = 1, θ = λ / L), train with Adam on fresh
+/// samples (stage-wise lr), then NMSE per layer on the validation set.
+template <typename NmseFn>
+int learnedStudy(const Model &m, const nlohmann::json &e, const OptimizationOptions &o,
+                 const std::vector<double> &A, int64_t aOff, int64_t mm, int64_t n, double L,
+                 double lambda, const std::vector<double> &valXs, DescentInputs val, NmseFn nmseDb,
+                 std::string &error) {
+  int64_t layers = e.value("iterations", (int64_t)1);
+  double diagError = -1, coherence = -1;
+  std::vector<char> trainable(val.theta.size(), 0);
+  std::mt19937_64 init(o.seed + 7);
+  std::normal_distribution<double> N01(0.0, 1.0);
+  for (const auto &p : e["params"]) {
+    std::string name = p["name"];
+    int64_t off = p["offset"], numel = 1;
+    for (int64_t s : p["shape"])
+      numel *= s;
+    bool fixed = p.value("fixed", false);
+    auto fillPerLayer = [&](const std::vector<double> &w, double scale) {
+      if (numel % (int64_t)w.size())
+        return false;
+      for (int64_t i = 0; i < numel; ++i)
+        val.theta[off + i] = scale * w[i % w.size()];
+      return true;
+    };
+    if (off == aOff) {
+      continue; // the dictionary, already in theta
+    } else if (fixed && name == "W") {
+      std::vector<double> w = analyticWeight(A, mm, n);
+      // Its constraint and its coherence max_{i≠j} |(WᵀA)_ij|, for the report.
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t jj = 0; jj < n; ++jj) {
+          double s = 0;
+          for (int64_t r = 0; r < mm; ++r)
+            s += w[r * n + i] * A[r * n + jj];
+          if (i == jj)
+            diagError = std::max(diagError, std::abs(s - 1.0));
+          else
+            coherence = std::max(coherence, std::abs(s));
+        }
+      if (!fillPerLayer(w, 1.0)) {
+        error = "fixed parameter 'W' must have A's shape, per layer or shared";
+        return 2;
+      }
+    } else if (fixed) {
+      error = "--task sparse_coding fills the fixed parameters 'A' (the dictionary) and 'W' "
+              "(ALISTA's analytic weight), not '" +
+              name + "'";
+      return 2;
+    } else if (name == "W") {
+      if (!fillPerLayer(A, 1.0 / L)) {
+        error = "parameter 'W' must have A's shape, per layer or shared";
+        return 2;
+      }
+    } else if (name == "gamma" || name == "theta") {
+      for (int64_t i = 0; i < numel; ++i)
+        val.theta[off + i] = name == "gamma" ? 1.0 : lambda / L;
+    } else {
+      std::string kind = p.value("init", "normal");
+      for (int64_t i = 0; i < numel; ++i)
+        val.theta[off + i] = kind == "zeros"      ? 0.0
+                             : kind == "ones"     ? 1.0
+                             : kind == "constant" ? p.value("value", 0.0)
+                                                  : p.value("std", 0.1) * N01(init);
+    }
+    if (!fixed)
+      std::fill(trainable.begin() + off, trainable.begin() + off + numel, 1);
+  }
+  int64_t numTrained = std::count(trainable.begin(), trainable.end(), 1);
+  auto validate = [&](int64_t k, double &nmse, double &energy) {
+    EnergyTrace tr;
+    val.y0.assign(val.rows * n, 0.0);
+    if (!runEnergyDescent(m, e, val, k, tr, error))
+      return false;
+    nmse = k == 0 ? 0.0 : nmseDb(tr.y);
+    energy = tr.energies.back();
+    return true;
+  };
+
+  // Training: fresh samples from their own stream; loss = mean ‖x_K − x*‖².
+  std::mt19937_64 rng(o.seed + 1);
+  Adam adam;
+  adam.lr = o.lr;
+  const double stages[] = {1.0, 0.2, 0.02};
+  int stage = 0, sinceBest = 0;
+  double best = 1e300;
+  std::vector<double> bestTheta = val.theta;
+  nlohmann::json history = nlohmann::json::array();
+  DescentInputs batch = val;
+  batch.rows = batch.xRows = o.batch;
+  std::vector<double> xs, dy0, dx, grad;
+  EnergyTrace tr;
+  double initNmse, initEnergy;
+  if (!validate(layers, initNmse, initEnergy))
+    return 1;
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t step = 0;
+  for (; step < o.steps; ++step) {
+    drawSamples(rng, A, mm, n, o.batch, xs, batch.x);
+    batch.y0.assign(o.batch * n, 0.0);
+    if (!runEnergyDescent(m, e, batch, layers, tr, error))
+      return 1;
+    std::vector<double> dy(tr.y.size());
+    for (size_t i = 0; i < dy.size(); ++i)
+      dy[i] = 2.0 * (tr.y[i] - xs[i]) / o.batch;
+    if (!energyDescentVJP(m, e, batch, layers, dy, dy0, dx, grad, error))
+      return 1;
+    for (size_t i = 0; i < grad.size(); ++i)
+      if (!trainable[i])
+        grad[i] = 0.0;
+    for (double g : grad)
+      if (!std::isfinite(g)) {
+        error = "non-finite gradient at step " + std::to_string(step + 1) + " (try a smaller --lr)";
+        return 1;
+      }
+    adam.lr = o.lr * stages[stage];
+    adam.update(batch.theta, grad);
+    for (size_t i = 0; i < grad.size(); ++i)
+      if (!trainable[i])
+        batch.theta[i] = val.theta[i];
+    if ((step + 1) % o.evalEvery == 0 || step + 1 == o.steps) {
+      val.theta = batch.theta;
+      double nmse, energy;
+      if (!validate(layers, nmse, energy))
+        return 1;
+      history.push_back({{"step", step + 1}, {"lr", adam.lr}, {"val_nmse_db", nmse}});
+      fprintf(stderr, "  step %6lld  lr %.1e  validation NMSE %8.2f dB  %6.1f s\n",
+              (long long)step + 1, adam.lr, nmse, seconds(t0));
+      if (nmse < best - 0.01) {
+        best = nmse, sinceBest = 0, bestTheta = batch.theta;
+      } else if (++sinceBest >= o.patience) {
+        if (++stage == 3) {
+          ++step;
+          break;
+        }
+        sinceBest = 0;
+      }
+    }
+  }
+  double trainSeconds = seconds(t0);
+  val.theta = bestTheta;
+
+  std::vector<double> nmse(layers + 1), energy(layers + 1);
+  for (int64_t k = 0; k <= layers; ++k)
+    if (!validate(k, nmse[k], energy[k]))
+      return 1;
+  std::ostringstream csv;
+  csv << "layer,nmse_db,energy\n";
+  for (int64_t k = 0; k <= layers; ++k)
+    csv << k << ',' << nmse[k] << ',' << energy[k] << '\n';
+  nlohmann::json gammas = nlohmann::json::array(), thetas = nlohmann::json::array();
+  for (const auto &p : e["params"]) {
+    std::string name = p["name"];
+    if (name != "gamma" && name != "theta")
+      continue;
+    int64_t off = p["offset"], k = p["shape"][0];
+    for (int64_t i = 0; i < k; ++i)
+      (name == "gamma" ? gammas : thetas).push_back(val.theta[off + i]);
+  }
+  nlohmann::json j{{"task", "sparse_coding"},
+                   {"energy", e["name"]},
+                   {"learned", true},
+                   {"analytic_w", diagError < 0 ? nlohmann::json(nullptr)
+                                                : nlohmann::json{{"diag_max_error", diagError},
+                                                                 {"coherence", coherence}}},
+                   {"m", mm},
+                   {"n", n},
+                   {"lambda", lambda},
+                   {"layers", layers},
+                   {"samples", val.rows},
+                   {"seed", o.seed},
+                   {"lipschitz", L},
+                   {"trained_parameters", numTrained},
+                   {"steps", step},
+                   {"batch", o.batch},
+                   {"lr", o.lr},
+                   {"train_seconds", trainSeconds},
+                   {"history", history},
+                   {"init_nmse_db", initNmse},
+                   {"nmse_db", nmse},
+                   {"energy", energy},
+                   {"gamma", gammas},
+                   {"theta", thetas}};
+  if (!writeOut(o, "sparse_coding.csv", csv.str(), error) ||
+      !writeOut(o, "sparse_coding.json", j.dump(2) + "\n", error))
+    return 1;
+  if (!o.out.empty()) {
+    PlotSpec spec;
+    spec.title =
+        "learned unrolling @" + e["name"].get<std::string>() + ": validation NMSE per layer";
+    spec.xLabel = "layer k";
+    spec.yLabel = "NMSE (dB)";
+    Series s{e["name"].get<std::string>(), {}, nmse};
+    for (int64_t k = 0; k <= layers; ++k)
+      s.x.push_back(k);
+    spec.series = {s};
+    if (!writeSvg(o.out + "/sparse_coding.svg", spec, error))
+      return 1;
+  }
+  if (o.json) {
+    printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  printf("learned unrolling @%s: m = %lld, n = %lld, %lld layers, %lld trained parameters; "
+         "%lld steps of batch %lld in %.1f s, seed %llu\n",
+         e["name"].get<std::string>().c_str(), (long long)mm, (long long)n, (long long)layers,
+         (long long)numTrained, (long long)step, (long long)o.batch, trainSeconds,
+         (unsigned long long)o.seed);
+  printf("validation NMSE at layer %lld: %.2f dB at the start (ISTA's step sizes), %.2f dB "
+         "trained\n",
+         (long long)layers, initNmse, nmse[layers]);
+  if (diagError >= 0)
+    printf("analytic W: max |diag(W^T A) - 1| = %.2e, coherence max |(W^T A)_ij| = %.4f\n",
+           diagError, coherence);
+  printf("%6s  %14s  %16s\n", "layer", "NMSE dB", "energy");
+  for (int64_t k = 0; k <= layers; ++k)
+    printf("%6lld  %14.2f  %16.8g\n", (long long)k, nmse[k], energy[k]);
+  if (!o.out.empty())
+    printf("wrote %s/sparse_coding.{csv,json,svg}\n", o.out.c_str());
+  return 0;
+}
+
 } // namespace
 
-int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e,
-                              const OptimizationOptions &o, std::string &error) {
+int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const OptimizationOptions &o,
+                              std::string &error) {
   if (e.value("schedule", "") != "ista") {
     error = "--task sparse_coding needs an energy with schedule(ista) (unroll.lsq + unroll.l1), "
             "got schedule '" +
@@ -97,8 +408,8 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e,
     return 2;
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<double> N01(0.0, 1.0);
-  std::bernoulli_distribution support(0.1);
-  // A_ij ~ N(0, 1/m), columns scaled to unit norm.
+  // A_ij ~ N(0, 1/m), columns scaled to unit norm; then the validation set
+  // (the same for every energy of these sizes and seed).
   std::vector<double> A(mm * n);
   for (double &v : A)
     v = N01(rng) / std::sqrt((double)mm);
@@ -109,17 +420,8 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e,
     for (int64_t i = 0; i < mm; ++i)
       A[i * n + j] /= std::sqrt(s);
   }
-  // x* with Bernoulli(0.1) support and N(0, 1) values; b = A x* (+ noise).
-  std::vector<double> xs(samples * n), b(samples * mm, 0.0);
-  for (double &v : xs)
-    v = support(rng) ? N01(rng) : 0.0;
-  for (int64_t s = 0; s < samples; ++s)
-    for (int64_t i = 0; i < mm; ++i) {
-      double acc = 0;
-      for (int64_t j = 0; j < n; ++j)
-        acc += A[i * n + j] * xs[s * n + j];
-      b[s * mm + i] = acc;
-    }
+  std::vector<double> xs, b;
+  drawSamples(rng, A, mm, n, samples, xs, b);
   if (o.snrDb >= 0) {
     double power = 0;
     for (double v : b)
@@ -143,13 +445,26 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e,
   in.x = b;
   in.theta.assign(e.value("num_params", (int64_t)0), 0.0);
   std::copy(A.begin(), A.end(), in.theta.begin() + aOff);
+  double L = lipschitz(A, mm, n);
+  // The dictionary is the problem's (fixed or not in the IR); any other
+  // parameter not marked fixed is trained.
+  bool learned = false;
+  for (const auto &p : e["params"])
+    learned |= !p.value("fixed", false) && p["offset"].get<int64_t>() != aOff;
+  if (learned)
+    return learnedStudy(m, e, o, A, aOff, mm, n, L, lambda, xs, in, nmseDb, error);
 
   // ISTA: one compiled step at a time from x_0 = 0.
   std::vector<double> istaNmse{0.0}, istaE, fistaNmse{0.0}, fistaE;
   std::vector<double> x(samples * n, 0.0);
   EnergyTrace tr;
   auto t0 = std::chrono::steady_clock::now();
-  int64_t increases = 0;
+  // An increase counts past the round-off of the library's energy (a sum of
+  // rows × n terms): 1e-5 relative in f32, 1e-12 in f64. Smaller ones are
+  // counted apart.
+  bool f32 = m.info().value("element_type", "") == "f32";
+  double tol = f32 ? 1e-5 : 1e-12, largestSmall = 0;
+  int64_t increases = 0, roundoff = 0;
   for (int64_t k = 0; k < iters; ++k) {
     in.y0 = x;
     if (!runEnergyDescent(m, e, in, 1, tr, error))
@@ -157,7 +472,11 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e,
     if (k == 0)
       istaE.push_back(tr.energies[0]);
     istaE.push_back(tr.energies[1]);
-    increases += tr.energies[1] > tr.energies[0] * (1 + 1e-12) + 1e-300;
+    double rise = (tr.energies[1] - tr.energies[0]) / std::max(std::abs(tr.energies[0]), 1e-300);
+    if (rise > tol)
+      ++increases;
+    else if (rise > 0)
+      ++roundoff, largestSmall = std::max(largestSmall, rise);
     x = tr.y;
     istaNmse.push_back(nmseDb(x));
   }
@@ -190,26 +509,6 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e,
   double xhatNorm = 0;
   for (double v : xhat)
     xhatNorm += v * v;
-  // L from a long power method on AᵀA, here (independent of the step's).
-  std::vector<double> v(n, 1.0), w(mm);
-  double L = 0;
-  for (int it = 0; it < 2000; ++it) {
-    for (int64_t i = 0; i < mm; ++i) {
-      w[i] = 0;
-      for (int64_t j = 0; j < n; ++j)
-        w[i] += A[i * n + j] * v[j];
-    }
-    double s = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      v[j] = 0;
-      for (int64_t i = 0; i < mm; ++i)
-        v[j] += A[i * n + j] * w[i];
-      s += v[j] * v[j];
-    }
-    L = std::sqrt(s); // ‖AᵀA v‖ with ‖v‖ = 1 → λ_max
-    for (double &vj : v)
-      vj /= L;
-  }
   double rate = 0;
   for (size_t k = 1; k < fistaE.size(); ++k)
     rate = std::max(rate, (fistaE[k] - fStar) * (k + 1.0) * (k + 1.0) / (2 * L * xhatNorm));
@@ -230,10 +529,19 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e,
                    {"iterations", iters},
                    {"seed", o.seed},
                    {"lipschitz", L},
-                   {"ista", {{"nmse_db", istaNmse}, {"energy", istaE}, {"seconds", istaSeconds},
-                             {"energy_increases", increases}}},
-                   {"fista", {{"nmse_db", fistaNmse}, {"energy", fistaE}, {"seconds", fistaSeconds},
-                              {"rate_constant", rate}}}};
+                   {"ista",
+                    {{"nmse_db", istaNmse},
+                     {"energy", istaE},
+                     {"seconds", istaSeconds},
+                     {"energy_increases", increases},
+                     {"increase_tolerance", tol},
+                     {"roundoff_increases", roundoff},
+                     {"largest_roundoff_increase", largestSmall}}},
+                   {"fista",
+                    {{"nmse_db", fistaNmse},
+                     {"energy", fistaE},
+                     {"seconds", fistaSeconds},
+                     {"rate_constant", rate}}}};
   if (!writeOut(o, "sparse_coding.csv", csv.str(), error) ||
       !writeOut(o, "sparse_coding.json", j.dump(2) + "\n", error))
     return 1;
@@ -264,9 +572,11 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e,
   for (int64_t k : rows)
     printf("%10lld  %14.2f  %14.2f  %16.8g  %16.8g\n", (long long)k, istaNmse[k], fistaNmse[k],
            istaE[k], fistaE[k]);
-  printf("ISTA: %lld of %lld steps increased the energy; %.2f s. FISTA: %.2f s; "
+  printf("ISTA: %lld of %lld steps increased the energy by more than %g relative (%lld by less, "
+         "at most %.2g: round-off); %.2f s. FISTA: %.2f s; "
          "max (F_k - F*)(k+1)^2 / (2 L ||x*||^2) = %.3g (FISTA's bound: <= 1), L = %.6g\n",
-         (long long)increases, (long long)iters, istaSeconds, fistaSeconds, rate, L);
+         (long long)increases, (long long)iters, tol, (long long)roundoff, largestSmall,
+         istaSeconds, fistaSeconds, rate, L);
   if (!o.out.empty())
     printf("wrote %s/sparse_coding.{csv,json,svg}\n", o.out.c_str());
   return 0;
@@ -422,27 +732,27 @@ int unroll::hopfieldStudy(const Model &m, const nlohmann::json &e, const Optimiz
   csv << "step,energy,retrieval_error,mean_distance\n";
   for (size_t k = 0; k < energies.size(); ++k)
     csv << k << ',' << energies[k] << ',' << wrongs[k] << ',' << dists[k] << '\n';
-  nlohmann::json j{{"task", "hopfield"},
-                   {"energy", e["name"]},
-                   {"beta", beta},
-                   {"d", d},
-                   {"patterns", N},
-                   {"queries", Q},
-                   {"corrupt", o.corrupt},
-                   {"seed", o.seed},
-                   {"retrieval_error", {{"query", wrongs[0]}, {"one_step", wrongs[1]},
-                                        {"converged", wrongs.back()}}},
-                   {"mean_distance", {{"query", dists[0]}, {"one_step", dists[1]},
-                                      {"converged", dists.back()}}},
-                   {"steps", steps},
-                   {"mean_steps_to_converge", meanSteps},
-                   {"unconverged", unconverged},
-                   {"energy", energies},
-                   {"seconds", seconds0},
-                   {"descent_cases", cases},
-                   {"descent_steps", cases * caseSteps},
-                   {"energy_increases", increases},
-                   {"max_relative_increase", worst}};
+  nlohmann::json j{
+      {"task", "hopfield"},
+      {"energy", e["name"]},
+      {"beta", beta},
+      {"d", d},
+      {"patterns", N},
+      {"queries", Q},
+      {"corrupt", o.corrupt},
+      {"seed", o.seed},
+      {"retrieval_error",
+       {{"query", wrongs[0]}, {"one_step", wrongs[1]}, {"converged", wrongs.back()}}},
+      {"mean_distance", {{"query", dists[0]}, {"one_step", dists[1]}, {"converged", dists.back()}}},
+      {"steps", steps},
+      {"mean_steps_to_converge", meanSteps},
+      {"unconverged", unconverged},
+      {"energy", energies},
+      {"seconds", seconds0},
+      {"descent_cases", cases},
+      {"descent_steps", cases * caseSteps},
+      {"energy_increases", increases},
+      {"max_relative_increase", worst}};
   if (!writeOut(o, "hopfield.csv", csv.str(), error) ||
       !writeOut(o, "hopfield.json", j.dump(2) + "\n", error))
     return 1;

@@ -131,6 +131,10 @@ Unrolled optimization (energies with schedule ista / cccp):
   --corrupt mask|noise   Hopfield queries: half the entries zeroed (default), or
                          noise of the pattern's norm
   (--out DIR as above, default out/TASK; --iterations caps the steps)
+  An energy with trainable parameters (hand-written steps of unroll.lista_step:
+  LISTA-CP, TiLISTA, ALISTA) is trained first on fresh samples: --steps (4000),
+  --batch (64), --lr (5e-4, then x0.2 and x0.02 when the validation NMSE stalls
+  for 5 evaluations), evaluated every --log-every steps (100); then NMSE per layer
 
 Energies:
   --energy NAME          which energy of the library (default: the first)
@@ -503,6 +507,10 @@ int runOptimization(const Options &o, const Model &m, const std::string &task) {
   opt.corrupt = o.corrupt;
   opt.json = o.json;
   opt.out = o.train.value("out", "out/" + task);
+  opt.steps = o.train.value("steps", opt.steps);
+  opt.batch = o.train.value("batch", opt.batch);
+  opt.lr = o.train.value("lr", opt.lr);
+  opt.evalEvery = o.train.value("log_every", opt.evalEvery);
   int rc = task == "hopfield" ? hopfieldStudy(m, *e, opt, err) : sparseCodingStudy(m, *e, opt, err);
   if (rc != 0) {
     die(err);

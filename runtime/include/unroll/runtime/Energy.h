@@ -37,6 +37,12 @@ struct DescentInputs {
 bool runEnergyDescent(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
                       int64_t iterations, EnergyTrace &out, std::string &error);
 
+/// The gradient of <dY_T, Y_T> (T = `iterations` steps from Y_0) for Y_0,
+/// X and the flat parameters (@E_descend_vjp).
+bool energyDescentVJP(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
+                      int64_t iterations, const std::vector<double> &dyT, std::vector<double> &dy0,
+                      std::vector<double> &dx, std::vector<double> &grad, std::string &error);
+
 const nlohmann::json *findEnergy(const Model &m, const std::string &name, std::string &error);
 
 /// Runs `iterations` steps from Y_0 = X via the energy's trace entry point.

@@ -18,17 +18,24 @@ namespace unroll {
 
 struct OptimizationOptions {
   uint64_t seed = 0;
-  int64_t iterations = -1; // -1: the task's default
-  int64_t samples = -1;    // sparse coding: validation samples; Hopfield: queries
-  int64_t patterns = -1;   // Hopfield: stored patterns N
-  double snrDb = -1;       // sparse coding: measurement noise (< 0: noiseless)
+  int64_t iterations = -1;      // -1: the task's default
+  int64_t samples = -1;         // sparse coding: validation samples; Hopfield: queries
+  int64_t patterns = -1;        // Hopfield: stored patterns N
+  double snrDb = -1;            // sparse coding: measurement noise (< 0: noiseless)
   std::string corrupt = "mask"; // Hopfield queries: "mask" (half the entries) or "noise"
   std::string out;              // folder for CSV, JSON and SVG ("" = none)
-  bool json = false;            // print the JSON report instead of the table
+  // Learned unrollings (energies with trainable parameters): Adam with the
+  // stage-wise schedule lr, 0.2 lr, 0.02 lr (next stage when the validation
+  // NMSE has not improved for `patience` evaluations), at most `steps`.
+  int64_t steps = 4000, batch = 64, evalEvery = 100, patience = 5;
+  double lr = 5e-4;
+  bool json = false; // print the JSON report instead of the table
 };
 
 /// ISTA (the compiled step) and FISTA (the same step at the extrapolated
-/// point) on b = A x* (+ noise): NMSE in dB per iteration. Returns the exit
+/// point) on b = A x* (+ noise): NMSE in dB per iteration. An energy with
+/// trainable parameters (a learned unrolling: LISTA-CP, TiLISTA, ALISTA) is
+/// trained first on fresh samples, then reported per layer. Returns the exit
 /// status; `error` says why on failure.
 int sparseCodingStudy(const Model &m, const nlohmann::json &energy, const OptimizationOptions &o,
                       std::string &error);

@@ -1,0 +1,26 @@
+// ALISTA (Liu et al. 2019): W fixed in advance, the minimizer of ‖WᵀA‖_F subject to diag(WᵀA) = 1 (the task computes it, column by column, from a Cholesky factor of AAᵀ); only γ_k and θ_k are learned.
+//
+// A learned unrolling of examples/sparse_coding.mlir's energy
+// ½‖b − A x‖² + λ‖x‖₁: 16 layers x ← η_{θ_k}(x + γ_k W_kᵀ(b − A x))
+// written as the energy's steps, which take the layer index k. The energy
+// stays the one reported per layer; the compiler differentiates the steps.
+//
+//   unroll-opt alista.mlir --lower-to-cpu -o alista.lowered.mlir
+//   unroll-translate alista.lowered.mlir -o alista.so
+//   unroll-run alista.so --task sparse_coding --out out/alista
+unroll.energy @alista {
+^bb0(%Y: tensor<?x500xf32>, %X: tensor<?x250xf32>):
+  %A = unroll.param "A" fixed : tensor<250x500xf32>
+  %fit = unroll.lsq %Y, %X, %A : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>
+  %l1 = unroll.l1 %Y lambda(0.1) : tensor<?x500xf32>
+  unroll.minimize %fit, %l1 schedule(ista) iterations(16)
+} steps {
+^bb0(%Y: tensor<?x500xf32>, %X: tensor<?x250xf32>, %k: index):
+  %A = unroll.param "A" fixed : tensor<250x500xf32>
+  %W = unroll.param "W" fixed : tensor<250x500xf32>
+  %g = unroll.param "gamma" init(ones) : tensor<16xf32>
+  %t = unroll.param "theta" init(zeros) : tensor<16xf32>
+  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k
+         : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>, tensor<250x500xf32>, tensor<16xf32>
+  unroll.yield %x : tensor<?x500xf32>
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Merges the JSON reports of scripts/unrolled-optimization-study.sh into
+sparse_coding_layers.csv, hopfield_beta.csv and summary.json (plain Python)."""
+import glob
+import json
+import os
+import sys
+
+out = sys.argv[1]
+base = json.load(open(os.path.join(out, "ista_fista", "sparse_coding.json")))
+rows = {"ista": base["ista"]["nmse_db"], "fista": base["fista"]["nmse_db"]}
+summary = {"ista_fista": {k: base[k] for k in ("m", "n", "lambda", "samples", "iterations", "lipschitz")}}
+for k in (16, 100, 1000):
+    if k < len(rows["ista"]):
+        summary["ista_fista"][f"ista_{k}"] = rows["ista"][k]
+        summary["ista_fista"][f"fista_{k}"] = rows["fista"][k]
+summary["ista_fista"]["seconds"] = {"ista": base["ista"]["seconds"], "fista": base["fista"]["seconds"]}
+for v in ("alista", "tilista", "lista_cp"):
+    p = os.path.join(out, v, "sparse_coding.json")
+    if os.path.exists(p):
+        j = json.load(open(p))
+        rows[v] = j["nmse_db"]
+        summary[v] = {"layer_16": j["nmse_db"][-1], "steps": j["steps"], "train_seconds": j["train_seconds"],
+                      "trained_parameters": j["trained_parameters"]}
+with open(os.path.join(out, "sparse_coding_layers.csv"), "w") as f:
+    names = list(rows)
+    f.write("k," + ",".join(names) + "\n")
+    for k in range(17):
+        f.write(f"{k}," + ",".join(f"{rows[n][k]:.4f}" if k < len(rows[n]) else "" for n in names) + "\n")
+hop = {}
+for p in glob.glob(os.path.join(out, "hopfield", "beta_*_*", "hopfield.json")):
+    j = json.load(open(p))
+    hop.setdefault(j["beta"], {})[j["corrupt"]] = j
+with open(os.path.join(out, "hopfield_beta.csv"), "w") as f:
+    f.write("beta,mask_one_step,mask_converged,mask_steps,noise_one_step,noise_converged,noise_steps,energy_increases\n")
+    for beta in sorted(hop):
+        r = hop[beta]
+        cells = [beta]
+        for c in ("mask", "noise"):
+            j = r.get(c)
+            cells += [j["retrieval_error"]["one_step"], j["retrieval_error"]["converged"],
+                      j["mean_steps_to_converge"]] if j else ["", "", ""]
+        cells.append(sum(r[c]["energy_increases"] for c in r))
+        f.write(",".join(str(x) for x in cells) + "\n")
+summary["hopfield"] = {str(b): {c: {"one_step": hop[b][c]["retrieval_error"]["one_step"],
+                                    "converged": hop[b][c]["retrieval_error"]["converged"],
+                                    "steps": hop[b][c]["mean_steps_to_converge"],
+                                    "energy_increases": hop[b][c]["energy_increases"],
+                                    "descent_steps": hop[b][c]["descent_steps"]} for c in hop[b]}
+                       for b in sorted(hop)}
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=2)
+print(json.dumps(summary, indent=2))
