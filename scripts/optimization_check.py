@@ -73,7 +73,7 @@ def grad_check(name, e, y0, x, theta, iters, rng, tol=1e-6):
     worst = 0.0
     for arr, grad, what in ((y0, dy0, "Y0"), (x, dx, "X"), (theta, g, "theta")):
         for idx in rng.choice(arr.size, size=min(arr.size, 12), replace=False):
-            h = 1e-6 * max(1.0, abs(arr.flat[idx]))
+            h = 1e-5 * max(1.0, abs(arr.flat[idx]))
             old = arr.flat[idx]
             arr.flat[idx] = old + h
             fp = np.sum(w * descend(e, y0, x, theta, iters)[0])
@@ -145,11 +145,23 @@ def params_of(e):
     return {p["name"]: p for p in e["params"]}
 
 
-for name in ("lista_cp", "alista"):
+def support_mask(v, k, nonneg):
+    """LISTA-CPSS: the round(p n) largest magnitudes of each row, p = min(1.2 (k+1), 13)%."""
+    mag = v if nonneg else np.abs(v)
+    count = int(np.round(min(1.2 * (k + 1), 13.0) / 100 * v.shape[1]))
+    mask = np.zeros_like(v, dtype=bool)
+    if count > 0:
+        idx = np.argsort(-mag, axis=1)[:, :count]
+        np.put_along_axis(mask, idx, True, axis=1)
+    return mask
+
+
+for name in ("lista_cp", "alista", "lista", "lista_cpss"):
     e = energies[name]
     ps = params_of(e)
     nonneg = any(t.get("nonneg") for t in e["terms"] if t["op"] == "l1")
-    m, n, rows, K = 8, 12, 5, ps["gamma"]["shape"][0]
+    support = name == "lista_cpss"
+    m, n, rows, K = 8, e["dim"], 5, ps["gamma"]["shape"][0]
     theta = np.zeros(e["num_params"])
     def view(p):
         q = ps[p]
@@ -159,6 +171,8 @@ for name in ("lista_cp", "alista"):
     view("W")[...] = A / 3.0 + 0.05 * rng.standard_normal(ps["W"]["shape"])
     view("gamma")[...] = 1.0 + 0.2 * rng.standard_normal(K)
     view("theta")[...] = 0.02 + 0.01 * rng.random(K)
+    if "W2" in ps:
+        view("W2")[...] = np.eye(n) - A.T @ A / 3.0 + 0.05 * rng.standard_normal(ps["W2"]["shape"])
     b = rng.standard_normal((rows, m))
     y0 = 0.1 * np.abs(rng.standard_normal((rows, n)))
     steps = K + 2  # past the last layer: the last layer's parameters again
@@ -167,9 +181,16 @@ for name in ("lista_cp", "alista"):
     for k in range(steps):
         kk = min(k, K - 1)
         W = view("W")[kk] if view("W").ndim == 3 else view("W")
-        v = ref_y + view("gamma")[kk] * (b - ref_y @ A.T) @ W
-        ref_y = soft(v, view("theta")[kk], nonneg)
-    check(f"{name} layers vs NumPy x' = soft(x + γ_k W_kᵀ(b − A x), θ_k)", rel(y, ref_y) < 1e-12,
+        if "W2" in ps:
+            v = view("gamma")[kk] * b @ W + ref_y @ view("W2")[kk]
+        else:
+            v = ref_y + view("gamma")[kk] * (b - ref_y @ A.T) @ W
+        out = soft(v, view("theta")[kk], nonneg)
+        if support:
+            out = np.where(support_mask(v, kk, nonneg), v, out)
+        ref_y = out
+    check(f"{name} layers vs NumPy x' = soft(x + γ_k W_kᵀ(b − A x), θ_k)"
+          + (" (W1 b + W2 x)" if "W2" in ps else "") + (" with support selection" if support else ""), rel(y, ref_y) < 1e-12,
           f"max |Δ|/max|x| = {rel(y, ref_y):.2e} over {steps} steps ({K} layers)")
     grad_check(name, e, y0, b, theta, steps, rng)
 

@@ -15,13 +15,15 @@ for k in (16, 100, 1000):
         summary["ista_fista"][f"ista_{k}"] = rows["ista"][k]
         summary["ista_fista"][f"fista_{k}"] = rows["fista"][k]
 summary["ista_fista"]["seconds"] = {"ista": base["ista"]["seconds"], "fista": base["fista"]["seconds"]}
-for v in ("alista", "tilista", "lista_cp"):
+for v in ("alista", "tilista", "lista_cp", "lista_cpss", "lista"):
     p = os.path.join(out, v, "sparse_coding.json")
     if os.path.exists(p):
         j = json.load(open(p))
         rows[v] = j["nmse_db"]
-        summary[v] = {"layer_16": j["nmse_db"][-1], "steps": j["steps"], "train_seconds": j["train_seconds"],
-                      "trained_parameters": j["trained_parameters"]}
+        summary[v] = {"layer_16": j["nmse_db"][-1], "init_layer_16": j["init_nmse_db"], "steps": j["steps"],
+                      "train_seconds": j["train_seconds"], "trained_parameters": j["trained_parameters"]}
+        if j.get("analytic_w"):
+            summary[v]["analytic_w"] = j["analytic_w"]
 with open(os.path.join(out, "sparse_coding_layers.csv"), "w") as f:
     names = list(rows)
     f.write("k," + ",".join(names) + "\n")

@@ -144,9 +144,10 @@ std::vector<double> analyticWeight(const std::vector<double> &A, int64_t mm, int
 }
 
 /// Draws `count` samples of the problem: x* (Bernoulli(0.1) × N(0, 1)) and
-/// b = A x*.
+/// b = A x*, plus Gaussian noise at `snrDb` dB (the batch's signal power)
+/// when snrDb >= 0.
 void drawSamples(std::mt19937_64 &rng, const std::vector<double> &A, int64_t mm, int64_t n,
-                 int64_t count, std::vector<double> &xs, std::vector<double> &b) {
+                 int64_t count, double snrDb, std::vector<double> &xs, std::vector<double> &b) {
   std::normal_distribution<double> N01(0.0, 1.0);
   std::bernoulli_distribution support(0.1);
   xs.assign(count * n, 0.0);
@@ -160,10 +161,18 @@ void drawSamples(std::mt19937_64 &rng, const std::vector<double> &A, int64_t mm,
         acc += A[i * n + j] * xs[s * n + j];
       b[s * mm + i] = acc;
     }
+  if (snrDb < 0)
+    return;
+  double power = 0;
+  for (double v : b)
+    power += v * v;
+  double sigma = std::sqrt(power / b.size() / std::pow(10.0, snrDb / 10.0));
+  for (double &v : b)
+    v += sigma * N01(rng);
 }
 
 /// A learned unrolling: fill the fixed parameters, initialize the trained
-/// ones at ISTA (W = A / L, γ = 1, θ = λ / L), train with Adam on fresh
+/// ones at ISTA (W = A / L, W2 = I − AᵀA / L, γ = 1, θ = λ / L), train with Adam on fresh
 /// samples (stage-wise lr), then NMSE per layer on the validation set.
 template <typename NmseFn>
 int learnedStudy(const Model &m, const nlohmann::json &e, const OptimizationOptions &o,
@@ -217,6 +226,20 @@ int learnedStudy(const Model &m, const nlohmann::json &e, const OptimizationOpti
         error = "parameter 'W' must have A's shape, per layer or shared";
         return 2;
       }
+    } else if (name == "W2") {
+      // LISTA's uncoupled form starts at ISTA too: W2 = I − AᵀA / L.
+      std::vector<double> w2(n * n);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t jj = 0; jj < n; ++jj) {
+          double s = 0;
+          for (int64_t r = 0; r < mm; ++r)
+            s += A[r * n + i] * A[r * n + jj];
+          w2[i * n + jj] = (i == jj ? 1.0 : 0.0) - s / L;
+        }
+      if (!fillPerLayer(w2, 1.0)) {
+        error = "parameter 'W2' must be [n, n], per layer or shared";
+        return 2;
+      }
     } else if (name == "gamma" || name == "theta") {
       for (int64_t i = 0; i < numel; ++i)
         val.theta[off + i] = name == "gamma" ? 1.0 : lambda / L;
@@ -261,7 +284,7 @@ int learnedStudy(const Model &m, const nlohmann::json &e, const OptimizationOpti
   auto t0 = std::chrono::steady_clock::now();
   int64_t step = 0;
   for (; step < o.steps; ++step) {
-    drawSamples(rng, A, mm, n, o.batch, xs, batch.x);
+    drawSamples(rng, A, mm, n, o.batch, o.snrDb, xs, batch.x);
     batch.y0.assign(o.batch * n, 0.0);
     if (!runEnergyDescent(m, e, batch, layers, tr, error))
       return 1;
@@ -421,15 +444,7 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
       A[i * n + j] /= std::sqrt(s);
   }
   std::vector<double> xs, b;
-  drawSamples(rng, A, mm, n, samples, xs, b);
-  if (o.snrDb >= 0) {
-    double power = 0;
-    for (double v : b)
-      power += v * v;
-    double sigma = std::sqrt(power / b.size() / std::pow(10.0, o.snrDb / 10.0));
-    for (double &v : b)
-      v += sigma * N01(rng);
-  }
+  drawSamples(rng, A, mm, n, samples, o.snrDb, xs, b);
   double xsNorm = 0;
   for (double v : xs)
     xsNorm += v * v;

@@ -199,14 +199,30 @@ std::array<Value, 3> istaVJP(Emitter &e, IstaStepVJPOp op, Value y, Value x, Val
   return {dyOut, dx, da};
 }
 
-/// Layer k of a learned ISTA: its step size, threshold and weight.
+/// Layer k of a learned ISTA: its step size, threshold and weights.
 struct Layer {
   Value k;            // min(layer, K − 1)
   Value gamma, theta; // scalars
-  Value w;            // [m, n]
+  Value w, w2;        // [m, n] and (LISTA's uncoupled form) [n, n]
+  Value p;            // support selection: the fraction min(1.2 (k + 1), 13) / 100
 };
 
-Layer layerOf(Emitter &e, Value layer, Value gamma, Value theta, Value weight) {
+/// `weight` itself, or its slice k of a per-layer stack [K, ...].
+Value sliceLayer(Emitter &e, Value weight, Value k) {
+  auto wt = cast<RankedTensorType>(weight.getType());
+  if (wt.getRank() != 3)
+    return weight;
+  OpBuilder &b = e.b;
+  auto sliceTy = RankedTensorType::get(wt.getShape().drop_front(), wt.getElementType());
+  return b.create<tensor::ExtractSliceOp>(
+      e.loc, sliceTy, weight, SmallVector<OpFoldResult>{k, b.getIndexAttr(0), b.getIndexAttr(0)},
+      SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(wt.getDimSize(1)),
+                                b.getIndexAttr(wt.getDimSize(2))},
+      SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+}
+
+Layer layerOf(Emitter &e, Value layer, Value gamma, Value theta, Value weight, Value w2,
+              bool support) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
   auto gt = cast<RankedTensorType>(gamma.getType());
@@ -214,21 +230,29 @@ Layer layerOf(Emitter &e, Value layer, Value gamma, Value theta, Value weight) {
   l.k = b.create<arith::MinUIOp>(loc, layer, e.idx(gt.getDimSize(0) - 1));
   l.gamma = b.create<tensor::ExtractOp>(loc, gamma, ValueRange{l.k});
   l.theta = b.create<tensor::ExtractOp>(loc, theta, ValueRange{l.k});
-  auto wt = cast<RankedTensorType>(weight.getType());
-  l.w = weight;
-  if (wt.getRank() == 3) {
-    auto sliceTy = RankedTensorType::get(wt.getShape().drop_front(), wt.getElementType());
-    l.w = b.create<tensor::ExtractSliceOp>(
-        loc, sliceTy, weight, SmallVector<OpFoldResult>{l.k, b.getIndexAttr(0), b.getIndexAttr(0)},
-        SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(wt.getDimSize(1)),
-                                  b.getIndexAttr(wt.getDimSize(2))},
-        SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+  l.w = sliceLayer(e, weight, l.k);
+  if (w2)
+    l.w2 = sliceLayer(e, w2, l.k);
+  if (support) {
+    Value kf =
+        b.create<arith::SIToFPOp>(loc, e.t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), l.k));
+    Value pct = mul(b, loc, e.cst(1.2), add(b, loc, kf, e.cst(1.0)));
+    l.p = mul(b, loc, b.create<arith::MinimumFOp>(loc, pct, e.cst(13.0)), e.cst(0.01));
   }
   return l;
 }
 
-/// R = X − Y Aᵀ, G = R W_k, V = Y + γ_k G.
+/// CP form: R = X − Y Aᵀ, G = R W_k, V = Y + γ_k G. Uncoupled (w2):
+/// R unused, G = X W_k, V = γ_k G + Y W2_k.
 std::array<Value, 3> listaPieces(Emitter &e, const Layer &l, Value y, Value x, Value a) {
+  if (l.w2) {
+    Value g = e.tokW(x, l.w);
+    Value v = e.map2({g, e.tokW(y, l.w2)}, {e.id2(), e.id2()}, g,
+                     [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+                       return add(b, lc, mul(b, lc, l.gamma, a2[0]), a2[1]);
+                     });
+    return {Value(), g, v};
+  }
   Value ya = e.tokWT(y, a);
   Value r =
       e.map2({x, ya}, {e.id2(), e.id2()}, x, [](OpBuilder &b, Location lc, ValueRange v) -> Value {
@@ -252,6 +276,84 @@ Value softThreshold(Emitter &e, Value v, Value theta, bool nonneg) {
   });
 }
 
+/// A map over the rows space (batch..., i) of `like` [.., rows, n].
+Value mapRows(Emitter &e, ArrayRef<Value> ins, Value like, Emitter::BodyFn body) {
+  SmallVector<Value> sizes = e.batchDims(like);
+  sizes.push_back(e.dim(like, e.nb));
+  SmallVector<AffineMap> maps(ins.size(), rowsMap(e));
+  return e.generic(e.nb + 1, ins, maps, e.filled(sizes, 0.0), rowsMap(e), Emitter::par(e.nb + 1),
+                   body);
+}
+
+/// LISTA-CPSS's support: 1 where |v| is among the round(p n) largest
+/// magnitudes of its row (n entries, static) (by bisection on the cut, 50 halvings), else 0.
+Value supportMask(Emitter &e, Value v, Value p, int64_t n, bool nonneg) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  Value want = b.create<math::RoundOp>(loc, mul(b, loc, p, e.cst((double)n)));
+  auto mag = [&](OpBuilder &nb, Location l, Value x) -> Value {
+    return nonneg ? x : nb.create<math::AbsFOp>(l, x).getResult();
+  };
+  Value hi0 =
+      e.rowReduce({v}, {e.id2()}, v, 0.0, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return nb.create<arith::MaximumFOp>(l, a[1], mag(nb, l, a[0]));
+      });
+  Value lo0 =
+      mapRows(e, {hi0}, v, [&](OpBuilder &, Location, ValueRange) -> Value { return e.cst(0.0); });
+  auto loop = b.create<scf::ForOp>(
+      loc, e.idx(0), e.idx(50), e.idx(1), ValueRange{e.dynamic(lo0), e.dynamic(hi0)},
+      [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
+        Emitter le(lb, ll, e.t, e.nb);
+        Value half = le.cst(0.5), one = le.cst(1.0), zero = le.cst(0.0);
+        Value mid =
+            mapRows(le, {it[0], it[1]}, v, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+              return mul(nb, l, half, add(nb, l, a[0], a[1]));
+            });
+        Value cnt =
+            le.rowReduce({v, mid}, {le.id2(), le.row2()}, v, 0.0,
+                         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                           Value ge = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGE,
+                                                               mag(nb, l, a[0]), a[1]);
+                           return add(nb, l, a[2], nb.create<arith::SelectOp>(l, ge, one, zero));
+                         });
+        auto pick = [&](bool lower) {
+          return mapRows(le, {cnt, mid, lower ? it[0] : it[1]}, v,
+                         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                           Value enough =
+                               nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGE, a[0], want);
+                           // enough: the cut may rise (lo = mid); else it must fall (hi = mid)
+                           return lower ? nb.create<arith::SelectOp>(l, enough, a[1], a[2])
+                                        : nb.create<arith::SelectOp>(l, enough, a[2], a[1]);
+                         });
+        };
+        lb.create<scf::YieldOp>(ll, ValueRange{le.dynamic(pick(true)), le.dynamic(pick(false))});
+      });
+  Value lo = loop.getResult(0);
+  Value one = e.cst(1.0), zero = e.cst(0.0), half = e.cst(0.5);
+  return e.map2(
+      {v, lo}, {e.id2(), e.row2()}, v, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value in = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGE, mag(nb, l, a[0]), a[1]);
+        Value any = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, want, half);
+        return nb.create<arith::SelectOp>(l, nb.create<arith::AndIOp>(l, in, any), one, zero);
+      });
+}
+
+/// The code size n of a learned layer (static: the verifier checks it).
+template <typename Op> int64_t codeSize(Op op) { return op.getY().getType().getShape().back(); }
+
+/// The layer's output: v where selected (support), else η_θ(v).
+Value listaOutput(Emitter &e, const Layer &l, Value v, Value sel, bool nonneg) {
+  Value t = softThreshold(e, v, l.theta, nonneg);
+  if (!sel)
+    return t;
+  Value half = e.cst(0.5);
+  return e.map2({v, t, sel}, {e.id2(), e.id2(), e.id2()}, v,
+                [&](OpBuilder &b, Location lc, ValueRange a) -> Value {
+                  Value on = b.create<arith::CmpFOp>(lc, arith::CmpFPredicate::OGT, a[2], half);
+                  return b.create<arith::SelectOp>(lc, on, a[0], a[1]);
+                });
+}
+
 /// A zero tensor of `like`'s static type with `v` at `k` (a scalar into a
 /// vector [K], or a matrix into a stack [K, m, n]).
 Value oneHot(Emitter &e, Value like, Value k, Value v) {
@@ -262,6 +364,8 @@ Value oneHot(Emitter &e, Value like, Value k, Value v) {
           .getResult(0);
   if (ty.getRank() == 1)
     return e.b.create<tensor::InsertOp>(e.loc, v, zeros, ValueRange{k});
+  if (ty.getRank() == 2)
+    return e.castTo(v, ty);
   OpBuilder &b = e.b;
   return b.create<tensor::InsertSliceOp>(
       e.loc, e.castTo(v, RankedTensorType::get(ty.getShape().drop_front(), ty.getElementType())),
@@ -271,44 +375,82 @@ Value oneHot(Emitter &e, Value like, Value k, Value v) {
       SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
 }
 
-/// dV = dY' past the threshold; dθ_k = −Σ sign(v) dV, dγ_k = Σ dV ∘ G;
-/// dR = γ dV W_kᵀ; dY = dV − dR A, dX = dR, dW_k = γ Rᵀ dV, dA = −dRᵀ Y.
+/// dV = dY' where v passes (selected, or past the threshold); dθ_k = −Σ
+/// sign(v) dY' over the thresholded-through entries; dγ_k = Σ dV ∘ G.
+/// CP form: dR = γ dV W_kᵀ; dY = dV − dR A, dX = dR, dW_k = γ Rᵀ dV,
+/// dA = −dRᵀ Y. Uncoupled: dX = γ dV W_kᵀ, dW_k = γ Xᵀ dV, dY = dV W2_kᵀ,
+/// dW2_k = Yᵀ dV, dA = 0.
 SmallVector<Value> listaVJP(Emitter &e, ListaStepVJPOp op, Value y, Value x, Value a, Value w,
-                            Value gamma, Value theta, Value layer, Value dy) {
+                            Value w2, Value gamma, Value theta, Value layer, Value dy) {
   bool nonneg = op.getNonneg();
-  Layer l = layerOf(e, layer, gamma, theta, w);
+  Layer l = layerOf(e, layer, gamma, theta, w, w2, op.getSupport());
   auto [r, g, v] = listaPieces(e, l, y, x, a);
-  Value zero = e.cst(0.0);
-  Value dv = e.map2(
-      {v, dy}, {e.id2(), e.id2()}, dy, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
-        return b.create<arith::SelectOp>(lc, active(b, lc, a2[0], l.theta, nonneg), a2[1], zero);
+  Value sel = op.getSupport() ? supportMask(e, v, l.p, codeSize(op), nonneg) : Value();
+  Value zero = e.cst(0.0), half = e.cst(0.5);
+  SmallVector<Value> ins{v, dy};
+  SmallVector<AffineMap> maps{e.id2(), e.id2()};
+  if (sel)
+    ins.push_back(sel), maps.push_back(e.id2());
+  // thresholded-through: past θ and not selected
+  auto through = [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+    Value act = active(b, lc, a2[0], l.theta, nonneg);
+    if (!sel)
+      return act;
+    Value off = b.create<arith::CmpFOp>(lc, arith::CmpFPredicate::OLE, a2[2], half);
+    return b.create<arith::AndIOp>(lc, act, off);
+  };
+  Value dv = e.generic(
+      e.nb + 2, ins, maps,
+      e.filled(
+          [&] {
+            SmallVector<Value> s = e.batchDims(v);
+            s.append({e.dim(v, e.nb), e.dim(v, e.nb + 1)});
+            return s;
+          }(),
+          0.0),
+      e.id2(), Emitter::par(e.nb + 2), [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+        Value pass = through(b, lc, a2);
+        if (sel)
+          pass = b.create<arith::OrIOp>(
+              lc, pass, b.create<arith::CmpFOp>(lc, arith::CmpFPredicate::OGT, a2[2], half));
+        return b.create<arith::SelectOp>(lc, pass, a2[1], zero);
       });
-  Value dth = sumAll(e, {v, dv}, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
-    return b.create<arith::NegFOp>(lc, mul(b, lc, signOf(b, lc, e.t, a2[0], nonneg), a2[1]));
+  Value dth = sumAll(e, ins, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+    Value on = b.create<arith::SelectOp>(lc, through(b, lc, a2), a2[1], zero);
+    return b.create<arith::NegFOp>(lc, mul(b, lc, signOf(b, lc, e.t, a2[0], nonneg), on));
   });
   Value dga = sumAll(e, {dv, g}, [](OpBuilder &b, Location lc, ValueRange a2) -> Value {
     return mul(b, lc, a2[0], a2[1]);
   });
-  Value dr = e.map2({e.tokWT(dv, l.w)}, {e.id2()}, r,
-                    [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
-                      return mul(b, lc, l.gamma, a2[0]);
-                    });
-  Value dra = e.tokW(dr, a);
-  Value dyOut = e.map2(
-      {dv, dra}, {e.id2(), e.id2()}, dv,
-      [](OpBuilder &b, Location lc, ValueRange a2) -> Value { return sub(b, lc, a2[0], a2[1]); });
   Emitter we = e.weights();
-  Value rdv = e.tokTTokW(r, dv);
-  Value dwk =
-      we.map2({rdv}, {we.id2()}, rdv, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
-        return mul(b, lc, l.gamma, a2[0]);
-      });
-  Value dry = e.tokTTokW(dr, y);
-  Value da = we.map2({dry}, {we.id2()}, dry, [](OpBuilder &b, Location lc, ValueRange a2) -> Value {
-    return b.create<arith::NegFOp>(lc, a2[0]);
-  });
-  Value dw = cast<RankedTensorType>(w.getType()).getRank() == 3 ? oneHot(e, w, l.k, dwk) : dwk;
-  return {dyOut, dr, da, dw, oneHot(e, gamma, l.k, dga), oneHot(e, theta, l.k, dth)};
+  auto scale = [&](Emitter &em, Value t, Value k) {
+    return em.map2({t}, {em.id2()}, t, [&](OpBuilder &b, Location lc, ValueRange a2) -> Value {
+      return mul(b, lc, k, a2[0]);
+    });
+  };
+  Value dyOut, dx, dwk, da, dw2;
+  if (l.w2) {
+    dx = scale(e, e.tokWT(dv, l.w), l.gamma);
+    dwk = scale(we, e.tokTTokW(x, dv), l.gamma);
+    dyOut = e.tokWT(dv, l.w2);
+    dw2 = e.tokTTokW(y, dv);
+    da = we.filled({we.idx(cast<RankedTensorType>(a.getType()).getDimSize(0)),
+                    we.idx(cast<RankedTensorType>(a.getType()).getDimSize(1))},
+                   0.0);
+  } else {
+    Value dr = scale(e, e.tokWT(dv, l.w), l.gamma);
+    dyOut = e.map2(
+        {dv, e.tokW(dr, a)}, {e.id2(), e.id2()}, dv,
+        [](OpBuilder &b, Location lc, ValueRange a2) -> Value { return sub(b, lc, a2[0], a2[1]); });
+    dx = dr;
+    dwk = scale(we, e.tokTTokW(r, dv), l.gamma);
+    da = scale(we, e.tokTTokW(dr, y), e.cst(-1.0));
+  }
+  SmallVector<Value> out{dyOut, dx, da, oneHot(e, w, l.k, dwk)};
+  if (w2)
+    out.push_back(oneHot(e, w2, l.k, dw2));
+  out.append({oneHot(e, gamma, l.k, dga), oneHot(e, theta, l.k, dth)});
+  return out;
 }
 
 Value lsqEnergy(Emitter &e, Value y, Value x, Value a) {
@@ -487,9 +629,11 @@ struct ListaStepLowering : OpConversionPattern<ListaStepOp> {
   LogicalResult matchAndRewrite(ListaStepOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     Emitter e = emitterFor(rewriter, op, op.getY());
-    Layer l = layerOf(e, a.getLayer(), a.getGamma(), a.getTheta(), a.getWeight());
+    Layer l = layerOf(e, a.getLayer(), a.getGamma(), a.getTheta(), a.getWeight(), a.getW2(),
+                      op.getSupport());
     Value v = listaPieces(e, l, a.getY(), a.getX(), a.getDict())[2];
-    rewriter.replaceOp(op, e.castTo(softThreshold(e, v, l.theta, op.getNonneg()), op.getType()));
+    Value sel = op.getSupport() ? supportMask(e, v, l.p, codeSize(op), op.getNonneg()) : Value();
+    rewriter.replaceOp(op, e.castTo(listaOutput(e, l, v, sel, op.getNonneg()), op.getType()));
     return success();
   }
 };
@@ -500,7 +644,7 @@ struct ListaStepVJPLowering : OpConversionPattern<ListaStepVJPOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Emitter e = emitterFor(rewriter, op, op.getY());
     SmallVector<Value> r = listaVJP(e, op, a.getY(), a.getX(), a.getDict(), a.getWeight(),
-                                    a.getGamma(), a.getTheta(), a.getLayer(), a.getDy());
+                                    a.getW2(), a.getGamma(), a.getTheta(), a.getLayer(), a.getDy());
     for (auto [i, res] : llvm::enumerate(op->getResults()))
       r[i] = e.castTo(r[i], res.getType());
     rewriter.replaceOp(op, r);

@@ -181,17 +181,35 @@ LogicalResult ListaStepOp::verify() {
   if (!shared && !untied)
     return emitOpError() << "expected W of A's shape [" << m << ", " << n << "] (shared) or ["
                          << layers << ", " << m << ", " << n << "] (one per layer), got " << wt;
+  if (Value w2 = getW2()) {
+    auto t = cast<RankedTensorType>(w2.getType());
+    bool ok = t.getElementType() == el && t.hasStaticShape() &&
+              ((t.getRank() == 2 && t.getDimSize(0) == n && t.getDimSize(1) == n) ||
+               (t.getRank() == 3 && t.getDimSize(0) == layers && t.getDimSize(1) == n &&
+                t.getDimSize(2) == n));
+    if (!ok)
+      return emitOpError() << "expected w2 of shape [" << n << ", " << n << "] (shared) or ["
+                           << layers << ", " << n << ", " << n << "] (one per layer), got " << t;
+  }
   return success();
 }
 
 LogicalResult ListaStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
   Value dy = rm.cotangent(getResult());
-  auto v = b.create<ListaStepVJPOp>(getLoc(),
-                                    TypeRange{getY().getType(), getX().getType(),
-                                              getDict().getType(), getWeight().getType(),
-                                              getGamma().getType(), getTheta().getType()},
-                                    getY(), getX(), getDict(), getWeight(), getGamma(), getTheta(),
-                                    getLayer(), dy, getNonnegAttr());
+  SmallVector<Type> types{getY().getType(), getX().getType(), getDict().getType(),
+                          getWeight().getType()};
+  SmallVector<Value> operands{getY(), getX(), getDict(), getWeight()};
+  if (getW2()) {
+    types.push_back(getW2().getType());
+    operands.push_back(getW2());
+  }
+  types.append({getGamma().getType(), getTheta().getType()});
+  operands.append({getGamma(), getTheta(), getLayer(), dy});
+  auto v = b.create<ListaStepVJPOp>(getLoc(), types, operands);
+  v.setNonneg(getNonneg());
+  v.setSupport(getSupport());
+  if (getW2() && failed(rm.addCotangent(*this, getW2(), v.getDw2())))
+    return failure();
   if (failed(rm.addCotangent(*this, getY(), v.getDx())) ||
       failed(rm.addCotangent(*this, getX(), v.getDinput())) ||
       failed(rm.addCotangent(*this, getDict(), v.getDdict())) ||

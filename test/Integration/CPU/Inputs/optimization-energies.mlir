@@ -61,3 +61,40 @@ unroll.energy @alista {
          : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>, tensor<8x12xf64>, tensor<4xf64>
   unroll.yield %x : tensor<?x12xf64>
 }
+
+// LISTA's uncoupled layers x' = η(W1 b + W2 x) (per layer), and LISTA-CPSS
+// (coupled, with support selection: the largest p_k% pass untouched).
+unroll.energy @lista {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>):
+  %A = unroll.param "A" fixed : tensor<8x12xf64>
+  %fit = unroll.lsq %Y, %X, %A : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>
+  %l1 = unroll.l1 %Y lambda(0.05) : tensor<?x12xf64>
+  unroll.minimize %fit, %l1 schedule(ista) iterations(4)
+} steps {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>, %k: index):
+  %A = unroll.param "A" fixed : tensor<8x12xf64>
+  %W = unroll.param "W" {std = 0.1 : f64} : tensor<4x8x12xf64>
+  %W2 = unroll.param "W2" {std = 0.1 : f64} : tensor<4x12x12xf64>
+  %g = unroll.param "gamma" init(ones) : tensor<4xf64>
+  %t = unroll.param "theta" init(constant) {value = 0.02 : f64} : tensor<4xf64>
+  %x = unroll.lista_step %Y, %X, %A, %W w2 %W2 : tensor<4x12x12xf64> gamma %g theta %t layer %k
+         : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>, tensor<4x8x12xf64>, tensor<4xf64>
+  unroll.yield %x : tensor<?x12xf64>
+}
+
+unroll.energy @lista_cpss {
+^bb0(%Y: tensor<?x40xf64>, %X: tensor<?x8xf64>):
+  %A = unroll.param "A" fixed : tensor<8x40xf64>
+  %fit = unroll.lsq %Y, %X, %A : tensor<?x40xf64>, tensor<?x8xf64>, tensor<8x40xf64>
+  %l1 = unroll.l1 %Y lambda(0.05) : tensor<?x40xf64>
+  unroll.minimize %fit, %l1 schedule(ista) iterations(4)
+} steps {
+^bb0(%Y: tensor<?x40xf64>, %X: tensor<?x8xf64>, %k: index):
+  %A = unroll.param "A" fixed : tensor<8x40xf64>
+  %W = unroll.param "W" {std = 0.1 : f64} : tensor<4x8x40xf64>
+  %g = unroll.param "gamma" init(ones) : tensor<4xf64>
+  %t = unroll.param "theta" init(constant) {value = 0.02 : f64} : tensor<4xf64>
+  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k support
+         : tensor<?x40xf64>, tensor<?x8xf64>, tensor<8x40xf64>, tensor<4x8x40xf64>, tensor<4xf64>
+  unroll.yield %x : tensor<?x40xf64>
+}

@@ -138,6 +138,12 @@ def Unroll_ListaStepOp : Unroll_Op<"lista_step", [DeclareOpInterfaceMethods<Unro
     θ [K]. `layer` is the steps region's iteration index; layers past K − 1
     reuse the last one. With `nonneg` the threshold is one-sided.
 
+    With `w2` W2 ([n, n] or [K, n, n]) the layer is LISTA's uncoupled form
+    Y' = η_{θ_k}(γ_k X W_k + Y W2_k), i.e. x' = η(W1 b + W2 x) (A only
+    sizes it). With `support` the largest p_k% magnitudes of each row,
+    p_k = min(1.2 (k + 1), 13), bypass the threshold (LISTA-CPSS's support
+    selection).
+
     ```mlir
     %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k
            : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>,
@@ -145,13 +151,14 @@ def Unroll_ListaStepOp : Unroll_Op<"lista_step", [DeclareOpInterfaceMethods<Unro
     ```
   }];
   let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, Matrix:$dict,
-                       RankedTensorOf<[F32, F64]>:$weight, Vector:$gamma, Vector:$theta,
-                       Index:$layer, UnitAttr:$nonneg);
+                       RankedTensorOf<[F32, F64]>:$weight,
+                       Optional<RankedTensorOf<[F32, F64]>>:$w2, Vector:$gamma, Vector:$theta,
+                       Index:$layer, UnitAttr:$nonneg, UnitAttr:$support);
   let results = (outs TokenMatrix:$result);
   let assemblyFormat = [{
-    $y `,` $x `,` $dict `,` $weight `gamma` $gamma `theta` $theta `layer` $layer
-    (`nonneg` $nonneg^)? attr-dict `:` type($y) `,` type($x) `,` type($dict) `,`
-    type($weight) `,` type($gamma)
+    $y `,` $x `,` $dict `,` $weight (`w2` $w2^ `:` type($w2))? `gamma` $gamma `theta` $theta
+    `layer` $layer (`nonneg` $nonneg^)? (`support` $support^)? attr-dict `:` type($y) `,`
+    type($x) `,` type($dict) `,` type($weight) `,` type($gamma)
   }];
   let hasVerifier = 1;
 }

@@ -135,14 +135,17 @@ def Unroll_ListaStepVJPOp : Unroll_Op<"lista_step_vjp", [Pure,
     AllTypesMatch<["gamma", "theta", "dgamma", "dtheta"]>]> {
   let summary = "(dY, dX, dA, dW, dγ, dθ) of a learned proximal-gradient layer";
   let arguments = (ins TokenMatrix:$y, TokenMatrix:$x, Matrix:$dict,
-                       RankedTensorOf<[F32, F64]>:$weight, Vector:$gamma, Vector:$theta,
-                       Index:$layer, TokenMatrix:$dy, UnitAttr:$nonneg);
+                       RankedTensorOf<[F32, F64]>:$weight,
+                       Optional<RankedTensorOf<[F32, F64]>>:$w2, Vector:$gamma, Vector:$theta,
+                       Index:$layer, TokenMatrix:$dy, UnitAttr:$nonneg, UnitAttr:$support);
   let results = (outs TokenMatrix:$dx, TokenMatrix:$dinput, Matrix:$ddict,
-                      RankedTensorOf<[F32, F64]>:$dweight, Vector:$dgamma, Vector:$dtheta);
+                      RankedTensorOf<[F32, F64]>:$dweight,
+                      Optional<RankedTensorOf<[F32, F64]>>:$dw2, Vector:$dgamma,
+                      Vector:$dtheta);
   let assemblyFormat = [{
-    $y `,` $x `,` $dict `,` $weight `,` $gamma `,` $theta `,` $layer `,` $dy
-    (`nonneg` $nonneg^)? attr-dict `:` type($y) `,` type($x) `,` type($dict) `,`
-    type($weight) `,` type($gamma)
+    $y `,` $x `,` $dict `,` $weight (`w2` $w2^ `:` type($w2) `->` type($dw2))? `,` $gamma `,`
+    $theta `,` $layer `,` $dy (`nonneg` $nonneg^)? (`support` $support^)? attr-dict `:`
+    type($y) `,` type($x) `,` type($dict) `,` type($weight) `,` type($gamma)
   }];
 }
 

@@ -1,0 +1,24 @@
+// LISTA-CPSS (Chen et al. 2018): LISTA-CP with support selection, the largest p_k% = min(1.2 k, 13)% magnitudes of each code bypass the threshold.
+//
+// A learned unrolling of examples/sparse_coding.mlir's energy, 16 layers
+// written as the energy's steps (which take the layer index k).
+//
+//   unroll-opt lista_cpss.mlir --lower-to-cpu -o lista_cpss.lowered.mlir
+//   unroll-translate lista_cpss.lowered.mlir -o lista_cpss.so
+//   unroll-run lista_cpss.so --task sparse_coding --out out/lista_cpss
+unroll.energy @lista_cpss {
+^bb0(%Y: tensor<?x500xf32>, %X: tensor<?x250xf32>):
+  %A = unroll.param "A" fixed : tensor<250x500xf32>
+  %fit = unroll.lsq %Y, %X, %A : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>
+  %l1 = unroll.l1 %Y lambda(0.1) : tensor<?x500xf32>
+  unroll.minimize %fit, %l1 schedule(ista) iterations(16)
+} steps {
+^bb0(%Y: tensor<?x500xf32>, %X: tensor<?x250xf32>, %k: index):
+  %A = unroll.param "A" fixed : tensor<250x500xf32>
+  %W = unroll.param "W" : tensor<16x250x500xf32>
+  %g = unroll.param "gamma" init(ones) : tensor<16xf32>
+  %t = unroll.param "theta" init(zeros) : tensor<16xf32>
+  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k support
+         : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>, tensor<16x250x500xf32>, tensor<16xf32>
+  unroll.yield %x : tensor<?x500xf32>
+}
