@@ -67,13 +67,16 @@ def rel(a, b):
     return float(np.max(np.abs(a - b)) / max(1e-300, np.max(np.abs(b))))
 
 
-def grad_check(name, e, y0, x, theta, iters, rng, tol=1e-6):
+def grad_check(name, e, y0, x, theta, iters, rng, tol=1e-6, step=1e-6):
+    """Central differences of <W, Y_T> with steps `step` (relative): small
+    enough not to cross a soft threshold's kink, large enough for round-off
+    (the Hopfield energy's softmax needs 1e-5)."""
     w = rng.standard_normal(y0.shape)
     dy0, dx, g = descend_vjp(e, y0, x, theta, iters, w)
     worst = 0.0
     for arr, grad, what in ((y0, dy0, "Y0"), (x, dx, "X"), (theta, g, "theta")):
         for idx in rng.choice(arr.size, size=min(arr.size, 12), replace=False):
-            h = 1e-5 * max(1.0, abs(arr.flat[idx]))
+            h = step * max(1.0, abs(arr.flat[idx]))
             old = arr.flat[idx]
             arr.flat[idx] = old + h
             fp = np.sum(w * descend(e, y0, x, theta, iters)[0])
@@ -139,6 +142,40 @@ for name, nonneg in (("ista", False), ("ista_nonneg", True)):
     # sides are both exercised.
     y0 = 0.1 * rng.standard_normal((rows, n))
     grad_check(name, e, y0, b, theta, 3, rng)
+
+# FISTA (schedule fista: the ISTA step at the extrapolated point, the
+# previous iterate a second loop state): iterates, energies, its O(1/k²)
+# bound, and gradients through both states.
+e = energies["fista"]
+m, n, rows, iters = 8, 12, 5, 60
+A = rng.standard_normal((m, n)) / np.sqrt(m)
+A /= np.linalg.norm(A, axis=0)
+xs = rng.standard_normal((rows, n)) * (rng.random((rows, n)) < 0.3)
+b = xs @ A.T + 0.01 * rng.standard_normal((rows, m))
+theta = np.ascontiguousarray(A.ravel())
+lam = 0.05
+v = 1.5 + np.sin(12.9898 * np.arange(n))
+v /= np.linalg.norm(v)
+for _ in range(e["power_iterations"]):
+    v = A.T @ (A @ v)
+    v /= np.linalg.norm(v)
+L = float(np.sum((A @ v) ** 2))
+energy = lambda z: 0.5 * np.sum((b - z @ A.T) ** 2) + lam * np.sum(np.abs(z))
+y, en = descend(e, np.zeros((rows, n)), b, theta, iters)
+x, xp, t, ref_e = np.zeros((rows, n)), np.zeros((rows, n)), 1.0, [energy(np.zeros((rows, n)))]
+for _ in range(iters):
+    tn = (1 + np.sqrt(1 + 4 * t * t)) / 2
+    z = x + (t - 1) / tn * (x - xp)
+    xp, x, t = x, soft(z + (b - z @ A.T) @ A / L, lam / L, False), tn
+    ref_e.append(energy(x))
+check("fista iterates vs NumPy FISTA (Beck & Teboulle's t_k)", rel(y, x) < 1e-9,
+      f"max |Δ|/max|x| = {rel(y, x):.2e} after {iters} steps")
+check("fista energies vs NumPy", rel(en, np.array(ref_e)) < 1e-9, f"{rel(en, np.array(ref_e)):.2e}")
+# F(x_k) − F* ≤ 2 L ‖x_0 − x*‖² / (k + 1)², with x*, F* from 2000 more steps
+y_star, en_star = descend(e, np.zeros((rows, n)), b, theta, 2000)
+const = max((en[k] - en_star[-1]) * (k + 1) ** 2 / (2 * L * np.sum(y_star ** 2)) for k in range(1, iters + 1))
+check("fista O(1/k²) bound", const <= 1.0, f"max (F_k − F*)(k+1)²/(2L‖x*‖²) = {const:.3f} (≤ 1)")
+grad_check("fista", e, 0.1 * rng.standard_normal((rows, n)), b, theta, 4, rng)
 
 # --- learned unrollings (LISTA-CP, ALISTA) -------------------------------------
 def params_of(e):
@@ -222,7 +259,7 @@ check("hopfield iterates vs NumPy softmax(β ξ Xᵀ) X", rel(y, ref_y) < 1e-12,
       f"max |Δ|/max|ξ| = {rel(y, ref_y):.2e}")
 check("hopfield energies vs NumPy", rel(en, np.array(ref_e)) < 1e-12,
       f"{rel(en, np.array(ref_e)):.2e}; E: {en[0]:.4f} -> {en[-1]:.4f}")
-grad_check("hopfield", e, xi.copy(), X.copy(), empty, 3, rng)
+grad_check("hopfield", e, xi.copy(), X.copy(), empty, 3, rng, step=1e-5)
 
 print("all checks passed" if not failed else f"{len(failed)} checks failed: {', '.join(failed)}")
 sys.exit(1 if failed else 0)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The issue-17 experiments (docs/experiments/unrolled-optimization/):
-#   sparse coding, m = 250, n = 500: ISTA and FISTA (1000 iterations) and the
+#   sparse coding, m = 250, n = 500: ISTA and FISTA (1000 iterations, both
+#   compiled schedules) and the
 #   16-layer learned unrollings ALISTA, TiLISTA, LISTA-CP, LISTA-CPSS (trained
 #   with --steps STEPS) and LISTA (LISTA_STEPS: 6M parameters, slower), NMSE
 #   per layer on the same 1000 validation samples; modern Hopfield retrieval
@@ -22,7 +23,8 @@ compile() { # compile NAME SRC
 }
 if [ "$ONLY" != hopfield ]; then
 for v in sparse_coding lista_cp tilista alista lista_cpss lista; do compile $v examples/$v.mlir; done
-"$BIN"/unroll-run "$TMP/sparse_coding.so" --task sparse_coding --out "$OUT/ista_fista" | tee "$OUT/ista_fista.txt"
+"$BIN"/unroll-run "$TMP/sparse_coding.so" --task sparse_coding --out "$OUT/ista" | tee "$OUT/ista.txt"
+"$BIN"/unroll-run "$TMP/sparse_coding.so" --task sparse_coding --energy fista --out "$OUT/fista" | tee "$OUT/fista.txt"
 for v in alista tilista lista_cp lista_cpss lista; do
   s=$STEPS; [ $v = lista ] && s=$LISTA_STEPS
   "$BIN"/unroll-run "$TMP/$v.so" --task sparse_coding --steps "$s" --out "$OUT/$v" 2>&1 | tee "$OUT/$v.txt"

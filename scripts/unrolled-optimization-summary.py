@@ -7,14 +7,21 @@ import os
 import sys
 
 out = sys.argv[1]
-base = json.load(open(os.path.join(out, "ista_fista", "sparse_coding.json")))
-rows = {"ista": base["ista"]["nmse_db"], "fista": base["fista"]["nmse_db"]}
-summary = {"ista_fista": {k: base[k] for k in ("m", "n", "lambda", "samples", "iterations", "lipschitz")}}
-for k in (16, 100, 1000):
-    if k < len(rows["ista"]):
-        summary["ista_fista"][f"ista_{k}"] = rows["ista"][k]
-        summary["ista_fista"][f"fista_{k}"] = rows["fista"][k]
-summary["ista_fista"]["seconds"] = {"ista": base["ista"]["seconds"], "fista": base["fista"]["seconds"]}
+ista = json.load(open(os.path.join(out, "ista", "sparse_coding.json")))
+fista = json.load(open(os.path.join(out, "fista", "sparse_coding.json")))
+fk = dict(zip(fista["iterations"], fista["nmse_db"]))
+rows = {"ista": ista["nmse_db"], "fista": [fk[k] for k in range(17)]}
+summary = {"ista_fista": {k: ista[k] for k in ("m", "n", "lambda", "samples", "lipschitz")}}
+for k in (16, 128, 1024, 1000):
+    if k < len(ista["nmse_db"]):
+        summary["ista_fista"][f"ista_{k}"] = ista["nmse_db"][k]
+    if k in fk:
+        summary["ista_fista"][f"fista_{k}"] = fk[k]
+summary["ista_fista"].update({"ista_energy_increases": ista["energy_increases"],
+                              "ista_roundoff_increases": ista["roundoff_increases"],
+                              "ista_largest_roundoff_increase": ista["largest_roundoff_increase"],
+                              "fista_rate_constant": fista["rate_constant"],
+                              "seconds": {"ista": ista["seconds"], "fista": fista["seconds"]}})
 for v in ("alista", "tilista", "lista_cp", "lista_cpss", "lista"):
     p = os.path.join(out, v, "sparse_coding.json")
     if os.path.exists(p):

@@ -114,12 +114,21 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
 
   // Sparse coding: one proximal-gradient step (gradient step of size 1/L on
   // the fit, then the prox of the l1 term: the soft threshold).
-  if (min.getSchedule() == Schedule::ista) {
+  if (min.getSchedule() == Schedule::ista || min.getSchedule() == Schedule::fista) {
     Value xin = operand(terms.lsq.getX()), dict = operand(terms.lsq.getDict());
     if (!xin || !dict)
       return failure();
+    Value from = y;
+    // FISTA: the same step at Y + μ_k (Y − Y_prev); k and Y_prev are the
+    // steps region's third and fourth arguments (a second loop state).
+    if (min.getSchedule() == Schedule::fista) {
+      Value k = steps->addArgument(b.getIndexType(), loc);
+      Value prev = steps->addArgument(tokenTy, loc);
+      from = b.create<ExtrapolateOp>(loc, tokenTy, y, prev, k);
+      ++numSteps;
+    }
     Value next =
-        b.create<IstaStepOp>(terms.lsq.getLoc(), tokenTy, y, xin, dict, terms.l1.getLambdaAttr(),
+        b.create<IstaStepOp>(terms.lsq.getLoc(), tokenTy, from, xin, dict, terms.l1.getLambdaAttr(),
                              terms.l1.getNonnegAttr(), terms.lsq.getPowerIterationsAttr());
     b.create<YieldOp>(loc, ValueRange{next});
     ++numSteps, ++numEnergies;

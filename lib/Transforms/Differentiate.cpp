@@ -69,21 +69,30 @@ LogicalResult DifferentiatePass::differentiate(EnergyOp energy) {
   map.map(fwd.getArgument(0), y);
   map.map(fwd.getArgument(1), x);
   // Layered steps (a learned unrolling) take the iteration index k last.
-  if (fwd.getNumArguments() == 3)
+  if (fwd.getNumArguments() >= 3)
     map.map(fwd.getArgument(2), rev->addArgument(b.getIndexType(), energy.getLoc()));
+  // A second loop state (FISTA's previous iterate) gets its own cotangent.
+  Value prev;
+  if (fwd.getNumArguments() == 4) {
+    prev = rev->addArgument(tokTy, energy.getLoc());
+    map.map(fwd.getArgument(3), prev);
+  }
   SmallVector<Operation *> ops;
   for (Operation &op : fwd.without_terminator())
     ops.push_back(&op);
   ops = cloneOps(b, ops, map, /*redeclareParams=*/false);
   Value out = map.lookup(cast<YieldOp>(fwd.back()).getValues()[0]);
   ReverseMode rm(b);
-  FailureOr<SmallVector<Value>> dy = rm.run(ops, out, dyOut, {y}, /*sinks=*/{x});
+  SmallVector<Value> wrt{y};
+  if (prev)
+    wrt.push_back(prev);
+  FailureOr<SmallVector<Value>> dy = rm.run(ops, out, dyOut, wrt, /*sinks=*/{x});
   if (failed(dy))
     return failure();
   numVJPs += rm.numRules();
-  if (!(*dy)[0])
-    return energy.emitOpError("the steps do not depend on Y");
-  b.create<YieldOp>(energy.getLoc(), ValueRange{(*dy)[0]});
+  if (!(*dy)[0] || (prev && !(*dy)[1]))
+    return energy.emitOpError("the steps do not depend on Y (and Y_prev)");
+  b.create<YieldOp>(energy.getLoc(), ValueRange(*dy));
   return success();
 }
 

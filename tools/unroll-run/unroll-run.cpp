@@ -117,10 +117,10 @@ Training and evaluation (models):
   --model NAME           which model of the library (default: the first)
 
 Unrolled optimization (energies with schedule ista / cccp):
-  --task sparse_coding   ISTA (the compiled step) and FISTA (its extrapolation
-                         around the same step) on b = A x*: A_ij ~ N(0, 1/m) with
-                         unit columns, x* Bernoulli(0.1) x N(0, 1); NMSE in dB per
-                         iteration (default 1000), to DIR/sparse_coding.csv/json/svg
+  --task sparse_coding   an ista or fista energy's compiled descent on b = A x*:
+                         A_ij ~ N(0, 1/m) with unit columns, x* Bernoulli(0.1) x
+                         N(0, 1); NMSE in dB per iteration (default 1000), to
+                         DIR/sparse_coding.csv/json/svg
   --task hopfield        retrieve N stored unit patterns from corrupted queries
                          with the compiled CCCP step: retrieval error after one
                          step and at convergence, steps, energy; descent counted

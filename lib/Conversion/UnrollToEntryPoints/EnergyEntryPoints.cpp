@@ -52,9 +52,16 @@ private:
   Value energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors);
   /// One iteration of the steps at layer index `layer` (used when the
   /// steps take one).
-  Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors, Value layer);
+  Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors, Value layer,
+                  Value prev = {});
+  /// Do the steps carry the previous iterate (FISTA's second loop state)?
+  bool hasPrev() {
+    return !energy.getSteps().empty() && energy.getSteps().front().getNumArguments() == 4;
+  }
+  /// Runs a steps or reverse region; returns its first yielded value (the
+  /// second, if any, into `second`).
   Value runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args, ArrayRef<Value> pt,
-                  Grads &grads);
+                  Grads &grads, Value *second = nullptr);
   /// @E_trace (Y_0 = X) or, with `fromStart`, @E_descend.
   void emitTrace(OpBuilder &b, bool fromStart);
   /// @E_vjp (Y_0 = X) or, with `fromStart`, @E_descend_vjp.
@@ -104,20 +111,24 @@ Value EnergyLowering::energyValue(OpBuilder &b, Value y, Value x, ArrayRef<Value
   return total;
 }
 
-Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> pt, Value layer) {
+Value EnergyLowering::stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> pt, Value layer,
+                                Value prev) {
   Grads none;
-  return runRegion(b, energy.getSteps(), {y, x, layer}, pt, none);
+  return runRegion(b, energy.getSteps(), {y, x, layer, prev}, pt, none);
 }
 
 Value EnergyLowering::runRegion(OpBuilder &b, Region &region, ArrayRef<Value> args,
-                                ArrayRef<Value> pt, Grads &grads) {
+                                ArrayRef<Value> pt, Grads &grads, Value *second) {
   Block &blk = region.front();
   IRMapping map;
   for (auto [arg, v] : llvm::zip(blk.getArguments(), args))
     map.map(arg, v);
   for (Operation &op : blk) {
-    if (auto yield = dyn_cast<YieldOp>(op))
+    if (auto yield = dyn_cast<YieldOp>(op)) {
+      if (second && yield.getValues().size() > 1)
+        *second = map.lookup(yield.getValues()[1]);
       return map.lookup(yield.getValues()[0]);
+    }
     if (auto p = dyn_cast<ParamOp>(op)) {
       map.map(p.getResult(), pt[table.indexOf(p.getName())]);
     } else if (auto acc = dyn_cast<AccumulateGradOp>(op)) {
@@ -211,11 +222,21 @@ void EnergyLowering::emitTrace(OpBuilder &b, bool fromStart) {
   Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
   b.create<memref::StoreOp>(loc, energyValue(b, y0, x, pt), eOut, ValueRange{c0});
   Value n = b.create<memref::DimOp>(loc, eOut, 0);
+  // With a second loop state the loop carries (Y_t, Y_{t-1}), Y_{-1} = Y_0.
+  bool prev = hasPrev();
+  SmallVector<Value> init{y0};
+  if (prev)
+    init.push_back(y0);
   auto loop = b.create<scf::ForOp>(
-      loc, c1, n, c1, ValueRange{y0}, [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
-        Value next = stepValue(lb, iter[0], x, pt, lb.create<arith::SubIOp>(ll, t, c1));
+      loc, c1, n, c1, init, [&](OpBuilder &lb, Location ll, Value t, ValueRange iter) {
+        Value next = stepValue(lb, iter[0], x, pt, lb.create<arith::SubIOp>(ll, t, c1),
+                               prev ? iter[1] : Value());
+        next = Emitter(lb, ll, elem()).castTo(next, iter[0].getType());
         lb.create<memref::StoreOp>(ll, energyValue(lb, next, x, pt), eOut, ValueRange{t});
-        lb.create<scf::YieldOp>(ll, next);
+        SmallVector<Value> carry{next};
+        if (prev)
+          carry.push_back(iter[0]);
+        lb.create<scf::YieldOp>(ll, carry);
       });
   storeTensor(b, loc, loop.getResult(0), yOut);
   b.create<func::ReturnOp>(loc);
@@ -261,14 +282,18 @@ void EnergyLowering::emitVJP(OpBuilder &b, bool fromStart) {
     auto [o, sz, st] = slice(b, c0);
     states = b.create<tensor::InsertSliceOp>(loc, xd, states, o, sz, st);
   }
+  // A second loop state (Y_{t-1}, Y_{-1} = Y_0) is carried forward and, in
+  // the backward loop, read back from the stored states; its cotangent
+  // reaches Y_{t-1} one iteration later (`pend`).
+  bool prev = hasPrev();
   auto fwd = b.create<scf::ForOp>(
-      loc, c0, iters, c1, ValueRange{y0, states},
+      loc, c0, iters, c1, ValueRange{y0, states, y0},
       [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
         Emitter le(lb, ll, t);
-        Value y = le.castTo(stepValue(lb, it[0], x, pt, i), tokTy);
+        Value y = le.castTo(stepValue(lb, it[0], x, pt, i, prev ? it[2] : Value()), tokTy);
         auto [o, sz, st] = slice(lb, lb.create<arith::AddIOp>(ll, i, c1));
         Value s2 = lb.create<tensor::InsertSliceOp>(ll, le.dynamic(y), it[1], o, sz, st);
-        lb.create<scf::YieldOp>(ll, ValueRange{y, s2});
+        lb.create<scf::YieldOp>(ll, ValueRange{y, s2, it[0]});
       });
   states = fwd.getResult(1);
   int64_t numParams = std::max<int64_t>(table.numParams, 1);
@@ -277,27 +302,51 @@ void EnergyLowering::emitVJP(OpBuilder &b, bool fromStart) {
                                       b.create<tensor::EmptyOp>(loc, gTy, ValueRange{}).getResult())
                  .getResult(0);
   Value dx0 = e.castTo(e.filled({e.dim(x, 0), e.dim(x, 1)}, 0.0), inTy);
+  Value pend0 = e.castTo(e.filled({n, d}, 0.0), tokTy);
   auto bwd = b.create<scf::ForOp>(
-      loc, c0, iters, c1, ValueRange{g0, dx0, dyT},
+      loc, c0, iters, c1, ValueRange{g0, dx0, dyT, pend0},
       [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
         Emitter le(lb, ll, t);
         Value tIdx = lb.create<arith::SubIOp>(ll, lb.create<arith::SubIOp>(ll, iters, c1), i);
         auto [o, sz, st] = slice(lb, tIdx);
         auto sTy = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
         Value yt = lb.create<tensor::ExtractSliceOp>(ll, sTy, states, o, sz, st);
+        Value yPrev;
+        if (prev) {
+          // Y_{t-1}: state max(t - 1, 0) (Y_{-1} = Y_0).
+          Value tm1 = lb.create<arith::MaxSIOp>(ll, lb.create<arith::SubIOp>(ll, tIdx, c1), c0);
+          auto [po, psz, pst] = slice(lb, tm1);
+          yPrev =
+              le.castTo(lb.create<tensor::ExtractSliceOp>(ll, sTy, states, po, psz, pst), tokTy);
+        }
         Grads gr{it[0], it[1]};
-        Value dy =
-            runRegion(lb, energy.getReverse(), {le.castTo(yt, tokTy), x, it[2], tIdx}, pt, gr);
-        lb.create<scf::YieldOp>(ll,
-                                ValueRange{gr.theta, le.castTo(gr.x, inTy), le.castTo(dy, tokTy)});
+        Value dPrev;
+        Value dy = runRegion(lb, energy.getReverse(), {le.castTo(yt, tokTy), x, it[2], tIdx, yPrev},
+                             pt, gr, &dPrev);
+        Value pend = it[3];
+        if (prev) {
+          // c_t = dY_t (this step) + the cotangent Y_t got as step t+1's Y_prev.
+          dy = le.map2({dy, it[3]}, {le.id2(), le.id2()}, dy,
+                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                         return nb.create<arith::AddFOp>(l, a[0], a[1]);
+                       });
+          pend = dPrev;
+        }
+        lb.create<scf::YieldOp>(ll, ValueRange{gr.theta, le.castTo(gr.x, inTy),
+                                               le.castTo(dy, tokTy), le.castTo(pend, tokTy)});
       });
   unsigned next = k + 2;
-  Value dx = bwd.getResult(1);
+  Value dx = bwd.getResult(1), dy0 = bwd.getResult(2);
+  if (prev) // Y_{-1} = Y_0: the first step's Y_prev cotangent is Y_0's too.
+    dy0 = e.map2({dy0, bwd.getResult(3)}, {e.id2(), e.id2()}, dy0,
+                 [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                   return nb.create<arith::AddFOp>(l, a[0], a[1]);
+                 });
   if (fromStart) {
-    storeTensor(b, loc, bwd.getResult(2), f.getArgument(next++));
+    storeTensor(b, loc, dy0, f.getArgument(next++));
   } else {
     // Y_0 = X: the gradient reaching Y_0 is X's too.
-    dx = e.map2({dx, bwd.getResult(2)}, {e.id2(), e.id2()}, x,
+    dx = e.map2({dx, dy0}, {e.id2(), e.id2()}, x,
                 [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                   return nb.create<arith::AddFOp>(l, a[0], a[1]);
                 });

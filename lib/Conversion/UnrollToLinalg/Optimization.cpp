@@ -481,6 +481,25 @@ Value l1Energy(Emitter &e, Value y, double lambda, bool nonneg) {
       y);
 }
 
+/// FISTA's μ_k = (t_k − 1) / t_{k+1}, t_0 = 1, t_{j+1} = (1 + √(1 + 4 t_j²)) / 2.
+Value momentum(Emitter &e, Value k) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  auto next = [&](OpBuilder &nb, Location l, Value t) -> Value {
+    Value one = nb.create<arith::ConstantOp>(l, e.t, nb.getFloatAttr(e.t, 1.0));
+    Value four = nb.create<arith::ConstantOp>(l, e.t, nb.getFloatAttr(e.t, 4.0));
+    Value half = nb.create<arith::ConstantOp>(l, e.t, nb.getFloatAttr(e.t, 0.5));
+    Value r = nb.create<math::SqrtOp>(l, add(nb, l, one, mul(nb, l, four, mul(nb, l, t, t))));
+    return mul(nb, l, half, add(nb, l, one, r));
+  };
+  auto loop = b.create<scf::ForOp>(loc, e.idx(0), k, e.idx(1), ValueRange{e.cst(1.0)},
+                                   [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
+                                     lb.create<scf::YieldOp>(ll, next(lb, ll, it[0]));
+                                   });
+  Value tk = loop.getResult(0);
+  return b.create<arith::DivFOp>(loc, sub(b, loc, tk, e.cst(1.0)), next(b, loc, tk));
+}
+
 //===----------------------------------------------------------------------===//
 // Hopfield
 //===----------------------------------------------------------------------===//
@@ -515,6 +534,13 @@ Value softmaxRows(Emitter &e, const Logits &p) {
                   Value ex = b.create<math::ExpOp>(l, sub(b, l, v[0], v[1]));
                   return b.create<arith::DivFOp>(l, ex, v[2]);
                 });
+}
+
+/// k · v for a scalar Value k.
+Value scaledBy(Emitter &e, Value v, Value k) {
+  return e.map2({v}, {e.id2()}, v, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+    return mul(b, l, k, a[0]);
+  });
 }
 
 Value scaled(Emitter &e, Value v, double k) {
@@ -652,6 +678,37 @@ struct ListaStepVJPLowering : OpConversionPattern<ListaStepVJPOp> {
   }
 };
 
+/// Z = Y + μ_k (Y − Y_prev).
+struct ExtrapolateLowering : OpConversionPattern<ExtrapolateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ExtrapolateOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getY());
+    Value mu = momentum(e, a.getLayer());
+    Value z = e.map2({a.getY(), a.getPrev()}, {e.id2(), e.id2()}, a.getY(),
+                     [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                       return add(b, l, v[0], mul(b, l, mu, sub(b, l, v[0], v[1])));
+                     });
+    rewriter.replaceOp(op, e.castTo(z, op.getType()));
+    return success();
+  }
+};
+
+/// dY = (1 + μ_k) dZ, dY_prev = −μ_k dZ.
+struct ExtrapolateVJPLowering : OpConversionPattern<ExtrapolateVJPOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ExtrapolateVJPOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitterFor(rewriter, op, op.getDy());
+    Value mu = momentum(e, a.getLayer());
+    Value dy = scaledBy(e, a.getDy(), add(e.b, e.loc, e.cst(1.0), mu));
+    Value dprev = scaledBy(e, a.getDy(), e.b.create<arith::NegFOp>(e.loc, mu));
+    rewriter.replaceOp(op, ValueRange{e.castTo(dy, op.getDx().getType()),
+                                      e.castTo(dprev, op.getDprev().getType())});
+    return success();
+  }
+};
+
 struct CccpStepLowering : OpConversionPattern<CccpStepOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CccpStepOp op, OpAdaptor a,
@@ -680,6 +737,6 @@ struct CccpStepVJPLowering : OpConversionPattern<CccpStepVJPOp> {
 
 void mlir::unroll::populateOptimizationPatterns(RewritePatternSet &patterns) {
   patterns.add<LsqLowering, L1Lowering, LseLowering, IstaStepLowering, IstaStepVJPLowering,
-               ListaStepLowering, ListaStepVJPLowering, CccpStepLowering, CccpStepVJPLowering>(
-      patterns.getContext());
+               ListaStepLowering, ListaStepVJPLowering, ExtrapolateLowering, ExtrapolateVJPLowering,
+               CccpStepLowering, CccpStepVJPLowering>(patterns.getContext());
 }

@@ -49,7 +49,8 @@ LogicalResult EnergyOp::verifyRegions() {
     return emitOpError("expected the body to end with 'unroll.minimize'");
   // The transformer schedules descend from Y_0 = X: X is a token matrix.
   Schedule schedule = getMinimize().getSchedule();
-  if (schedule != Schedule::ista && schedule != Schedule::cccp && xt != yt)
+  if (schedule != Schedule::ista && schedule != Schedule::fista && schedule != Schedule::cccp &&
+      xt != yt)
     return emitOpError() << "expected X of type " << yt << ", got " << xt << " (schedule '"
                          << stringifySchedule(schedule)
                          << "' descends from Y_0 = X; only 'ista' and 'cccp' read X as data)";
@@ -64,11 +65,13 @@ LogicalResult EnergyOp::verifyRegions() {
   if (!getSteps().empty()) {
     Block &steps = getSteps().front();
     unsigned na = steps.getNumArguments();
-    if (na < 2 || na > 3 || steps.getArgument(0).getType() != yt ||
+    if (na < 2 || na > 4 || steps.getArgument(0).getType() != yt ||
         steps.getArgument(1).getType() != xt ||
-        (na == 3 && !steps.getArgument(2).getType().isIndex()))
+        (na >= 3 && !steps.getArgument(2).getType().isIndex()) ||
+        (na == 4 && steps.getArgument(3).getType() != yt))
       return emitOpError("expected the steps region to take (Y, X) like the "
-                         "body, and optionally the layer index k: index");
+                         "body, optionally the iteration index k: index, and then the previous "
+                         "iterate Y_prev (a second loop state)");
     auto yield = steps.empty() ? YieldOp() : dyn_cast<YieldOp>(steps.back());
     if (!yield || yield.getValues().size() != 1 || yield.getValues()[0].getType() != yt)
       return emitOpError() << "expected the steps region to yield the next Y "
@@ -78,10 +81,11 @@ LogicalResult EnergyOp::verifyRegions() {
   if (!getReverse().empty()) {
     Block &rev = getReverse().front();
     auto yield = rev.empty() ? YieldOp() : dyn_cast<YieldOp>(rev.back());
-    unsigned want = getSteps().empty() ? 3 : getSteps().front().getNumArguments() + 1;
-    if (rev.getNumArguments() != want || !yield || yield.getValues().size() != 1)
-      return emitOpError("expected the reverse region to take (Y, X, dY'[, k]) and "
-                         "yield dY");
+    unsigned stepArgs = getSteps().empty() ? 2 : getSteps().front().getNumArguments();
+    unsigned yields = stepArgs == 4 ? 2 : 1;
+    if (rev.getNumArguments() != stepArgs + 1 || !yield || yield.getValues().size() != yields)
+      return emitOpError("expected the reverse region to take (Y, X, dY'[, k[, Y_prev]]) and "
+                         "yield dY (and dY_prev)");
   }
   return verifyParams(getOperation());
 }
@@ -239,9 +243,10 @@ static LogicalResult verifyOptimizationSchedule(MinimizeOp op, unsigned total, u
     return op.emitOpError() << "schedule '" << name
                             << "' takes no alpha, learnable or attention: its step size follows "
                                "from the energy";
-  if (op.getSchedule() == Schedule::ista) {
+  if (op.getSchedule() == Schedule::ista || op.getSchedule() == Schedule::fista) {
     if (lsq != 1 || l1 != 1 || total != 2)
-      return op.emitOpError() << "schedule 'ista' expected exactly one 'unroll.lsq' and one "
+      return op.emitOpError() << "schedule '" << name
+                              << "' expected exactly one 'unroll.lsq' and one "
                                  "'unroll.l1' term, got "
                               << total << " terms";
     return success();
@@ -277,7 +282,8 @@ LogicalResult MinimizeOp::verify() {
     else if (isa<LseOp>(def))
       ++lse;
   }
-  if (getSchedule() == Schedule::ista || getSchedule() == Schedule::cccp)
+  if (getSchedule() == Schedule::ista || getSchedule() == Schedule::fista ||
+      getSchedule() == Schedule::cccp)
     return verifyOptimizationSchedule(*this, getTerms().size(), lsq, l1, lse, sqnorm);
   if (lsq || l1 || lse)
     return emitOpError() << "schedule '" << stringifySchedule(getSchedule()) << "' has no step for "

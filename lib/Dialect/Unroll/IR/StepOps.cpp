@@ -148,6 +148,14 @@ LogicalResult IstaStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
   return rm.addCotangent(*this, getDict(), v.getDdict());
 }
 
+LogicalResult ExtrapolateOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
+  Value dz = rm.cotangent(getResult());
+  auto v = b.create<ExtrapolateVJPOp>(getLoc(), getY().getType(), getY().getType(), dz, getLayer());
+  if (failed(rm.addCotangent(*this, getY(), v.getDx())))
+    return failure();
+  return rm.addCotangent(*this, getPrev(), v.getDprev());
+}
+
 LogicalResult CccpStepOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
   Value dy = rm.cotangent(getResult());
   auto v = b.create<CccpStepVJPOp>(getLoc(), getY().getType(), getX().getType(), getY(), getX(), dy,

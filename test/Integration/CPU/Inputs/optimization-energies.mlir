@@ -10,6 +10,14 @@ unroll.energy @ista {
   unroll.minimize %fit, %l1 schedule(ista) iterations(16)
 }
 
+unroll.energy @fista {
+^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>):
+  %A = unroll.param "A" {std = 0.35 : f64} : tensor<8x12xf64>
+  %fit = unroll.lsq %Y, %X, %A {power_iterations = 1000 : i64} : tensor<?x12xf64>, tensor<?x8xf64>, tensor<8x12xf64>
+  %l1 = unroll.l1 %Y lambda(0.05) : tensor<?x12xf64>
+  unroll.minimize %fit, %l1 schedule(fista) iterations(16)
+}
+
 unroll.energy @ista_nonneg {
 ^bb0(%Y: tensor<?x12xf64>, %X: tensor<?x8xf64>):
   %A = unroll.param "A" {std = 0.35 : f64} : tensor<8x12xf64>

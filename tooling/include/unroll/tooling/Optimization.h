@@ -32,8 +32,8 @@ struct OptimizationOptions {
   bool json = false; // print the JSON report instead of the table
 };
 
-/// ISTA (the compiled step) and FISTA (the same step at the extrapolated
-/// point) on b = A x* (+ noise): NMSE in dB per iteration. An energy with
+/// An ISTA or FISTA energy's compiled descent on b = A x* (+ noise): NMSE in
+/// dB per iteration, energy increases (ISTA), FISTA's rate constant. An energy with
 /// trainable parameters (a learned unrolling: LISTA-CP, TiLISTA, ALISTA) is
 /// trained first on fresh samples, then reported per layer. Returns the exit
 /// status; `error` says why on failure.

@@ -66,7 +66,7 @@ def Unroll_MaskKind : I32EnumAttr<"MaskKind", "which token pairs interact", [
 def Unroll_Schedule : I32EnumAttr<"Schedule", "descent schedule", [
     I32EnumAttrCase<"single", 0>, I32EnumAttrCase<"aim", 1>,
     I32EnumAttrCase<"proximal_aim", 2>, I32EnumAttrCase<"ista", 3>,
-    I32EnumAttrCase<"cccp", 4>
+    I32EnumAttrCase<"cccp", 4>, I32EnumAttrCase<"fista", 5>
   ]> {
   let cppNamespace = "::mlir::unroll";
 }

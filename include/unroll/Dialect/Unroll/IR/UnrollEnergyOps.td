@@ -228,7 +228,9 @@ def Unroll_MinimizeOp : Unroll_Op<"minimize", [
     quadratic term (Alg. 1, eqs. 15–16); `proximal_aim` — both, then the prox
     of the indicator (Alg. 2, eq. 20). Sparse coding (`unroll.lsq` +
     `unroll.l1`): `ista` — the proximal-gradient step of size 1/L, L the
-    largest eigenvalue of AᵀA. Hopfield (`unroll.lse` + `unroll.sqnorm`):
+    largest eigenvalue of AᵀA; `fista` — the same step at the extrapolated
+    point Y + μ_k (Y − Y_prev) (Beck & Teboulle's momentum: the steps region
+    takes the previous iterate as a second loop state). Hopfield (`unroll.lse` + `unroll.sqnorm`):
     `cccp` — the concave–convex step Y ← softmax(β Y Xᵀ) X / c.
     `attention(certified)` replaces the
     paper's weighted mean by a gradient step on the majorizer with step

@@ -163,6 +163,22 @@ def Unroll_ListaStepOp : Unroll_Op<"lista_step", [DeclareOpInterfaceMethods<Unro
   let hasVerifier = 1;
 }
 
+def Unroll_ExtrapolateOp : Unroll_Op<"extrapolate", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>,
+    Pure, AllTypesMatch<["y", "prev", "result"]>]> {
+  let summary = "FISTA's momentum: Y + mu_k (Y - Y_prev)";
+  let description = [{
+    μ_k = (t_k − 1) / t_{k+1} with t_0 = 1, t_{k+1} = (1 + √(1 + 4 t_k²)) / 2
+    (Beck & Teboulle), k the steps region's iteration index: μ_0 = 0.
+
+    ```mlir
+    %z = unroll.extrapolate %Y, %Yprev layer %k : tensor<?x500xf32>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$prev, Index:$layer);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = "$y `,` $prev `layer` $layer attr-dict `:` type($y)";
+}
+
 def Unroll_CccpStepOp : Unroll_Op<"cccp_step", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
     AllTypesMatch<["y", "result"]>]> {
   let summary = "concave-convex step of the modern Hopfield energy";

@@ -149,6 +149,14 @@ def Unroll_ListaStepVJPOp : Unroll_Op<"lista_step_vjp", [Pure,
   }];
 }
 
+def Unroll_ExtrapolateVJPOp : Unroll_Op<"extrapolate_vjp", [Pure,
+    AllTypesMatch<["dy", "dx", "dprev"]>]> {
+  let summary = "(dY, dY_prev) = ((1 + mu_k) dZ, -mu_k dZ)";
+  let arguments = (ins TokenMatrix:$dy, Index:$layer);
+  let results = (outs TokenMatrix:$dx, TokenMatrix:$dprev);
+  let assemblyFormat = "$dy `layer` $layer attr-dict `:` type($dy)";
+}
+
 def Unroll_CccpStepVJPOp : Unroll_Op<"cccp_step_vjp", [Pure,
     AllTypesMatch<["y", "dy", "dx"]>, AllTypesMatch<["x", "dinput"]>]> {
   let summary = "(dY, dX) of a Hopfield CCCP step";
