@@ -5,7 +5,8 @@
 #   16-layer learned unrollings ALISTA, TiLISTA, LISTA-CP, LISTA-CPSS (trained
 #   with --steps STEPS) and LISTA (LISTA_STEPS: 6M parameters, slower), NMSE
 #   per layer on the same 1000 validation samples; modern Hopfield retrieval
-#   swept over beta. ONLY=sparse|hopfield runs one half.
+#   swept over beta. ONLY=sparse|hopfield runs one half; VARIANTS="alista …"
+#   the learned unrollings to train.
 #   scripts/unrolled-optimization-study.sh BUILD OUT [STEPS] [LISTA_STEPS]
 set -euo pipefail
 BUILD=${1:-build}
@@ -13,6 +14,7 @@ OUT=${2:-docs/experiments/unrolled-optimization}
 STEPS=${3:-4000}
 LISTA_STEPS=${4:-1000}
 ONLY=${ONLY:-all}
+VARIANTS=${VARIANTS:-alista tilista lista_cp lista_cpss lista}
 BIN=$BUILD/bin
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -25,7 +27,7 @@ if [ "$ONLY" != hopfield ]; then
 for v in sparse_coding lista_cp tilista alista lista_cpss lista; do compile $v examples/$v.mlir; done
 "$BIN"/unroll-run "$TMP/sparse_coding.so" --task sparse_coding --out "$OUT/ista" | tee "$OUT/ista.txt"
 "$BIN"/unroll-run "$TMP/sparse_coding.so" --task sparse_coding --energy fista --out "$OUT/fista" | tee "$OUT/fista.txt"
-for v in alista tilista lista_cp lista_cpss lista; do
+for v in $VARIANTS; do
   s=$STEPS; [ $v = lista ] && s=$LISTA_STEPS
   "$BIN"/unroll-run "$TMP/$v.so" --task sparse_coding --steps "$s" --out "$OUT/$v" 2>&1 | tee "$OUT/$v.txt"
 done

@@ -27,7 +27,7 @@ for v in ("alista", "tilista", "lista_cp", "lista_cpss", "lista"):
     if os.path.exists(p):
         j = json.load(open(p))
         rows[v] = j["nmse_db"]
-        summary[v] = {"layer_16": j["nmse_db"][-1], "init_layer_16": j["init_nmse_db"], "steps": j["steps"],
+        summary[v] = {"layer_16": j["nmse_db"][-1], "init_layer_16": j.get("init_nmse_db"), "steps": j["steps"],
                       "train_seconds": j["train_seconds"], "trained_parameters": j["trained_parameters"]}
         if j.get("analytic_w"):
             summary[v]["analytic_w"] = j["analytic_w"]
