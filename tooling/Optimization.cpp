@@ -11,6 +11,7 @@
 #include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Plot.h"
+#include "unroll/tooling/Process.h"
 
 #include <algorithm>
 #include <chrono>
@@ -425,6 +426,11 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
   }
   int64_t n = e["dim"], mm = e["input_dim"];
   int64_t samples = o.samples > 0 ? o.samples : 1000;
+  // The samples (x*, b), the iterates and their converted copies.
+  if (!checkMemory(8.0 * samples * (n + mm) * 8,
+                   "sparse coding on " + std::to_string(samples) + " samples",
+                   "--samples", error))
+    return 2;
   int64_t iters = o.iterations >= 0 ? o.iterations : 1000;
   double lambda = termValue(e, "l1", "lambda");
   int64_t aOff = 0;
@@ -522,15 +528,16 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
     }
   }
   double secs = seconds(t0);
-  // FISTA's guarantee F(x_k) − F* ≤ 2 L ‖x_0 − x̂‖² / (k + 1)² (x_0 = 0), with
-  // F* and x̂ the lowest energy reached and its point: the constant it implies
-  // (ISTA's own bound is half of FISTA's at k = 1 and weaker after).
+  // The guarantees F(x_k) − F* ≤ 2 L ‖x_0 − x̂‖² / (k + 1)² (FISTA) and
+  // ≤ L ‖x_0 − x̂‖² / (2 k) (ISTA), x_0 = 0, with F* and x̂ the lowest energy
+  // reached and its point: the largest constant they imply (≤ 1 holds them).
   double fStar = *std::min_element(trace.begin(), trace.end()), xhatNorm = 0;
   for (double v : last)
     xhatNorm += v * v;
   double rate = 0;
   for (size_t k = 1; k < trace.size(); ++k)
-    rate = std::max(rate, (trace[k] - fStar) * (k + 1.0) * (k + 1.0) / (2 * L * xhatNorm));
+    rate = std::max(rate, fista ? (trace[k] - fStar) * (k + 1.0) * (k + 1.0) / (2 * L * xhatNorm)
+                                : (trace[k] - fStar) * 2.0 * k / (L * xhatNorm));
 
   std::ostringstream csv;
   csv << "iteration,nmse_db,energy\n";
@@ -593,8 +600,9 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
     printf("%lld of %lld steps increased the energy by more than %g relative (%lld by less, at "
            "most %.2g: round-off)\n",
            (long long)increases, (long long)iters, tol, (long long)roundoff, largestSmall);
-  printf("max (F_k - F*)(k+1)^2 / (2 L ||x*||^2) = %.3g (FISTA's bound: <= 1), L = %.6g; %.2f s\n",
-         rate, L, secs);
+  printf("%s = %.3g (the %s bound: <= 1), L = %.6g; %.2f s\n",
+         fista ? "max (F_k - F*)(k+1)^2 / (2 L ||x*||^2)" : "max (F_k - F*) 2k / (L ||x*||^2)",
+         rate, upper.c_str(), L, secs);
   if (!o.out.empty())
     printf("wrote %s/sparse_coding.{csv,json,svg}\n", o.out.c_str());
   return 0;
@@ -619,6 +627,12 @@ int unroll::hopfieldStudy(const Model &m, const nlohmann::json &e, const Optimiz
   int64_t d = e["dim"];
   int64_t N = o.patterns > 0 ? o.patterns : 1000, Q = o.samples > 0 ? o.samples : 1000;
   int64_t maxSteps = o.iterations > 0 ? o.iterations : 100;
+  // The memory, the queries and the step's Q x N score matrices.
+  if (!checkMemory(8.0 * (4.0 * (N + Q) * d + 4.0 * Q * N),
+                   "retrieval of " + std::to_string(Q) + " queries from " + std::to_string(N) +
+                       " patterns",
+                   "--samples or --patterns", error))
+    return 2;
   double beta = termValue(e, "lse", "beta");
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<double> N01(0.0, 1.0);

@@ -1,7 +1,9 @@
 //===- Process.cpp - process-wide settings of unroll's tools --------------===//
 #include "unroll/tooling/Process.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <malloc.h>
 
 void unroll::tuneAllocator() {
@@ -23,4 +25,42 @@ void unroll::configureRunner(ModelRunner &run) {
   tuneAllocator();
   if (int n = threadsFromEnvironment())
     run.setThreads(n);
+}
+
+double unroll::availableBytes() {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  double kib = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1)
+      break;
+  fclose(f);
+  return kib < 0 ? -1 : kib * 1024.0;
+}
+
+namespace {
+std::string human(double bytes) {
+  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 6)
+    bytes /= 1024.0, ++u;
+  char buf[64];
+  if (bytes >= 1e6)
+    snprintf(buf, sizeof buf, "%.3g %s", bytes, units[u]);
+  else
+    snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+} // namespace
+
+bool unroll::checkMemory(double needed, const std::string &what, const std::string &flags,
+                         std::string &error) {
+  double have = availableBytes();
+  if (have < 0 || !(needed > have))
+    return true;
+  error = what + " needs about " + human(needed) + " of memory, and this machine has " +
+          human(have) + " available; lower " + flags;
+  return false;
 }

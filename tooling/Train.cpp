@@ -1,5 +1,6 @@
 //===- Train.cpp - training, evaluation and prediction --------------------===//
 #include "unroll/tooling/Train.h"
+#include "unroll/tooling/Process.h"
 #include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Baselines.h"
 #include "unroll/tooling/Checkpoint.h"
@@ -361,6 +362,18 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
           gm.str().c_str(), (long long)cfg.loops, (long long)cfg.points.end,
           kept < 0 ? "unknown" : (std::to_string((kept + 1023) / 1024) + " KiB").c_str());
   int64_t d = mi["prompt_dim"];
+  {
+    // A step's batch: its prompts (host, and converted for the library), the
+    // activations the gradient keeps, and the parameter-sized vectors
+    // (theta, gradient, Adam's moments).
+    double n = 2.0 * cfg.points.end, b = (double)cfg.batch;
+    double needed = b * n * d * 8 * 3 + b * std::max<double>(kept, 0) + 8.0 * 6 * run.numParams();
+    if (!checkMemory(needed, "a training step at batch " + std::to_string(cfg.batch),
+                     "--batch (or --loops, --window)", err)) {
+      fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+      return 2;
+    }
+  }
   auto t0 = Clock::now();
   int64_t startStep = st.step;
   double lossAvg = 0;
@@ -569,6 +582,13 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   std::string err;
   const nlohmann::json &mi = run.info();
   int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
+  // The evaluation prompts, their predictions and the baselines' copies.
+  if (!checkMemory(8.0 * cfg.evalPrompts * 2 * k * (4.0 * d + 4), "evaluation on " +
+                       std::to_string(cfg.evalPrompts) + " prompts",
+                   "--eval-prompts", err)) {
+    fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
+    return 2;
+  }
   Rng rng(cfg.seed ^ 0x5eed5eedULL); // evaluation prompts independent of training's
   std::vector<double> sModel(k, 0);
   std::vector<Baseline> baselines = baselinesFor(cfg.task);

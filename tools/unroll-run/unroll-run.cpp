@@ -419,6 +419,21 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
 
 /// X and the parameters: from --input where given, else N(0, std²). A 3-d
 /// X [samples, n, d] leaves all samples in in.x and their count in `samples`.
+/// An energy's trace holds the token matrix and a few n x n pair matrices
+/// (weights, distances, their masks), and the host keeps X, Y and one
+/// energy per iteration: refused before anything is allocated when that
+/// exceeds the available memory (--tokens 10^12, --iterations 10^11).
+bool energyFits(const Options &o, const nlohmann::json &e, double n, double d, std::string &err) {
+  double elem = e.value("element_type", "f64") == "f32" ? 4 : 8;
+  double iters = o.iterations >= 0 ? (double)o.iterations : (double)e.value("iterations", 1);
+  double needed = elem * (6 * n * n + 8 * n * d) + 16 * n * d + (8 + elem) * (iters + 1);
+  return checkMemory(needed,
+                     "the energy's trace at n = " + std::to_string((long long)n) + ", d = " +
+                         std::to_string((long long)d) + ", " +
+                         std::to_string((long long)iters) + " iterations",
+                     "--tokens or --iterations", err);
+}
+
 bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int64_t &samples,
                 std::string &err) {
   samples = 1;
@@ -457,6 +472,8 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
              false;
     in.n = o.tokens > 0 ? o.tokens : fn > 0 ? fn : 8;
     in.d = o.dim > 0 ? o.dim : fd > 0 ? fd : 4;
+    if (!energyFits(o, e, in.n, in.d, err))
+      return false;
     // With a non-negativity indicator in E, draw |N(0, scale²)| so that
     // E(Y_0) is finite.
     bool nonneg = false;

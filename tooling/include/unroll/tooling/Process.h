@@ -25,6 +25,18 @@ int threadsFromEnvironment();
 /// Both, for a runner about to be used by this process.
 void configureRunner(ModelRunner &run);
 
+/// Memory this process can still get, in bytes: the kernel's MemAvailable
+/// (/proc/meminfo; -1 where unknown). GPU libraries also meet the device's
+/// free memory, which the GPU runtime checks at each allocation.
+double availableBytes();
+
+/// Refuses a run whose estimated working memory `needed` (bytes; a double,
+/// so that products of hostile sizes do not overflow) exceeds what is
+/// available, before anything is allocated: false with a message naming
+/// `what` needs it and the flags that set it.
+bool checkMemory(double needed, const std::string &what, const std::string &flags,
+                 std::string &error);
+
 } // namespace unroll
 
 #endif // UNROLL_TOOLING_PROCESS_H
