@@ -428,8 +428,7 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
   int64_t samples = o.samples > 0 ? o.samples : 1000;
   // The samples (x*, b), the iterates and their converted copies.
   if (!checkMemory(8.0 * samples * (n + mm) * 8,
-                   "sparse coding on " + std::to_string(samples) + " samples",
-                   "--samples", error))
+                   "sparse coding on " + std::to_string(samples) + " samples", "--samples", error))
     return 2;
   int64_t iters = o.iterations >= 0 ? o.iterations : 1000;
   double lambda = termValue(e, "l1", "lambda");

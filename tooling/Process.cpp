@@ -3,8 +3,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <malloc.h>
+#include <string>
 
 void unroll::tuneAllocator() {
   static bool tuned = [] {
@@ -55,12 +55,27 @@ std::string human(double bytes) {
 }
 } // namespace
 
+namespace {
+std::function<double()> gDeviceFree;
+} // namespace
+
+void unroll::setDeviceFreeBytes(std::function<double()> query) { gDeviceFree = std::move(query); }
+
 bool unroll::checkMemory(double needed, const std::string &what, const std::string &flags,
                          std::string &error) {
   double have = availableBytes();
-  if (have < 0 || !(needed > have))
-    return true;
-  error = what + " needs about " + human(needed) + " of memory, and this machine has " +
-          human(have) + " available; lower " + flags;
-  return false;
+  if (have >= 0 && needed > have) {
+    error = what + " needs about " + human(needed) + " of memory, and this machine has " +
+            human(have) + " available; lower " + flags;
+    return false;
+  }
+  // A GPU library's buffers live on the device: the same estimate against
+  // its free memory.
+  double dev = gDeviceFree ? gDeviceFree() : -1;
+  if (dev >= 0 && needed > dev) {
+    error = what + " needs about " + human(needed) + " of device memory, and the GPU has " +
+            human(dev) + " free; lower " + flags;
+    return false;
+  }
+  return true;
 }

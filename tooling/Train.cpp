@@ -1,10 +1,10 @@
 //===- Train.cpp - training, evaluation and prediction --------------------===//
 #include "unroll/tooling/Train.h"
-#include "unroll/tooling/Process.h"
 #include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Baselines.h"
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Plot.h"
+#include "unroll/tooling/Process.h"
 #include "unroll/tooling/Safetensors.h"
 
 #include <algorithm>
@@ -583,8 +583,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   const nlohmann::json &mi = run.info();
   int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
   // The evaluation prompts, their predictions and the baselines' copies.
-  if (!checkMemory(8.0 * cfg.evalPrompts * 2 * k * (4.0 * d + 4), "evaluation on " +
-                       std::to_string(cfg.evalPrompts) + " prompts",
+  if (!checkMemory(8.0 * cfg.evalPrompts * 2 * k * (4.0 * d + 4),
+                   "evaluation on " + std::to_string(cfg.evalPrompts) + " prompts",
                    "--eval-prompts", err)) {
     fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
     return 2;

@@ -385,6 +385,18 @@ UNROLL_EXPORT const char *unroll_gpu_device(void) {
   return s.c_str();
 }
 
+/// The device's free memory in bytes (cuMemGetInfo), -1 before a successful
+/// unroll_gpu_init: what unroll-run compares a run's estimate with.
+UNROLL_EXPORT int64_t unroll_gpu_free_bytes(void) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!gInitDone || !gInitError.empty())
+    return -1;
+  size_t freeBytes = 0, total = 0;
+  if (gDriver.cuMemGetInfo(&freeBytes, &total) != CUDA_SUCCESS)
+    return -1;
+  return static_cast<int64_t>(freeBytes);
+}
+
 /// Device memory held by the pool, in bytes.
 UNROLL_EXPORT uint64_t unroll_gpu_pool_bytes(void) {
   std::lock_guard<std::mutex> lock(gMutex);

@@ -428,8 +428,8 @@ bool energyFits(const Options &o, const nlohmann::json &e, double n, double d, s
   double iters = o.iterations >= 0 ? (double)o.iterations : (double)e.value("iterations", 1);
   double needed = elem * (6 * n * n + 8 * n * d) + 16 * n * d + (8 + elem) * (iters + 1);
   return checkMemory(needed,
-                     "the energy's trace at n = " + std::to_string((long long)n) + ", d = " +
-                         std::to_string((long long)d) + ", " +
+                     "the energy's trace at n = " + std::to_string((long long)n) +
+                         ", d = " + std::to_string((long long)d) + ", " +
                          std::to_string((long long)iters) + " iterations",
                      "--tokens or --iterations", err);
 }
@@ -840,6 +840,8 @@ static int runMain(int argc, char **argv) {
     printf("%s\n", m.info().dump(2).c_str());
     return 0;
   }
+  if (m.gpu())
+    setDeviceFreeBytes([&m] { return m.deviceFreeBytes(); });
   std::string kind = m.info().value("kind", "");
   std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
   if (task == "sparse_coding" || task == "hopfield")

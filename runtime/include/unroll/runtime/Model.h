@@ -32,6 +32,12 @@ public:
   const std::string &path() const { return path_; }
   /// Built by --lower-to-gpu (model info "target": "gpu").
   bool gpu() const { return info_.value("target", "cpu") == "gpu"; }
+  /// A GPU library's free device memory in bytes; -1 for CPU libraries,
+  /// before the device is set up, or from a library without the query.
+  double deviceFreeBytes() const {
+    auto fn = gpu() ? reinterpret_cast<int64_t (*)()>(symbol("unroll_gpu_free_bytes")) : nullptr;
+    return fn ? static_cast<double>(fn()) : -1.0;
+  }
   /// The device a GPU library runs on, e.g. "NVIDIA H200 (sm_90)".
   const std::string &device() const { return device_; }
 

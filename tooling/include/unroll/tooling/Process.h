@@ -10,6 +10,9 @@
 
 #include "unroll/runtime/ModelRun.h"
 
+#include <functional>
+#include <string>
+
 namespace unroll {
 
 /// Tunes glibc's allocator for many calls with buffers of a few hundred KB
@@ -29,6 +32,10 @@ void configureRunner(ModelRunner &run);
 /// (/proc/meminfo; -1 where unknown). GPU libraries also meet the device's
 /// free memory, which the GPU runtime checks at each allocation.
 double availableBytes();
+
+/// Where checkMemory also looks: a query of the device's free memory (set
+/// by unroll-run for a GPU library; returns -1 when unknown).
+void setDeviceFreeBytes(std::function<double()> query);
 
 /// Refuses a run whose estimated working memory `needed` (bytes; a double,
 /// so that products of hostile sizes do not overflow) exceeds what is
