@@ -50,7 +50,7 @@
 // CHECK-NOT:   mgpuStreamSynchronize
 // CHECK:       gpu.launch_func <%[[S]] : !llvm.ptr> @cr_trace_kernel::@cr_trace_kernel blocks in
 // CHECK-NOT:   mgpuStreamSynchronize
-// CHECK:       gpu.launch_func <%[[S]] : !llvm.ptr> @cr_trace_kernel_0::@cr_trace_kernel_0 blocks in
+// CHECK:       gpu.launch_func <%[[S]] : !llvm.ptr> @cr_trace_kernel_{{[0-9]+}}::@cr_trace_kernel_{{[0-9]+}} blocks in
 // CHECK-NOT:   mgpuStreamSynchronize
 // CHECK:       llvm.call @mgpuStreamSynchronize(%[[S]])
 // CHECK-NEXT:  llvm.call @mgpuStreamDestroy(%[[S]])
