@@ -15,7 +15,12 @@ import ctypes
 import json
 import sys
 
+import os
+
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from unroll_ctypes import ref as memref  # noqa: E402
 
 lib = ctypes.CDLL(sys.argv[1])
 lib.unroll_model_info.restype = ctypes.c_char_p
@@ -24,23 +29,8 @@ energies = {e["name"]: e for e in info["energies"]}
 failed = []
 
 
-class MemRef1(ctypes.Structure):
-    _fields_ = [("alloc", ctypes.c_void_p), ("data", ctypes.c_void_p), ("offset", ctypes.c_int64),
-                ("sizes", ctypes.c_int64 * 1), ("strides", ctypes.c_int64 * 1)]
-
-
-class MemRef2(ctypes.Structure):
-    _fields_ = [("alloc", ctypes.c_void_p), ("data", ctypes.c_void_p), ("offset", ctypes.c_int64),
-                ("sizes", ctypes.c_int64 * 2), ("strides", ctypes.c_int64 * 2)]
-
-
 def ref(a):
-    assert a.dtype == np.float64 and a.flags.c_contiguous
-    p = a.ctypes.data
-    if a.ndim == 1:
-        return ctypes.byref(MemRef1(p, p, 0, (ctypes.c_int64 * 1)(a.shape[0]), (ctypes.c_int64 * 1)(1)))
-    return ctypes.byref(MemRef2(p, p, 0, (ctypes.c_int64 * 2)(*a.shape),
-                                (ctypes.c_int64 * 2)(a.shape[1], 1)))
+    return ctypes.byref(memref(a))
 
 
 def descend(e, y0, x, theta, iters):
@@ -95,6 +85,17 @@ def grad_check(name, e, y0, x, theta, iters, rng, tol=1e-6, step=1e-6):
 rng = np.random.default_rng(0)
 
 # --- sparse coding ---------------------------------------------------------
+def power_method(A, iterations):
+    """L as the ISTA step computes it: the power method on AᵀA from
+    v_i = 1.5 + sin(12.9898 i), then ‖A v‖²."""
+    v = 1.5 + np.sin(12.9898 * np.arange(A.shape[1]))
+    v /= np.linalg.norm(v)
+    for _ in range(iterations):
+        v = A.T @ (A @ v)
+        v /= np.linalg.norm(v)
+    return float(np.sum((A @ v) ** 2))
+
+
 def soft(v, t, nonneg):
     return np.maximum(v - t, 0.0) if nonneg else np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
 
@@ -112,15 +113,8 @@ for name, nonneg in (("ista", False), ("ista_nonneg", True)):
     theta = np.ascontiguousarray(A.ravel())
     y0 = np.zeros((rows, n))
     y, en = descend(e, y0, b, theta, iters)
-    # L as the step computes it: the power method on AᵀA from
-    # v_i = 1.5 + sin(12.9898 i), then ‖A v‖²; it must match the largest
-    # eigenvalue from eigvalsh.
-    v = 1.5 + np.sin(12.9898 * np.arange(n))
-    v /= np.linalg.norm(v)
-    for _ in range(e["power_iterations"]):
-        v = A.T @ (A @ v)
-        v /= np.linalg.norm(v)
-    L = float(np.sum((A @ v) ** 2))
+    # L as the step computes it must match the largest eigenvalue.
+    L = power_method(A, e["power_iterations"])
     ev = np.linalg.eigvalsh(A.T @ A)
     check(f"{name} power-method L vs eigvalsh", abs(L - ev[-1]) < 1e-12 * ev[-1],
           f"L = {L:.12f}, λ_max = {ev[-1]:.12f}, next {ev[-2]:.4f}")
@@ -154,12 +148,7 @@ xs = rng.standard_normal((rows, n)) * (rng.random((rows, n)) < 0.3)
 b = xs @ A.T + 0.01 * rng.standard_normal((rows, m))
 theta = np.ascontiguousarray(A.ravel())
 lam = 0.05
-v = 1.5 + np.sin(12.9898 * np.arange(n))
-v /= np.linalg.norm(v)
-for _ in range(e["power_iterations"]):
-    v = A.T @ (A @ v)
-    v /= np.linalg.norm(v)
-L = float(np.sum((A @ v) ** 2))
+L = power_method(A, e["power_iterations"])
 energy = lambda z: 0.5 * np.sum((b - z @ A.T) ** 2) + lam * np.sum(np.abs(z))
 y, en = descend(e, np.zeros((rows, n)), b, theta, iters)
 x, xp, t, ref_e = np.zeros((rows, n)), np.zeros((rows, n)), 1.0, [energy(np.zeros((rows, n)))]

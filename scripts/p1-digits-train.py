@@ -26,6 +26,7 @@ from sklearn.datasets import load_digits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_f64 import write_f64  # noqa: E402
+from unroll_ctypes import ref  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("lib")
@@ -47,25 +48,6 @@ e = next(x for x in info["energies"] if x["name"] == a.energy)
 if not e.get("vjp"):
     raise SystemExit(f"{a.lib}: energy {a.energy} has no compiled gradient")
 iters = e["iterations"]
-
-
-class MemRef1(ctypes.Structure):
-    _fields_ = [("alloc", ctypes.c_void_p), ("data", ctypes.c_void_p), ("offset", ctypes.c_int64),
-                ("sizes", ctypes.c_int64 * 1), ("strides", ctypes.c_int64 * 1)]
-
-
-class MemRef2(ctypes.Structure):
-    _fields_ = [("alloc", ctypes.c_void_p), ("data", ctypes.c_void_p), ("offset", ctypes.c_int64),
-                ("sizes", ctypes.c_int64 * 2), ("strides", ctypes.c_int64 * 2)]
-
-
-def ref(arr):
-    """A memref descriptor over a C-contiguous float64 array (kept alive by the caller)."""
-    assert arr.dtype == np.float64 and arr.flags.c_contiguous
-    p = arr.ctypes.data
-    if arr.ndim == 1:
-        return MemRef1(p, p, 0, (ctypes.c_int64 * 1)(arr.shape[0]), (ctypes.c_int64 * 1)(1))
-    return MemRef2(p, p, 0, (ctypes.c_int64 * 2)(*arr.shape), (ctypes.c_int64 * 2)(arr.shape[1], 1))
 
 
 trace_fn = getattr(lib, "_mlir_ciface_" + e["trace"])
