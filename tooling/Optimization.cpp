@@ -396,7 +396,8 @@ int learnedStudy(const Model &m, const nlohmann::json &e, const OptimizationOpti
          e["name"].get<std::string>().c_str(), (long long)mm, (long long)n, (long long)layers,
          (long long)numTrained, (long long)step, (long long)o.batch, trainSeconds,
          (unsigned long long)o.seed);
-  printf("validation NMSE at layer %lld: %.2f dB at the start (gamma = 1, theta = lambda / L), %.2f dB "
+  printf("validation NMSE at layer %lld: %.2f dB at the start (gamma = 1, theta = lambda / L), "
+         "%.2f dB "
          "trained\n",
          (long long)layers, initNmse, nmse[layers]);
   if (diagError >= 0)
