@@ -95,12 +95,6 @@ Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementT
 /// prompt.
 unsigned batchOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank() - 2; }
 
-/// Replaces `op` (a term) by its value `v` (a scalar, or a tensor [B] of one
-/// value per prompt), viewed as the term type.
-void replaceTerm(ConversionPatternRewriter &rewriter, Operation *op, Value v) {
-  rewriter.replaceOpWithNewOp<UnrealizedConversionCastOp>(op, op->getResult(0).getType(), v);
-}
-
 struct PairwiseLowering : OpConversionPattern<PairwiseOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(PairwiseOp op, OpAdaptor a,

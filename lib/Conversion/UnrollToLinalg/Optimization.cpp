@@ -28,14 +28,6 @@ using namespace mlir::unroll::lowering;
 
 namespace {
 
-Value add(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::AddFOp>(l, x, y); }
-Value sub(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::SubFOp>(l, x, y); }
-Value mul(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::MulFOp>(l, x, y); }
-
-Emitter emitterFor(OpBuilder &b, Operation *op, Value y) {
-  auto ty = cast<RankedTensorType>(y.getType());
-  return Emitter(b, op->getLoc(), ty.getElementType(), ty.getRank() - 2);
-}
 /// The per-row space (batch..., i) as a map over nb + 1 loops.
 AffineMap rowsMap(Emitter &e) {
   return e.map(e.nb + 1, e.nb ? ArrayRef<unsigned>{0, 1} : ArrayRef<unsigned>{0});
@@ -590,10 +582,6 @@ std::array<Value, 2> cccpVJP(Emitter &e, CccpStepVJPOp op, Value y, Value x, Val
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
-
-void replaceTerm(ConversionPatternRewriter &rewriter, Operation *op, Value v) {
-  rewriter.replaceOpWithNewOp<UnrealizedConversionCastOp>(op, op->getResult(0).getType(), v);
-}
 
 struct LsqLowering : OpConversionPattern<LsqOp> {
   using OpConversionPattern::OpConversionPattern;

@@ -21,10 +21,6 @@ namespace {
 
 using BodyFn = Emitter::BodyFn;
 
-Value add(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::AddFOp>(l, x, y); }
-Value sub(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::SubFOp>(l, x, y); }
-Value mul(OpBuilder &b, Location l, Value x, Value y) { return b.create<arith::MulFOp>(l, x, y); }
-
 //===----------------------------------------------------------------------===//
 // The gradient step's matrix and step size
 //===----------------------------------------------------------------------===//
@@ -516,12 +512,6 @@ Value proxVJP(Emitter &e, Value y, Value dy) {
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
-
-/// An Emitter for the token tensor `y`: batched when it is [B, n, d].
-Emitter emitterFor(ConversionPatternRewriter &rewriter, Operation *op, Value y) {
-  auto ty = cast<RankedTensorType>(y.getType());
-  return Emitter(rewriter, op->getLoc(), ty.getElementType(), ty.getRank() - 2);
-}
 
 struct MMStepLowering : OpConversionPattern<MMStepOp> {
   using OpConversionPattern::OpConversionPattern;

@@ -19,6 +19,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::unroll::lowering {
 
@@ -281,6 +283,35 @@ private:
                    });
   }
 };
+
+//===----------------------------------------------------------------------===//
+// Shared by the patterns of energies, steps and their VJPs
+//===----------------------------------------------------------------------===//
+
+/// Scalar float arithmetic inside generic bodies.
+inline Value add(OpBuilder &b, Location l, Value x, Value y) {
+  return b.create<arith::AddFOp>(l, x, y);
+}
+inline Value sub(OpBuilder &b, Location l, Value x, Value y) {
+  return b.create<arith::SubFOp>(l, x, y);
+}
+inline Value mul(OpBuilder &b, Location l, Value x, Value y) {
+  return b.create<arith::MulFOp>(l, x, y);
+}
+
+/// An Emitter for the token tensor `y` of `op`: batched when it is
+/// [B, n, d].
+inline Emitter emitterFor(OpBuilder &b, Operation *op, Value y) {
+  auto ty = cast<RankedTensorType>(y.getType());
+  return Emitter(b, op->getLoc(), ty.getElementType(), ty.getRank() - 2);
+}
+
+/// Replaces `op` (an energy term) by its value `v` (a scalar, or a tensor [B]
+/// of one value per prompt), viewed as the term type; the entry points read
+/// it back through the opposite cast.
+inline void replaceTerm(RewriterBase &rewriter, Operation *op, Value v) {
+  rewriter.replaceOpWithNewOp<UnrealizedConversionCastOp>(op, op->getResult(0).getType(), v);
+}
 
 //===----------------------------------------------------------------------===//
 // TokenEmitter: token batches
