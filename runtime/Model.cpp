@@ -59,7 +59,7 @@ static bool checkElf(const std::string &path, uint64_t size, std::string &error)
   return true;
 }
 
-bool Model::load(const std::string &path, std::string &error, bool useDevice) {
+bool Model::load(const std::string &path, std::string &error, bool useDevice, int device) {
   path_ = path;
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
@@ -109,6 +109,15 @@ bool Model::load(const std::string &path, std::string &error, bool useDevice) {
       error = path + ": built for the GPU but lacks its runtime (unroll_gpu_init); "
                      "rebuild it with unroll-translate";
       return false;
+    }
+    if (device > 0) {
+      auto select = reinterpret_cast<int32_t (*)(int32_t)>(symbol("unroll_gpu_select_device"));
+      if (!select || select(device) != 0) {
+        error = path + ": cannot choose GPU " + std::to_string(device) +
+                " (the library's runtime predates device selection); rebuild it with "
+                "unroll-translate";
+        return false;
+      }
     }
     if (const char *why = init()) {
       error = path + ": built for an NVIDIA GPU (" + (chip.empty() ? "?" : chip) +

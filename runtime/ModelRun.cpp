@@ -342,6 +342,15 @@ ResidentState::~ResidentState() {
   for (void *p : {theta, grad, m, v})
     if (p)
       free_ ? free_(p) : ::free(p);
+  for (void *p : extra_)
+    free_ ? free_(p) : ::free(p);
+}
+
+void *ResidentState::allocate(size_t bytes) {
+  void *p = alloc_ ? alloc_(bytes) : aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+  if (p)
+    extra_.push_back(p);
+  return p;
 }
 
 void ResidentState::resetGraph(StepGraph &g) {

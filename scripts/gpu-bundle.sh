@@ -6,7 +6,9 @@
 #          unroll-fixed-point-check
 #          (libstdc++ linked in: they need only libc and libm)
 #   lib/   compiled.so files, each for the GPU (*.gpu.so, the mgpu* runtime
-#          inside) and for the CPU (*.cpu.so, the oracle)
+#          inside) and for the CPU (*.cpu.so, the oracle); libunroll_mpi.so
+#          where the build has it (used only under mpirun: it needs the
+#          machine's Open MPI 4 libmpi.so.40)
 #   gpu-check.sh, bench/torch_bench.py, bench/p2_torch.py (PyTorch peer, used
 #          only if the GPU machine has torch)
 #
@@ -21,6 +23,9 @@ mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/bench"
 for t in unroll-run unroll-model-check unroll-energy-check unroll-bench unroll-fixed-point-check; do
   cp "$BIN/$t" "$OUT/bin/"
 done
+if [ -f "$BUILD/lib/libunroll_mpi.so" ]; then
+  cp "$BUILD/lib/libunroll_mpi.so" "$OUT/lib/"
+fi
 cp "$SRC/scripts/gpu-check.sh" "$OUT/"
 cp "$SRC/bench/torch_bench.py" "$SRC/bench/p2_torch.py" "$OUT/bench/"
 

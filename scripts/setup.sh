@@ -13,6 +13,8 @@ PKGS=(
   # The independent peer of the tree and boosting baselines, and the digits
   # data set of P1's energy experiment.
   python3-sklearn
+  # Data-parallel training: mpirun, and MPI for libunroll_mpi.so.
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

@@ -78,3 +78,15 @@ except Exception:
 config.substitutions.append(("%cuda_home", cuda_home))
 config.substitutions.append(("%cc", os.environ.get("CC") or "cc"))
 config.substitutions.append(("%scripts", os.path.join(config.unroll_src_root, "scripts")))
+
+# Data-parallel runs (docs/training.md, "More than one process"): Open MPI's
+# mpirun (Debian's openmpi-bin) and libunroll_mpi.so, built where CMake found
+# MPI. Root (as CI runs) needs --allow-run-as-root; --oversubscribe lets two
+# ranks start on any number of cores.
+mpirun = shutil.which("mpirun")
+if mpirun and os.path.exists(os.path.join(config.unroll_obj_root, "lib", "libunroll_mpi.so")):
+    config.available_features.add("mpi")
+    flags = " --oversubscribe"
+    if os.geteuid() == 0:
+        flags += " --allow-run-as-root"
+    config.substitutions.append(("%mpirun", mpirun + flags))

@@ -1,5 +1,11 @@
 //===- Process.cpp - process-wide settings of unroll's tools --------------===//
 #include "unroll/tooling/Process.h"
+#include "unroll/tooling/Distributed.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,10 +27,26 @@ int unroll::threadsFromEnvironment() {
   return n > 0 ? n : 0;
 }
 
+int unroll::defaultThreads() {
+  int cores = std::max(1u, std::thread::hardware_concurrency());
+  const Communicator &w = world();
+  if (!w.distributed())
+    return cores;
+  // The ranks on this node share its cores. A launcher that bound each
+  // rank to its own cores (Open MPI binds to cores for two ranks) already
+  // divided them.
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < cores)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1, cores / w.localSize());
+}
+
 void unroll::configureRunner(ModelRunner &run) {
   tuneAllocator();
   if (int n = threadsFromEnvironment())
     run.setThreads(n);
+  else if (world().distributed())
+    run.setThreads(defaultThreads());
 }
 
 double unroll::availableBytes() {

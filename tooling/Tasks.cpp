@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 using namespace unroll;
 
@@ -19,25 +20,16 @@ bool Rng::restore(const std::string &s) {
   return !is.fail();
 }
 
-Prompts unroll::sampleLinear(int64_t batch, int64_t points, int64_t dim, int64_t active,
-                             double noise, Rng &rng) {
-  Prompts p{batch, points, dim, std::vector<double>(batch * points * dim, 0.0),
-            std::vector<double>(batch * points, 0.0)};
-  std::vector<double> w(dim);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t c = 0; c < dim; ++c)
-      w[c] = c < active ? rng.normal() : 0.0;
-    for (int64_t i = 0; i < points; ++i) {
-      double y = 0;
-      double *x = &p.xs[(b * points + i) * dim];
-      for (int64_t c = 0; c < active; ++c) {
-        x[c] = rng.normal();
-        y += x[c] * w[c];
-      }
-      p.ys[b * points + i] = y + (noise > 0 ? noise * rng.normal() : 0.0);
-    }
-  }
-  return p;
+uint64_t unroll::promptSeed(uint64_t seed, int64_t step, int64_t index) {
+  // splitmix64 over the three words: nearby (step, index) pairs give
+  // unrelated engine seeds.
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(mix(seed) ^ static_cast<uint64_t>(step)) ^ static_cast<uint64_t>(index));
 }
 
 namespace {
@@ -46,85 +38,140 @@ void drawX(double *x, int64_t dim, int64_t active, Rng &rng) {
   for (int64_t c = 0; c < dim; ++c)
     x[c] = c < active ? rng.normal() : 0.0;
 }
+
+// One prompt each: xs [points, dim] and ys [points], zero-initialized.
+
+void linearPrompt(double *xs, double *ys, int64_t points, int64_t dim, int64_t active, double noise,
+                  std::vector<double> &w, Rng &rng) {
+  w.resize(dim);
+  for (int64_t c = 0; c < dim; ++c)
+    w[c] = c < active ? rng.normal() : 0.0;
+  for (int64_t i = 0; i < points; ++i) {
+    double y = 0;
+    double *x = &xs[i * dim];
+    for (int64_t c = 0; c < active; ++c) {
+      x[c] = rng.normal();
+      y += x[c] * w[c];
+    }
+    ys[i] = y + (noise > 0 ? noise * rng.normal() : 0.0);
+  }
+}
+
+void sparseLinearPrompt(double *xs, double *ys, int64_t points, int64_t dim, int64_t active,
+                        int64_t nonzero, std::vector<double> &w, std::vector<int64_t> &idx,
+                        Rng &rng) {
+  // A uniform `nonzero`-subset of the active coordinates (partial shuffle).
+  w.assign(dim, 0.0);
+  idx.resize(active);
+  for (int64_t c = 0; c < active; ++c)
+    idx[c] = c;
+  for (int64_t j = 0; j < std::min(nonzero, active); ++j) {
+    int64_t r = j + rng.below(active - j);
+    std::swap(idx[j], idx[r]);
+    w[idx[j]] = rng.normal();
+  }
+  for (int64_t i = 0; i < points; ++i) {
+    double *x = &xs[i * dim];
+    drawX(x, dim, active, rng);
+    double y = 0;
+    for (int64_t c = 0; c < active; ++c)
+      y += x[c] * w[c];
+    ys[i] = y;
+  }
+}
+
+void decisionTreePrompt(double *xs, double *ys, int64_t points, int64_t dim, int64_t active,
+                        int64_t depth, std::vector<int64_t> &split, std::vector<double> &leaf,
+                        Rng &rng) {
+  int64_t internal = (int64_t(1) << depth) - 1, leaves = int64_t(1) << depth;
+  split.resize(internal);
+  leaf.resize(leaves);
+  for (int64_t &s : split)
+    s = rng.below(active);
+  for (double &v : leaf)
+    v = rng.normal();
+  for (int64_t i = 0; i < points; ++i) {
+    double *x = &xs[i * dim];
+    drawX(x, dim, active, rng);
+    int64_t node = 0; // heap order: children of n are 2n+1 (x <= 0), 2n+2
+    for (int64_t l = 0; l < depth; ++l)
+      node = 2 * node + (x[split[node]] <= 0 ? 1 : 2);
+    ys[i] = leaf[node - internal];
+  }
+}
+
+void reluNetPrompt(double *xs, double *ys, int64_t points, int64_t dim, int64_t active,
+                   int64_t hidden, std::vector<double> &w1, std::vector<double> &w2, Rng &rng) {
+  w1.resize(active * hidden);
+  w2.resize(hidden);
+  double scale = std::sqrt(2.0 / hidden);
+  for (double &v : w1)
+    v = rng.normal();
+  for (double &v : w2)
+    v = rng.normal();
+  for (int64_t i = 0; i < points; ++i) {
+    double *x = &xs[i * dim];
+    drawX(x, dim, active, rng);
+    double y = 0;
+    for (int64_t h = 0; h < hidden; ++h) {
+      double z = 0;
+      for (int64_t c = 0; c < active; ++c)
+        z += x[c] * w1[c * hidden + h];
+      y += std::max(z, 0.0) * w2[h];
+    }
+    ys[i] = scale * y;
+  }
+}
+
+/// A batch whose prompt b is drawn by `prompt(xs, ys, rngFor(b))`.
+template <typename RngFor, typename Prompt>
+Prompts batchOf(int64_t batch, int64_t points, int64_t dim, RngFor rngFor, Prompt prompt) {
+  Prompts p{batch, points, dim, std::vector<double>(batch * points * dim, 0.0),
+            std::vector<double>(batch * points, 0.0)};
+  for (int64_t b = 0; b < batch; ++b)
+    prompt(&p.xs[b * points * dim], &p.ys[b * points], rngFor(b));
+  return p;
+}
 } // namespace
+
+Prompts unroll::sampleLinear(int64_t batch, int64_t points, int64_t dim, int64_t active,
+                             double noise, Rng &rng) {
+  std::vector<double> w;
+  return batchOf(
+      batch, points, dim, [&](int64_t) -> Rng & { return rng; },
+      [&](double *x, double *y, Rng &r) { linearPrompt(x, y, points, dim, active, noise, w, r); });
+}
 
 Prompts unroll::sampleSparseLinear(int64_t batch, int64_t points, int64_t dim, int64_t active,
                                    int64_t nonzero, Rng &rng) {
-  Prompts p{batch, points, dim, std::vector<double>(batch * points * dim, 0.0),
-            std::vector<double>(batch * points, 0.0)};
-  std::vector<double> w(dim);
-  std::vector<int64_t> idx(active);
-  for (int64_t b = 0; b < batch; ++b) {
-    // A uniform `nonzero`-subset of the active coordinates (partial shuffle).
-    for (int64_t c = 0; c < active; ++c)
-      idx[c] = c;
-    std::fill(w.begin(), w.end(), 0.0);
-    for (int64_t j = 0; j < std::min(nonzero, active); ++j) {
-      int64_t r = j + rng.below(active - j);
-      std::swap(idx[j], idx[r]);
-      w[idx[j]] = rng.normal();
-    }
-    for (int64_t i = 0; i < points; ++i) {
-      double *x = &p.xs[(b * points + i) * dim];
-      drawX(x, dim, active, rng);
-      double y = 0;
-      for (int64_t c = 0; c < active; ++c)
-        y += x[c] * w[c];
-      p.ys[b * points + i] = y;
-    }
-  }
-  return p;
+  std::vector<double> w;
+  std::vector<int64_t> idx;
+  return batchOf(
+      batch, points, dim, [&](int64_t) -> Rng & { return rng; },
+      [&](double *x, double *y, Rng &r) {
+        sparseLinearPrompt(x, y, points, dim, active, nonzero, w, idx, r);
+      });
 }
 
 Prompts unroll::sampleDecisionTree(int64_t batch, int64_t points, int64_t dim, int64_t active,
                                    int64_t depth, Rng &rng) {
-  Prompts p{batch, points, dim, std::vector<double>(batch * points * dim, 0.0),
-            std::vector<double>(batch * points, 0.0)};
-  int64_t internal = (int64_t(1) << depth) - 1, leaves = int64_t(1) << depth;
-  std::vector<int64_t> split(internal);
-  std::vector<double> leaf(leaves);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t &s : split)
-      s = rng.below(active);
-    for (double &v : leaf)
-      v = rng.normal();
-    for (int64_t i = 0; i < points; ++i) {
-      double *x = &p.xs[(b * points + i) * dim];
-      drawX(x, dim, active, rng);
-      int64_t node = 0; // heap order: children of n are 2n+1 (x <= 0), 2n+2
-      for (int64_t l = 0; l < depth; ++l)
-        node = 2 * node + (x[split[node]] <= 0 ? 1 : 2);
-      p.ys[b * points + i] = leaf[node - internal];
-    }
-  }
-  return p;
+  std::vector<int64_t> split;
+  std::vector<double> leaf;
+  return batchOf(
+      batch, points, dim, [&](int64_t) -> Rng & { return rng; },
+      [&](double *x, double *y, Rng &r) {
+        decisionTreePrompt(x, y, points, dim, active, depth, split, leaf, r);
+      });
 }
 
 Prompts unroll::sampleReluNet(int64_t batch, int64_t points, int64_t dim, int64_t active,
                               int64_t hidden, Rng &rng) {
-  Prompts p{batch, points, dim, std::vector<double>(batch * points * dim, 0.0),
-            std::vector<double>(batch * points, 0.0)};
-  std::vector<double> w1(active * hidden), w2(hidden);
-  double scale = std::sqrt(2.0 / hidden);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (double &v : w1)
-      v = rng.normal();
-    for (double &v : w2)
-      v = rng.normal();
-    for (int64_t i = 0; i < points; ++i) {
-      double *x = &p.xs[(b * points + i) * dim];
-      drawX(x, dim, active, rng);
-      double y = 0;
-      for (int64_t h = 0; h < hidden; ++h) {
-        double z = 0;
-        for (int64_t c = 0; c < active; ++c)
-          z += x[c] * w1[c * hidden + h];
-        y += std::max(z, 0.0) * w2[h];
-      }
-      p.ys[b * points + i] = scale * y;
-    }
-  }
-  return p;
+  std::vector<double> w1, w2;
+  return batchOf(
+      batch, points, dim, [&](int64_t) -> Rng & { return rng; },
+      [&](double *x, double *y, Rng &r) {
+        reluNetPrompt(x, y, points, dim, active, hidden, w1, w2, r);
+      });
 }
 
 // Defaults from P2 (PAPERS.md): points curricula at d = 20, noise, and the
@@ -154,6 +201,34 @@ Prompts TaskSpec::sample(int64_t batch, int64_t points, int64_t dim, int64_t act
   if (name == "icl_relu2nn")
     return sampleReluNet(batch, points, dim, active, 100, rng);
   return sampleLinear(batch, points, dim, active, noise, rng);
+}
+
+Prompts TaskSpec::sampleAt(uint64_t seed, int64_t step, int64_t first, int64_t count,
+                           int64_t points, int64_t dim, int64_t active, double noise) const {
+  // Each prompt from its own engine: the same prompt whichever rank or
+  // chunk of the batch draws it.
+  Rng rng;
+  std::vector<double> w, w2;
+  std::vector<int64_t> idx;
+  auto rngFor = [&](int64_t b) -> Rng & {
+    rng = Rng(promptSeed(seed, step, first + b));
+    return rng;
+  };
+  if (name == "icl_sparse_linear")
+    return batchOf(count, points, dim, rngFor, [&](double *x, double *y, Rng &r) {
+      sparseLinearPrompt(x, y, points, dim, active, 3, w, idx, r);
+    });
+  if (name == "icl_decision_tree")
+    return batchOf(count, points, dim, rngFor, [&](double *x, double *y, Rng &r) {
+      decisionTreePrompt(x, y, points, dim, active, 4, idx, w, r); // splits, leaves
+    });
+  if (name == "icl_relu2nn")
+    return batchOf(count, points, dim, rngFor, [&](double *x, double *y, Rng &r) {
+      reluNetPrompt(x, y, points, dim, active, 100, w, w2, r);
+    });
+  return batchOf(count, points, dim, rngFor, [&](double *x, double *y, Rng &r) {
+    linearPrompt(x, y, points, dim, active, noise, w, r);
+  });
 }
 
 const TaskSpec *unroll::findTask(const std::string &name, std::string &known) {

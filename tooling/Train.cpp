@@ -3,6 +3,7 @@
 #include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Baselines.h"
 #include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Distributed.h"
 #include "unroll/tooling/Plot.h"
 #include "unroll/tooling/Process.h"
 #include "unroll/tooling/Safetensors.h"
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -59,7 +61,9 @@ nlohmann::json TrainConfig::toJson() const {
                                              : nlohmann::json(nullptr)},
           {"halting", halting},
           {"halt_tol", haltTol},
-          {"max_loops", maxLoops}};
+          {"max_loops", maxLoops},
+          {"allreduce", allreduce},
+          {"rank_timeout", rankTimeout}};
 }
 
 bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
@@ -193,6 +197,14 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
       ok = real(haltTol, true);
     } else if (k == "max_loops") {
       ok = num(maxLoops, 1);
+    } else if (k == "allreduce") {
+      ok = v.is_string() && (v == "auto" || v == "mpi" || v == "nccl");
+      if (ok)
+        allreduce = v.get<std::string>();
+      else
+        error = "config key 'allreduce' expects \"auto\", \"mpi\" or \"nccl\", got " + v.dump();
+    } else if (k == "rank_timeout") {
+      ok = real(rankTimeout, true);
     } else {
       error = "unknown config key '" + k + "'";
       return false;
@@ -277,26 +289,109 @@ static std::string hms(double s) {
   return b;
 }
 
+namespace {
+/// A fault injected by the tests of data-parallel runs: $UNROLL_FAULT =
+/// "KIND:RANK:STEP" makes rank RANK, in step STEP (counted from 1, as the
+/// progress line does), put a NaN in its gradient (nan), stop answering
+/// (hang) or die (die: SIGKILL).
+struct Fault {
+  std::string kind;
+  int rank = -1;
+  int64_t step = -1;
+  static Fault fromEnvironment() {
+    Fault f;
+    const char *e = getenv("UNROLL_FAULT");
+    char kind[16];
+    long long step;
+    int rank;
+    if (e && sscanf(e, "%15[a-z]:%d:%lld", kind, &rank, &step) == 3) {
+      f.kind = kind;
+      f.rank = rank;
+      f.step = step;
+    }
+    return f;
+  }
+  bool at(const char *k, int r, int64_t s) const { return kind == k && rank == r && step == s; }
+};
+
+double ms(double seconds) { return 1e3 * seconds; }
+
+/// The root's step, weights and Adam state on every rank.
+void shareState(Communicator &w, TrainState &st) {
+  std::vector<double> head{double(st.step), double(st.adam.step), double(st.adam.m.size())};
+  w.broadcast(head, "the start state");
+  st.step = int64_t(head[0]);
+  st.adam.step = int64_t(head[1]);
+  w.broadcast(st.theta, "the start weights");
+  if (head[2] > 0) {
+    w.broadcast(st.adam.m, "Adam's first moments");
+    w.broadcast(st.adam.v, "Adam's second moments");
+  }
+}
+} // namespace
+
 int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool resume) {
+  Communicator &w = world();
+  const bool root = w.root(), dist = w.distributed();
+  w.setTimeout(cfg.rankTimeout);
   std::string err;
+  // This rank alone failed (Communicator::finish then ends the job).
   auto die = [&](const std::string &msg) {
-    fprintf(stderr, "unroll-run: error: %s\n", msg.c_str());
+    fprintf(stderr, "unroll-run: error: %s%s\n", w.who().c_str(), msg.c_str());
     return 2;
   };
+  // Every rank learned from a collective that the job stops with `rc`.
+  auto stopAll = [&](int rc) {
+    w.agreeToStop();
+    return rc;
+  };
+  // After a part that can fail on some ranks (each says why itself): true
+  // when it succeeded on every rank.
+  auto together = [&](bool ok, const std::string &what) {
+    int bad = w.firstFailure(ok, what);
+    if (bad > 0 && root)
+      fprintf(stderr,
+              "unroll-run: error: rank %d failed in %s (its message is above); stopping every "
+              "rank\n",
+              bad, what.c_str());
+    return bad < 0;
+  };
+  if (cfg.batch % w.size() != 0) {
+    if (root)
+      fprintf(stderr,
+              "unroll-run: error: --batch %lld is the global batch and does not split over %d "
+              "ranks: give a multiple of %d\n",
+              (long long)cfg.batch, w.size(), w.size());
+    return stopAll(2);
+  }
+  const int64_t local = cfg.batch / w.size(), first = w.rank() * local;
+
   const nlohmann::json &mi = run.info();
   std::string ckptDir = cfg.out + "/checkpoint";
   TrainState st;
-  Rng rng(cfg.seed);
+  Rng rng(cfg.seed); // initialization (data comes from promptSeed)
+  bool ok = true;
   if (resume) {
-    nlohmann::json saved;
-    if (!loadCheckpoint(ckptDir, mi, st, saved, err))
-      return die(err + " (cannot --resume)");
-    if (!rng.restore(st.rng))
-      return die(ckptDir + ": corrupt RNG state");
-    fprintf(stderr, "resuming from step %lld (%s)\n", (long long)st.step, ckptDir.c_str());
+    // Rank 0 reads the checkpoint and sends it: a resumed run may have
+    // another number of ranks than the one that saved it.
+    if (root) {
+      nlohmann::json saved;
+      if (!loadCheckpoint(ckptDir, mi, st, saved, err))
+        err += " (cannot --resume)", ok = false;
+      else if (!rng.restore(st.rng))
+        err = ckptDir + ": corrupt RNG state", ok = false;
+      if (!ok)
+        die(err);
+      else
+        fprintf(stderr, "resuming from step %lld (%s)\n", (long long)st.step, ckptDir.c_str());
+    }
   } else {
     initParameters(mi["params"], run.numParams(), st.theta, [&] { return rng.normal(); }, 0.02);
   }
+  if (!together(ok, "loading the checkpoint"))
+    return stopAll(2);
+  if (dist)
+    shareState(w, st);
   st.adam.lr = cfg.lr;
   st.adam.beta1 = cfg.beta1;
   st.adam.beta2 = cfg.beta2;
@@ -305,15 +400,20 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   // the library's resident buffers for the whole run; st holds a host copy
   // only at checkpoints and at the end.
   bool compiled = cfg.optimizer == "compiled" || (cfg.optimizer == "auto" && m.gpu());
-  if (compiled && !run.hasAdam())
-    return die(m.path() + ": the library has no compiled optimizer step (@" +
-               mi.value("name", std::string("M")) +
-               "_adam); rebuild it with this unroll-opt, "
-               "or train with --optimizer host");
+  if (compiled && !run.hasAdam()) {
+    if (root)
+      die(m.path() + ": the library has no compiled optimizer step (@" +
+          mi.value("name", std::string("M")) +
+          "_adam); rebuild it with this unroll-opt, or train with --optimizer host");
+    return stopAll(2);
+  }
   ResidentState dev;
   if (compiled) {
-    if (!dev.init(m, run.numParams(), m.info().value("element_type", "") == "f32", err))
-      return die(err);
+    ok = dev.init(m, run.numParams(), m.info().value("element_type", "") == "f32", err);
+    if (!ok)
+      die(err);
+    if (!together(ok, "allocating the training state"))
+      return stopAll(2);
     dev.setGraphs(cfg.gpuGraphs);
     dev.upload(st.theta, st.adam.m, st.adam.v);
   }
@@ -321,13 +421,47 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     if (compiled)
       dev.download(st.theta, st.adam.m, st.adam.v);
   };
-  if (!makeDirs(cfg.out, err))
-    return die(err);
-  if (!writeFileAtomic(cfg.out + "/config.json", cfg.toJson().dump(2) + "\n", err))
-    return die(err);
-  std::ofstream metrics(cfg.out + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
-  if (!metrics)
-    return die(cfg.out + "/metrics.jsonl: cannot write");
+  // How the ranks' gradients meet: NCCL on the device buffers (GPU
+  // libraries with the compiled optimizer), else MPI on a host copy.
+  bool onDevice = false;
+  void *reduced = nullptr; // NCCL's output: the local gradient stays in dev.grad
+  if (dist && compiled && m.gpu() && cfg.allreduce != "mpi") {
+    std::string why;
+    if (w.initNccl(m, why)) {
+      reduced = dev.allocate(size_t(dev.size) * (dev.f32 ? 4 : 8));
+      if (!reduced)
+        die("cannot allocate the all-reduce's buffer");
+      if (!together(reduced != nullptr, "allocating the all-reduce's buffer"))
+        return stopAll(2);
+      onDevice = true;
+    } else if (cfg.allreduce == "nccl") {
+      if (root)
+        die("--allreduce nccl: " + why);
+      return stopAll(2);
+    } else if (root) {
+      fprintf(stderr, "NCCL cannot be used (%s): gradients meet over MPI through host memory\n",
+              why.c_str());
+    }
+  } else if (cfg.allreduce == "nccl" && dist) {
+    if (root)
+      die("--allreduce nccl needs a GPU library trained with the compiled optimizer");
+    return stopAll(2);
+  }
+
+  std::ofstream metrics;
+  if (root) {
+    ok = makeDirs(cfg.out, err) &&
+         writeFileAtomic(cfg.out + "/config.json", cfg.toJson().dump(2) + "\n", err);
+    if (ok) {
+      metrics.open(cfg.out + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
+      if (!metrics)
+        err = cfg.out + "/metrics.jsonl: cannot write", ok = false;
+    }
+    if (!ok)
+      die(err);
+  }
+  if (!together(ok, "writing " + cfg.out))
+    return stopAll(2);
 
   auto save = [&]() {
     toHost();
@@ -341,118 +475,279 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     }
     return true;
   };
+  // Rank 0 saves; every rank learns whether it could.
+  auto saveTogether = [&]() { return together(root ? save() : true, "the checkpoint"); };
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
 
-  std::string loopsText = cfg.loopsRandomLo > 0
-                              ? std::to_string(cfg.loopsRandomLo) + ".." +
-                                    std::to_string(cfg.loopsRandomHi) + " (random)"
-                              : std::to_string(cfg.loops);
-  fprintf(stderr,
-          "training %s on %s: %lld steps, batch %lld, lr %g, b %s, T %lld, %s curriculum; "
-          "%lld parameters; Adam %s\n",
-          mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
-          (long long)cfg.batch, cfg.lr, loopsText.c_str(), (long long)cfg.window,
-          cfg.curriculum ? "with" : "no", (long long)run.numParams(),
-          compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled")
-                   : "on the host");
   const GradientMode &gm = run.gradient();
   int64_t kept = activationBytesPerPrompt(mi, gm, cfg.window, cfg.loops, 2 * cfg.points.end);
-  fprintf(stderr, "gradient: %s; activations kept per prompt at b %lld, %lld points: %s\n",
-          gm.str().c_str(), (long long)cfg.loops, (long long)cfg.points.end,
-          kept < 0 ? "unknown" : (std::to_string((kept + 1023) / 1024) + " KiB").c_str());
+  double reduceBytes = double(run.numParams()) * (onDevice && dev.f32 ? 4 : 8);
+  if (root) {
+    std::string loopsText = cfg.loopsRandomLo > 0
+                                ? std::to_string(cfg.loopsRandomLo) + ".." +
+                                      std::to_string(cfg.loopsRandomHi) + " (random)"
+                                : std::to_string(cfg.loops);
+    fprintf(stderr,
+            "training %s on %s: %lld steps, batch %lld, lr %g, b %s, T %lld, %s curriculum; "
+            "%lld parameters; Adam %s\n",
+            mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
+            (long long)cfg.batch, cfg.lr, loopsText.c_str(), (long long)cfg.window,
+            cfg.curriculum ? "with" : "no", (long long)run.numParams(),
+            compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled")
+                     : "on the host");
+    fprintf(stderr, "gradient: %s; activations kept per prompt at b %lld, %lld points: %s\n",
+            gm.str().c_str(), (long long)cfg.loops, (long long)cfg.points.end,
+            kept < 0 ? "unknown" : (std::to_string((kept + 1023) / 1024) + " KiB").c_str());
+    if (dist)
+      fprintf(stderr,
+              "data parallel: %d ranks (%s), %lld prompts each of the global batch %lld, %d "
+              "thread%s per rank; gradients all-reduced %s, %.2f MB per step\n",
+              w.size(), w.library().c_str(), (long long)local, (long long)cfg.batch, run.threads(),
+              run.threads() == 1 ? "" : "s",
+              onDevice ? ("with " + w.ncclVersion() + " on device buffers").c_str()
+                       : "over MPI through host memory",
+              reduceBytes / 1e6);
+  }
   int64_t d = mi["prompt_dim"];
   {
-    // A step's batch: its prompts (host, and converted for the library), the
-    // activations the gradient keeps, and the parameter-sized vectors
-    // (theta, gradient, Adam's moments).
-    double n = 2.0 * cfg.points.end, b = (double)cfg.batch;
+    // A step's share of the batch: its prompts (host, and converted for the
+    // library), the activations the gradient keeps, and the parameter-sized
+    // vectors (theta, gradient, Adam's moments).
+    double n = 2.0 * cfg.points.end, b = (double)local;
     double needed = b * n * d * 8 * 3 + b * std::max<double>(kept, 0) + 8.0 * 6 * run.numParams();
-    if (!checkMemory(needed, "a training step at batch " + std::to_string(cfg.batch),
-                     "--batch (or --loops, --window)", err)) {
-      fprintf(stderr, "unroll-run: error: %s\n", err.c_str());
-      return 2;
-    }
+    ok = checkMemory(needed, "a training step at batch " + std::to_string(local), // per rank
+                     "--batch (or --loops, --window)", err);
+    if (!ok)
+      die(err);
+    if (!together(ok, "the memory check"))
+      return stopAll(2);
   }
+  const Fault fault = Fault::fromEnvironment();
   auto t0 = Clock::now();
   int64_t startStep = st.step;
   double lossAvg = 0;
   int64_t lossN = 0;
   std::vector<double> losses, grad;
+  // Per-step times after the first (its warm-up is not a step's cost).
+  double warmSeconds = 0, warmGradient = 0, warmControl = 0;
   while (st.step < cfg.steps) {
     int64_t s = st.step;
     int64_t dims = cfg.curriculum ? cfg.dims.at(s) : cfg.dims.end;
     int64_t pts = cfg.curriculum ? cfg.points.at(s) : cfg.points.end;
+    Rng stepRng(promptSeed(cfg.seed, s, -1)); // the same b on every rank
     int64_t b = cfg.loopsRandomLo > 0
-                    ? cfg.loopsRandomLo + rng.below(cfg.loopsRandomHi - cfg.loopsRandomLo + 1)
+                    ? cfg.loopsRandomLo + stepRng.below(cfg.loopsRandomHi - cfg.loopsRandomLo + 1)
                 : cfg.curriculum
                     ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
                     : cfg.loops;
-    Prompts p = cfg.spec->sample(cfg.batch, pts, d, dims, cfg.noise, rng);
-    // Compiled: loss, gradient and Adam in one call (one CUDA graph on a
-    // GPU); the update is in dev, but a non-finite run stops without saving
-    // it: the last checkpoint stays what it was.
-    double normSq = 0;
-    if (compiled)
-      ++st.adam.step;
-    if (!(compiled
-              ? run.trainStep(p, dev, b, cfg.window, st.adam.compiledStep(), losses, normSq, err)
-              : run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err)))
-      return die(err);
+    Prompts p = cfg.spec->sampleAt(cfg.seed, s, first, local, pts, d, dims, cfg.noise);
     double loss = 0;
-    for (double l : losses)
-      loss += l;
-    loss /= losses.size();
-    bool finite = std::isfinite(loss);
-    if (compiled) {
-      finite = finite && std::isfinite(normSq);
+    bool stopRequested = false;
+    if (!dist) {
+      // Compiled: loss, gradient and Adam in one call (one CUDA graph on a
+      // GPU); the update is in dev, but a non-finite run stops without
+      // saving it: the last checkpoint stays what it was.
+      double normSq = 0;
+      if (compiled)
+        ++st.adam.step;
+      if (!(compiled
+                ? run.trainStep(p, dev, b, cfg.window, st.adam.compiledStep(), losses, normSq, err)
+                : run.lossGrad(p, st.theta, b, cfg.window, losses, grad, err)))
+        return die(err);
+      for (double l : losses)
+        loss += l;
+      loss /= losses.size();
+      bool finite = std::isfinite(loss);
+      if (compiled) {
+        finite = finite && std::isfinite(normSq);
+      } else {
+        for (double g : grad)
+          finite = finite && std::isfinite(g);
+      }
+      if (!finite) {
+        fprintf(stderr,
+                "unroll-run: error: non-finite %s at step %lld; stopping (the last "
+                "checkpoint in %s is kept)\n",
+                std::isfinite(loss) ? "gradient" : "loss", (long long)s + 1, ckptDir.c_str());
+        return 3;
+      }
+      if (!compiled)
+        st.adam.update(st.theta, grad);
+      stopRequested = gStop != 0;
     } else {
-      for (double g : grad)
-        finite = finite && std::isfinite(g);
+      // This rank's share: its loss and gradient.
+      std::string stepErr;
+      bool stepOk = compiled ? run.lossGrad(p, dev, b, cfg.window, losses, stepErr)
+                             : run.lossGrad(p, st.theta, b, cfg.window, losses, grad, stepErr);
+      if (!stepOk) {
+        die("step " + std::to_string(s + 1) + ": " + stepErr);
+        losses.assign(1, 0.0);
+      }
+      if (fault.at("hang", w.rank(), s + 1))
+        for (;;)
+          pause();
+      if (fault.at("die", w.rank(), s + 1))
+        raise(SIGKILL);
+      if (stepOk && compiled && !onDevice)
+        dev.readVector(grad, dev.grad);
+      if (stepOk && fault.at("nan", w.rank(), s + 1)) {
+        if (onDevice) {
+          dev.readVector(grad, dev.grad);
+          grad[0] = NAN;
+          dev.writeVector(dev.grad, grad);
+        } else {
+          grad[0] = NAN;
+        }
+      }
+      // Every rank's status and loss: all stop together, or none.
+      double mine = 0;
+      for (double l : losses)
+        mine += l;
+      mine /= losses.size();
+      int code = stepOk ? 0 : 1;
+      if (stepOk && !std::isfinite(mine))
+        code |= 2;
+      if (stepOk && !onDevice)
+        for (double g : grad)
+          if (!std::isfinite(g)) {
+            code |= 4;
+            break;
+          }
+      if (gStop)
+        code |= 8;
+      std::string sn = std::to_string(s + 1);
+      std::vector<double> all = w.allgather({double(code), mine}, "status exchange of step " + sn);
+      int flags = 0, failed = -1;
+      for (int r = 0; r < w.size(); ++r) {
+        int c = int(all[2 * r]);
+        flags |= c;
+        loss += all[2 * r + 1] / w.size();
+        if ((c & 7) && failed < 0)
+          failed = r;
+      }
+      auto promptsOf = [&](int r) {
+        return "prompts " + std::to_string(r * local) + ".." + std::to_string((r + 1) * local - 1) +
+               " of the step's batch";
+      };
+      if (flags & 1) {
+        if (root && failed != 0)
+          fprintf(stderr,
+                  "unroll-run: error: rank %d failed at step %lld (its message is above); "
+                  "stopping every rank (the last checkpoint in %s is kept)\n",
+                  failed, (long long)s + 1, ckptDir.c_str());
+        return stopAll(2);
+      }
+      if (flags & 6) {
+        int c = int(all[2 * failed]);
+        if (root)
+          fprintf(stderr,
+                  "unroll-run: error: non-finite %s at step %lld on rank %d (%s); stopping every "
+                  "rank (the last checkpoint in %s is kept)\n",
+                  c & 2 ? "loss" : "gradient", (long long)s + 1, failed, promptsOf(failed).c_str(),
+                  ckptDir.c_str());
+        return stopAll(3);
+      }
+      stopRequested = flags & 8;
+      // The gradient of the global batch's mean loss: the mean of the
+      // ranks' (equal shares).
+      w.countAsGradient(true);
+      if (onDevice) {
+        w.allreduceMeanDevice(dev.grad, reduced, dev.size, dev.f32,
+                              "gradient all-reduce of step " + sn);
+      } else {
+        w.allreduceSum(grad, "gradient all-reduce of step " + sn);
+        for (double &g : grad)
+          g /= w.size();
+      }
+      w.countAsGradient(false);
+      if (!compiled) {
+        st.adam.update(st.theta, grad);
+      } else {
+        if (!onDevice)
+          dev.writeVector(dev.grad, grad);
+        else
+          std::swap(dev.grad, reduced); // Adam reads the all-reduced gradient
+        ++st.adam.step;
+        double normSq = run.adamStep(dev, st.adam.compiledStep());
+        if (onDevice)
+          std::swap(dev.grad, reduced);
+        if (!std::isfinite(normSq)) {
+          // Whose gradient: each rank's own is still in dev.grad.
+          bool mineFinite = true;
+          if (onDevice) {
+            dev.readVector(grad, dev.grad);
+            for (double g : grad)
+              mineFinite = mineFinite && std::isfinite(g);
+          }
+          int bad = w.firstFailure(mineFinite, "the non-finite gradient's rank");
+          if (root)
+            fprintf(stderr,
+                    "unroll-run: error: non-finite gradient at step %lld%s; stopping every rank "
+                    "(the last checkpoint in %s is kept)\n",
+                    (long long)s + 1,
+                    bad >= 0
+                        ? (" on rank " + std::to_string(bad) + " (" + promptsOf(bad) + ")").c_str()
+                        : " after the all-reduce",
+                    ckptDir.c_str());
+          return stopAll(3);
+        }
+      }
     }
-    if (!finite) {
-      fprintf(stderr,
-              "unroll-run: error: non-finite %s at step %lld; stopping (the last "
-              "checkpoint in %s is kept)\n",
-              std::isfinite(loss) ? "gradient" : "loss", (long long)s, ckptDir.c_str());
-      return 3;
-    }
-    if (!compiled)
-      st.adam.update(st.theta, grad);
     st.step = s + 1; // completed steps: what every checkpoint below records
     lossAvg += loss;
     ++lossN;
     double el = std::chrono::duration<double>(Clock::now() - t0).count();
-    nlohmann::json row{{"step", s + 1}, {"loss", loss}, {"loops", b},     {"dims", dims},
-                       {"points", pts}, {"lr", cfg.lr}, {"elapsed_s", el}};
-    if (gm.fixedPoint())
-      row["gradient_iterations"] = run.fixedPointStats().iterations;
-    metrics << row.dump() << "\n";
-    bool last = s + 1 == cfg.steps;
-    if ((s + 1) % cfg.logEvery == 0 || last || s == startStep) {
-      double rate = (s + 1 - startStep) / std::max(el, 1e-9);
-      std::string extra =
-          gm.fixedPoint()
-              ? " | g iters " + std::to_string(int64_t(run.fixedPointStats().iterations))
-              : "";
-      fprintf(
-          stderr, "step %6lld/%lld | loss %.4f | b %lld d %lld k %lld%s | %.2f steps/s | ETA %s\n",
-          (long long)(s + 1), (long long)cfg.steps, lossAvg / lossN, (long long)b, (long long)dims,
-          (long long)pts, extra.c_str(), rate, hms((cfg.steps - s - 1) / rate).c_str());
-      lossAvg = 0;
-      lossN = 0;
-      metrics.flush();
+    if (s == startStep) {
+      warmSeconds = el;
+      warmGradient = w.gradientTraffic().seconds;
+      warmControl = w.controlTraffic().seconds;
     }
-    if (((s + 1) % cfg.saveEvery == 0 && !last) && !save())
-      return 2;
-    if (gStop) {
-      fprintf(stderr, "caught %s at step %lld: writing a checkpoint and stopping\n",
-              gStop == SIGINT ? "SIGINT" : "SIGTERM", (long long)st.step);
-      return save() ? 130 : 2;
+    bool last = s + 1 == cfg.steps;
+    if (root) {
+      nlohmann::json row{{"step", s + 1}, {"loss", loss}, {"loops", b},     {"dims", dims},
+                         {"points", pts}, {"lr", cfg.lr}, {"elapsed_s", el}};
+      if (gm.fixedPoint())
+        row["gradient_iterations"] = run.fixedPointStats().iterations;
+      if (dist)
+        row["allreduce_s"] = w.gradientTraffic().seconds;
+      metrics << row.dump() << "\n";
+      if ((s + 1) % cfg.logEvery == 0 || last || s == startStep) {
+        double rate = (s + 1 - startStep) / std::max(el, 1e-9);
+        std::string extra =
+            gm.fixedPoint()
+                ? " | g iters " + std::to_string(int64_t(run.fixedPointStats().iterations))
+                : "";
+        fprintf(stderr,
+                "step %6lld/%lld | loss %.4f | b %lld d %lld k %lld%s | %.2f steps/s | ETA %s\n",
+                (long long)(s + 1), (long long)cfg.steps, lossAvg / lossN, (long long)b,
+                (long long)dims, (long long)pts, extra.c_str(), rate,
+                hms((cfg.steps - s - 1) / rate).c_str());
+        lossAvg = 0;
+        lossN = 0;
+        metrics.flush();
+      }
+    }
+    if ((s + 1) % cfg.saveEvery == 0 && !last && !saveTogether())
+      return stopAll(2);
+    if (stopRequested) {
+      if (root) {
+        if (gStop)
+          fprintf(stderr, "caught %s at step %lld: writing a checkpoint and stopping\n",
+                  gStop == SIGINT ? "SIGINT" : "SIGTERM", (long long)st.step);
+        else
+          fprintf(stderr,
+                  "another rank caught a signal at step %lld: writing a checkpoint and "
+                  "stopping\n",
+                  (long long)st.step);
+      }
+      return stopAll(saveTogether() ? 130 : 2);
     }
   }
-  if (!save())
-    return 2;
+  if (!saveTogether())
+    return stopAll(2);
+  if (!root)
+    return 0; // rank 0 evaluates
   if (compiled)
     fprintf(stderr, "resident state: %llu entry-point arguments used in place (not copied)\n",
             (unsigned long long)dev.residentHits());
@@ -463,15 +758,45 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
               cfg.gpuGraphs ? "the driver has none" : "--gpu-graphs off");
     else
       fprintf(stderr,
-              "CUDA graphs: %llu captured; training steps (loss, gradient, Adam) replayed "
-              "%llu times, run directly %llu times%s%s\n",
-              (unsigned long long)g.captured, (unsigned long long)g.replayed,
-              (unsigned long long)g.direct,
+              "CUDA graphs: %llu captured; %s replayed %llu times, run directly %llu times%s%s\n",
+              (unsigned long long)g.captured,
+              dist ? "loss-and-gradient calls" : "training steps (loss, gradient, Adam)",
+              (unsigned long long)g.replayed, (unsigned long long)g.direct,
               g.refused.empty() ? "" : "; a capture was refused: ", g.refused.c_str());
   }
+  double total = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (dist) {
+    int64_t n = cfg.steps - startStep - 1;
+    double step = n > 0 ? (total - warmSeconds) / n : total;
+    double reduce =
+        n > 0 ? (w.gradientTraffic().seconds - warmGradient) / n : w.gradientTraffic().seconds;
+    double control =
+        n > 0 ? (w.controlTraffic().seconds - warmControl) / n : w.controlTraffic().seconds;
+    fprintf(stderr,
+            "data parallel: %d ranks x %d thread%s; per step %.2f ms, of which the gradient "
+            "all-reduce %.3f ms (%.1f%%, %.2f MB %s) and the status exchange %.3f ms "
+            "(rank 0's view; %lld steps after the first)\n",
+            w.size(), run.threads(), run.threads() == 1 ? "" : "s", ms(step), ms(reduce),
+            100 * reduce / std::max(step, 1e-12), reduceBytes / 1e6,
+            onDevice ? "with NCCL" : "over MPI", ms(control), (long long)std::max<int64_t>(n, 0));
+    nlohmann::json j{{"ranks", w.size()},
+                     {"threads_per_rank", run.threads()},
+                     {"global_batch", cfg.batch},
+                     {"local_batch", local},
+                     {"mpi", w.library()},
+                     {"allreduce", onDevice ? "nccl" : "mpi"},
+                     {"nccl", w.ncclVersion()},
+                     {"bytes_per_step", reduceBytes},
+                     {"steps_timed", std::max<int64_t>(n, 0)},
+                     {"step_ms", ms(step)},
+                     {"gradient_allreduce_ms", ms(reduce)},
+                     {"status_exchange_ms", ms(control)},
+                     {"allreduce_share", reduce / std::max(step, 1e-12)}};
+    if (!writeFileAtomic(cfg.out + "/parallel.json", j.dump(2) + "\n", err))
+      return die(err);
+  }
   fprintf(stderr, "trained %lld steps in %s; checkpoint in %s\n",
-          (long long)(cfg.steps - startStep),
-          hms(std::chrono::duration<double>(Clock::now() - t0).count()).c_str(), ckptDir.c_str());
+          (long long)(cfg.steps - startStep), hms(total).c_str(), ckptDir.c_str());
   return cfg.evalPrompts > 0 ? evaluate(run, st.theta, cfg) : 0;
 }
 

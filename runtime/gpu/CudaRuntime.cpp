@@ -57,6 +57,8 @@ bool gInitDone = false;
 std::string gInitError; // empty: initialized
 CUcontext gContext = nullptr;
 CUdevice gDevice = 0;
+int gOrdinal = 0;     // which device (unroll_gpu_select_device; modulo the count)
+int gDeviceCount = 0; // as the driver reports
 std::string gDeviceName;
 int gCapability = 0;
 
@@ -67,7 +69,8 @@ std::string errorName(CUresult r) {
   return "CUDA error " + std::to_string(r);
 }
 
-/// Opens the driver and makes the primary context of device 0; idempotent.
+/// Opens the driver and makes the primary context of the selected device
+/// (0 unless unroll_gpu_select_device said otherwise); idempotent.
 const std::string &initLocked() {
   if (gInitDone)
     return gInitError;
@@ -136,11 +139,14 @@ const std::string &initLocked() {
     gInitError = "the NVIDIA driver reports no CUDA device";
     return gInitError;
   }
-  CUresult r = d.cuDeviceGet(&gDevice, 0);
+  gDeviceCount = count;
+  gOrdinal %= count;
+  CUresult r = d.cuDeviceGet(&gDevice, gOrdinal);
   if (r == CUDA_SUCCESS)
     r = d.cuDevicePrimaryCtxRetain(&gContext, gDevice);
   if (r != CUDA_SUCCESS) {
-    gInitError = "cannot create a CUDA context on device 0: " + errorName(r);
+    gInitError =
+        "cannot create a CUDA context on device " + std::to_string(gOrdinal) + ": " + errorName(r);
     return gInitError;
   }
   char name[256] = {0};
@@ -377,11 +383,43 @@ UNROLL_EXPORT const char *unroll_gpu_init(void) {
   return e.empty() ? nullptr : e.c_str();
 }
 
+/// Which device the library will use (one GPU per rank of a data-parallel
+/// job: unroll-run passes its node-local rank), taken modulo the device
+/// count; only before the first unroll_gpu_init or entry point, else -1.
+UNROLL_EXPORT int32_t unroll_gpu_select_device(int32_t ordinal) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (gInitDone || ordinal < 0)
+    return -1;
+  gOrdinal = ordinal;
+  return 0;
+}
+
+/// The device count and the ordinal in use, after a successful
+/// unroll_gpu_init (else 0 and -1).
+UNROLL_EXPORT int32_t unroll_gpu_device_count(void) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return gInitDone && gInitError.empty() ? gDeviceCount : 0;
+}
+UNROLL_EXPORT int32_t unroll_gpu_device_ordinal(void) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return gInitDone && gInitError.empty() ? gOrdinal : -1;
+}
+
+/// The calling thread's stream (a CUstream), with the library's context
+/// current: where a caller's own work on the library's buffers (an NCCL
+/// all-reduce of the gradient) goes, in order with the entry points'.
+UNROLL_EXPORT void *unroll_gpu_stream(void) { return threadStream(); }
+
+/// Waits for the calling thread's stream.
+UNROLL_EXPORT void unroll_gpu_sync(void) { waitStream(threadStream()); }
+
 /// "NVIDIA H200 (sm_90)" after a successful unroll_gpu_init.
 UNROLL_EXPORT const char *unroll_gpu_device(void) {
   static std::string s;
   std::lock_guard<std::mutex> lock(gMutex);
   s = gDeviceName + " (sm_" + std::to_string(gCapability) + ")";
+  if (gDeviceCount > 1)
+    s += ", device " + std::to_string(gOrdinal) + " of " + std::to_string(gDeviceCount);
   return s.c_str();
 }
 

@@ -9,6 +9,7 @@
 #include "unroll/runtime/Model.h"
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Distributed.h"
 #include "unroll/tooling/Optimization.h"
 #include "unroll/tooling/Plot.h"
 #include "unroll/tooling/Process.h"
@@ -116,6 +117,23 @@ Training and evaluation (models):
                          'ys' [B,n]) and --output preds.safetensors ('preds' [B,n])
   --model NAME           which model of the library (default: the first)
 
+More than one process (data-parallel training):
+  mpirun -np N unroll-run MODEL.so --task icl_linear ...   (or srun)
+                         each rank trains on --batch / N prompts of every step
+                         (--batch stays the global batch: a multiple of N); the
+                         gradients are summed over the ranks and every rank takes
+                         the same Adam step, so N ranks train what one process
+                         would (to rounding). Rank 0 alone writes checkpoints,
+                         metrics, progress and the evaluation; --resume may use
+                         another N. GPU libraries: one GPU per rank (the
+                         node-local rank picks it). Threads per rank: the
+                         rank's share of the node's cores ($UNROLL_THREADS wins)
+  --allreduce HOW        auto (default): NCCL on device buffers for GPU libraries
+                         where it can be used, else MPI through host memory;
+                         mpi; nccl (an error where NCCL cannot be used)
+  --rank-timeout S       a rank that waits S seconds for the others in a
+                         collective ends the job, naming itself (default 600)
+
 Unrolled optimization (energies with schedule ista / cccp):
   --task sparse_coding   an ista or fista energy's compiled descent on b = A x*:
                          A_ij ~ N(0, 1/m) with unit columns, x* Bernoulli(0.1) x
@@ -157,7 +175,7 @@ Energies:
 )";
 
 static int die(const std::string &msg) {
-  fprintf(stderr, "unroll-run: error: %s\n", msg.c_str());
+  fprintf(stderr, "unroll-run: error: %s%s\n", world().who().c_str(), msg.c_str());
   return 2;
 }
 
@@ -174,6 +192,8 @@ struct Options {
   std::string corrupt = "mask";
   /// Training settings given as flags, as config keys (override --config).
   nlohmann::json train = nlohmann::json::object();
+  /// The arguments, for the check that every rank of a job got the same.
+  std::string commandLine;
 };
 
 bool parseInt(const std::string &flag, const char *v, int64_t lo, int64_t &out, std::string &err) {
@@ -245,6 +265,8 @@ bool parseDouble(const std::string &flag, const char *v, double &out, std::strin
 }
 
 bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
+  for (int i = 1; i < argc; ++i)
+    o.commandLine += std::string(argv[i]) + '\n';
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -347,6 +369,15 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
       if (!(v = value()) || !parseDouble(a, v, x, err))
         return false;
       o.train["halt_tol"] = x;
+    } else if (a == "--allreduce") {
+      if (!(v = value()))
+        return false;
+      o.train["allreduce"] = v;
+    } else if (a == "--rank-timeout") {
+      double x;
+      if (!(v = value()) || !parseDouble(a, v, x, err))
+        return false;
+      o.train["rank_timeout"] = x;
     } else if (a == "--max-loops") {
       if (!(v = value()) || !parseInt(a, v, 1, tmp, err))
         return false;
@@ -708,6 +739,89 @@ std::string howToDeclareModel(const Model &m, const std::string &task) {
          "(examples/energy_icl.mlir is a complete one; the energy alone runs with --task energy)";
 }
 
+/// The effective settings of a model run: the model's defaults, --config,
+/// the saved settings of a checkpoint being resumed, then the flags.
+bool resolveConfig(const Options &o, const nlohmann::json &mi, const std::string &task,
+                   bool energyOfModel, TrainConfig &cfg, std::string &err) {
+  cfg.task = task;
+  if (!o.config.empty()) {
+    std::ifstream f(o.config);
+    if (!f)
+      return err = o.config + ": cannot open", false;
+    auto j = nlohmann::json::parse(f, nullptr, false);
+    if (j.is_discarded())
+      return err = o.config + ": not valid JSON", false;
+    if (!cfg.apply(j, err))
+      return err = o.config + ": " + err, false;
+  }
+  if (!cfg.apply(o.train, err))
+    return false;
+  if (!o.task.empty() && !energyOfModel) // the flag wins over the config file's "task"
+    cfg.task = o.task;
+  if (o.resume) {
+    // Resuming reuses the saved settings unless flags override them.
+    TrainState st;
+    nlohmann::json saved;
+    std::string dir = cfg.out + "/checkpoint";
+    if (!loadCheckpoint(dir, mi, st, saved, err))
+      return err += " (cannot --resume)", false;
+    TrainConfig prev;
+    prev.task = task;
+    if (!prev.apply(saved, err) || !prev.apply(o.train, err))
+      return err = dir + ": " + err, false;
+    if (!o.task.empty() && !energyOfModel)
+      prev.task = o.task;
+    cfg = prev;
+  }
+  if (o.loops > 0) {
+    cfg.evalLoops = o.loops;
+    if (o.checkpoint.empty() && !o.predict)
+      cfg.loops = o.loops;
+  }
+  return cfg.finish(mi, err);
+}
+
+/// A training run of several ranks: rank 0 resolves the settings (it alone
+/// reads --config files and checkpoints) and sends them; every rank must
+/// have been started with the same arguments. False when the job stops
+/// (every rank knows; rank 0 said why).
+bool resolveForRanks(const Options &o, const nlohmann::json &mi, const std::string &task,
+                     TrainConfig &cfg) {
+  Communicator &w = world();
+  std::string line = o.commandLine;
+  w.broadcast(line, "the check of the command lines");
+  int other = w.firstFailure(line == o.commandLine, "the check of the command lines");
+  if (other >= 0) {
+    if (w.root())
+      fprintf(stderr,
+              "unroll-run: error: rank %d was started with other arguments than rank 0: every "
+              "rank of a job must run the same command\n",
+              other);
+    w.agreeToStop();
+    return false;
+  }
+  std::string err, text;
+  bool ok = true;
+  if (w.root()) {
+    ok = resolveConfig(o, mi, task, false, cfg, err);
+    if (!ok)
+      die(err);
+    text = cfg.toJson().dump();
+  }
+  if (w.firstFailure(ok, "resolving the settings") >= 0) {
+    w.agreeToStop();
+    return false;
+  }
+  w.broadcast(text, "the settings");
+  if (!w.root()) {
+    cfg = TrainConfig();
+    cfg.task = task;
+    if (!cfg.apply(nlohmann::json::parse(text), err) || !cfg.finish(mi, err))
+      return die("rank 0's settings: " + err), false;
+  }
+  return true;
+}
+
 /// Training, evaluation of a checkpoint, or prediction for a model library.
 int runModel(const Options &o, const Model &m, const std::string &task,
              bool energyOfModel = false) {
@@ -722,43 +836,13 @@ int runModel(const Options &o, const Model &m, const std::string &task,
     return die(err);
   configureRunner(run);
   TrainConfig cfg;
-  cfg.task = task;
-  if (!o.config.empty()) {
-    std::ifstream f(o.config);
-    if (!f)
-      return die(o.config + ": cannot open");
-    auto j = nlohmann::json::parse(f, nullptr, false);
-    if (j.is_discarded())
-      return die(o.config + ": not valid JSON");
-    if (!cfg.apply(j, err))
-      return die(o.config + ": " + err);
-  }
-  if (!cfg.apply(o.train, err))
+  bool training = !energyOfModel && !o.predict && o.checkpoint.empty() && o.evalLoops.empty();
+  if (training && world().distributed()) {
+    if (!resolveForRanks(o, *mi, task, cfg))
+      return 2;
+  } else if (!resolveConfig(o, *mi, task, energyOfModel, cfg, err)) {
     return die(err);
-  if (!o.task.empty() && !energyOfModel) // the flag wins over the config file's "task"
-    cfg.task = o.task;
-  if (o.resume) {
-    // Resuming reuses the saved settings unless flags override them.
-    TrainState st;
-    nlohmann::json saved;
-    std::string dir = cfg.out + "/checkpoint";
-    if (!loadCheckpoint(dir, *mi, st, saved, err))
-      return die(err + " (cannot --resume)");
-    TrainConfig prev;
-    prev.task = task;
-    if (!prev.apply(saved, err) || !prev.apply(o.train, err))
-      return die(dir + ": " + err);
-    if (!o.task.empty() && !energyOfModel)
-      prev.task = o.task;
-    cfg = prev;
   }
-  if (o.loops > 0) {
-    cfg.evalLoops = o.loops;
-    if (o.checkpoint.empty() && !o.predict)
-      cfg.loops = o.loops;
-  }
-  if (!cfg.finish(*mi, err))
-    return die(err);
   if (!cfg.gradient.empty()) {
     GradientMode g;
     if (!parseGradientMode(cfg.gradient, g, err) || !run.setGradient(g, err))
@@ -805,45 +889,64 @@ int runModel(const Options &o, const Model &m, const std::string &task,
 static int runMain(int argc, char **argv);
 
 int main(int argc, char **argv) {
+  // Under mpirun or srun this process is one rank of a job (a no-op
+  // otherwise); finish() ends it with the others, or ends the job when this
+  // rank failed alone.
+  std::string err;
+  if (!world().init(err))
+    return die(err);
+  int rc;
   // A size the machine cannot hold (--batch 100000000000) ends in a message,
   // not in std::terminate's abort.
   try {
-    return runMain(argc, argv);
+    rc = runMain(argc, argv);
   } catch (const std::bad_alloc &) {
-    return die("out of memory: the sizes asked for (--batch, --tokens, --iterations, --loops, "
-               "--eval-prompts) need more memory than this machine can give");
+    rc = die("out of memory: the sizes asked for (--batch, --tokens, --iterations, --loops, "
+             "--eval-prompts) need more memory than this machine can give");
   }
+  return world().finish(rc);
 }
 
 static int runMain(int argc, char **argv) {
   for (int i = 1; i < argc; ++i)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(kUsage, stdout);
+      if (world().root())
+        fputs(kUsage, stdout);
       return 0;
     }
   if (argc == 2 && !strcmp(argv[1], "--gpu-info")) {
     if (const char *why = unroll_gpu_init()) {
-      printf("no usable GPU: %s\n", why);
+      printf("%sno usable GPU: %s\n", world().who().c_str(), why);
       return 1;
     }
-    printf("%s\n", unroll_gpu_device());
+    printf("%s%s\n", world().who().c_str(), unroll_gpu_device());
     return 0;
   }
   Options o;
   std::string err;
   if (!parseArgs(argc, argv, o, err))
     return die(err);
+  // One GPU per rank: the node-local rank picks it.
   Model m;
-  if (!m.load(o.model, err, /*useDevice=*/!o.info))
+  if (!m.load(o.model, err, /*useDevice=*/!o.info, world().localRank()))
     return die(err);
+  std::string kind = m.info().value("kind", "");
+  std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
+  bool training = kind == "model" && !o.info && task.rfind("icl_", 0) == 0 && !o.predict &&
+                  o.checkpoint.empty() && o.evalLoops.empty();
+  if (world().distributed() && !training) {
+    // Only training is data-parallel: rank 0 does the rest alone.
+    if (!world().root())
+      return 0;
+    if (!o.info)
+      fprintf(stderr, "note: only training runs on several ranks; rank 0 does this alone\n");
+  }
   if (o.info) {
     printf("%s\n", m.info().dump(2).c_str());
     return 0;
   }
   if (m.gpu())
     setDeviceFreeBytes([&m] { return m.deviceFreeBytes(); });
-  std::string kind = m.info().value("kind", "");
-  std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
   if (task == "sparse_coding" || task == "hopfield")
     return runOptimization(o, m, task);
   if (task == "energy")

@@ -11,6 +11,7 @@
  *                        copies to the host deliver zeros. While a stream
  *                        is captured into a graph, every call is logged as
  *                        "captured:<call>", and nothing runs.
+ *   FAKE_CUDA_DEVICES=N  (with record) the driver reports N devices (default 1)
  *
  * Built with -DOLD_DRIVER it lacks cuMemAlloc_v2 (an old driver). */
 #define _GNU_SOURCE
@@ -67,6 +68,8 @@ static int isDevice(dptr p) {
       return 1;
   return 0;
 }
+/* For the fake NCCL (fake_nccl.c): whether a pointer is "device memory". */
+int fake_cuda_is_device(const void *p) { return isDevice((dptr)p); }
 
 int cuGetErrorName(int e, const char **s) {
   *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN";
@@ -74,11 +77,13 @@ int cuGetErrorName(int e, const char **s) {
 }
 int cuInit(unsigned f) { return strcmp(mode(), "no-device") == 0 ? 100 : 0; }
 int cuDeviceGetCount(int *n) {
-  *n = recording() ? 1 : 0;
+  const char *env = getenv("FAKE_CUDA_DEVICES");
+  *n = recording() ? (env ? atoi(env) : 1) : 0;
   return 0;
 }
 int cuDeviceGet(int *d, int i) {
-  *d = 0;
+  *d = i;
+  logf_("cuDeviceGet %d", i);
   return fail();
 }
 int cuDeviceGetName(char *s, int n, int d) {

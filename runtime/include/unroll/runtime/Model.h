@@ -20,7 +20,9 @@ public:
   /// that names the file and what is wrong with it.
   /// A GPU library (model info "target": "gpu") is refused when no GPU can
   /// be used, unless `useDevice` is false (only the model info is read).
-  bool load(const std::string &path, std::string &error, bool useDevice = true);
+  /// `device` chooses the GPU (modulo the count; one per rank of a
+  /// data-parallel job).
+  bool load(const std::string &path, std::string &error, bool useDevice = true, int device = 0);
   ~Model();
 
   const nlohmann::json &info() const { return info_; }

@@ -88,6 +88,10 @@ public:
   /// Entry-point arguments used in place so far (the library's count).
   uint64_t residentHits() const { return hits_ ? hits_() : 0; }
 
+  /// Another buffer of `bytes` from the library's allocator (device memory
+  /// on a GPU), freed with the state; nullptr if it cannot be had.
+  void *allocate(size_t bytes);
+
   /// One of the four buffers from / to a host vector (converted).
   void writeVector(void *dst, const std::vector<double> &src);
   void readVector(std::vector<double> &dst, const void *src) const;
@@ -128,6 +132,7 @@ private:
   bool graphed(StepGraph &g, const std::vector<int64_t> &key, const std::vector<size_t> &bytes,
                Fill fill, Call call);
   bool graphsWanted_ = true;
+  std::vector<void *> extra_; // allocate()'s buffers
   StepGraph step_, train_, forward_;
   GraphStats graphStats_;
   int32_t (*graphsSupported_)() = nullptr;

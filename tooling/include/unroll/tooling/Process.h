@@ -25,6 +25,10 @@ void tuneAllocator();
 /// default: all cores).
 int threadsFromEnvironment();
 
+/// Threads a runner uses when $UNROLL_THREADS is not set: every core, or in
+/// a data-parallel job this rank's share of its node's cores.
+int defaultThreads();
+
 /// Both, for a runner about to be used by this process.
 void configureRunner(ModelRunner &run);
 

@@ -41,6 +41,12 @@ struct Curriculum {
   }
 };
 
+/// The engine seed of prompt `index` of training step `step` in the global
+/// batch: training data is a function of (seed, step, index) alone, so N
+/// ranks drawing B/N prompts each draw the batch one process would, and a
+/// resumed run draws what an uninterrupted one would.
+uint64_t promptSeed(uint64_t seed, int64_t step, int64_t index);
+
 /// Linear regression prompts (P2, Garg et al.): w ~ N(0, I_active),
 /// x ~ N(0, I) with the coordinates past `active` set to 0, y = x·w (+ noise).
 Prompts sampleLinear(int64_t batch, int64_t points, int64_t dim, int64_t active, double noise,
@@ -71,8 +77,14 @@ struct TaskSpec {
   /// what P2 divides by (zero predictor = 1).
   double zeroError(int64_t active, double noise) const;
   /// `noise` overrides the task's label noise (linear tasks only).
+  /// `batch` prompts drawn one after another from `rng` (evaluation).
   Prompts sample(int64_t batch, int64_t points, int64_t dim, int64_t active, double noise,
                  Rng &rng) const;
+  /// Prompts first .. first + count - 1 of training step `step`, each drawn
+  /// from its own engine (promptSeed): any split of the batch draws the same
+  /// prompts.
+  Prompts sampleAt(uint64_t seed, int64_t step, int64_t first, int64_t count, int64_t points,
+                   int64_t dim, int64_t active, double noise) const;
 };
 
 /// nullptr for an unknown task; `known` lists the names.

@@ -49,6 +49,12 @@ struct TrainConfig {
   /// Prompts on which the costly baselines (trees, boosting, the network)
   /// are fitted, at every 5th position beyond 41 points.
   int64_t baselinePrompts = 64;
+  /// Data-parallel runs (several ranks): how the gradients meet, "auto"
+  /// (NCCL on device buffers for GPU libraries where it can be used, else
+  /// MPI), "mpi" (through host memory) or "nccl"; and how long a rank waits
+  /// for the others in a collective before it ends the job.
+  std::string allreduce = "auto";
+  double rankTimeout = 600;
 
   nlohmann::json toJson() const;
   /// Applies the keys present in `j`; unknown keys and bad values are errors.
