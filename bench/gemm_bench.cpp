@@ -7,6 +7,10 @@
 //                                        (runtime/cpu/Attention.cpp) on
 //                                        random sizes and strides against a
 //                                        plain softmax loop in double
+//   unroll-gemm-bench --time-attention B n H hd [--repeats R]
+//                                        median time of the attention kernel
+//                                        and of its VJP (f32), and GFLOP/s
+//                                        counting the causal products only
 //   unroll-gemm-bench M N K [--ta] [--tb] [--repeats R] [--threads T]
 //                                        GFLOP/s of C += A·B (f32), the
 //                                        machine's measured peak for the
@@ -283,9 +287,55 @@ int checkAttention() {
   return ok ? 0 : 1;
 }
 
+/// --time-attention: the f32 kernels at one size (qkv and out dense).
+int timeAttention(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr, "usage: unroll-gemm-bench --time-attention B n H hd [--repeats R]\n");
+    return 2;
+  }
+  int64_t B = atoll(argv[2]), n = atoll(argv[3]), H = atoll(argv[4]), hd = atoll(argv[5]);
+  int64_t repeats = argc >= 8 && !strcmp(argv[6], "--repeats") ? atoll(argv[7]) : 20;
+  int64_t D = H * hd, sQi = 3 * D, sQb = n * sQi, sOi = D, sOb = n * D;
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> qkv(B * sQb), out(B * sOb), dout(B * sOb), grad(B * sQb);
+  for (float &x : qkv)
+    x = g(rng);
+  for (float &x : dout)
+    x = g(rng);
+  auto median = [&](auto fn) {
+    std::vector<double> secs;
+    for (int64_t r = 0; r <= repeats; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      fn();
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0)
+        secs.push_back(s); // the first run warms up
+    }
+    std::sort(secs.begin(), secs.end());
+    return secs[secs.size() / 2];
+  };
+  double fwd = median(
+      [&] { unroll_attention_f32(B, n, H, hd, qkv.data(), sQb, sQi, out.data(), sOb, sOi); });
+  double vjp = median([&] {
+    unroll_attention_vjp_f32(B, n, H, hd, qkv.data(), sQb, sQi, dout.data(), sOb, sOi, grad.data(),
+                             sQb, sQi);
+  });
+  // Multiply-adds of one causal product (q kᵀ or P v): Σ_i (i + 1) · hd per
+  // head; the forward has two, the VJP five (P again, dP, dq, dk, dv).
+  double macs = double(B) * H * (n * (n + 1) / 2) * hd;
+  printf("{\"B\": %lld, \"n\": %lld, \"H\": %lld, \"hd\": %lld, \"forward_s\": %.6g, "
+         "\"forward_gflops\": %.2f, \"vjp_s\": %.6g, \"vjp_gflops\": %.2f}\n",
+         (long long)B, (long long)n, (long long)H, (long long)hd, fwd, 4 * macs / fwd / 1e9, vjp,
+         10 * macs / vjp / 1e9);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "--time-attention"))
+    return timeAttention(argc, argv);
   if (argc >= 2 && !strcmp(argv[1], "--check"))
     return check();
   if (argc >= 2 && !strcmp(argv[1], "--check-attention"))

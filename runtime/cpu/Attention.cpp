@@ -11,16 +11,21 @@
 // (lib/Conversion/UnrollToLinalg/Attention.cpp) instead of two batched
 // products and four passes over the [B, H, n, n] scores: at the looped
 // transformer's sizes (n = 2k ≤ 82 tokens, hd = 16 or 32) those were tiny
-// GEMM calls and scalar loops. Here each (b, h) is one pass over its rows:
-// k is transposed once into a [hd, n] scratch so that the scores of a row,
-// the exponentials and the weighted sum of v rows are all contiguous vector
-// loops, each summed in four independent register accumulators.
+// GEMM calls and scalar loops. Here each (b, h) is one pass over blocks of
+// R query rows (R = 8 with AVX-512, 4 with AVX2, 2 otherwise): k is
+// transposed once into a [hd, np] scratch; the block's scores are an R x W
+// register tile (each vector of kt loaded feeds R multiply-adds), the
+// softmax is per row, and the weighted sum of v rows is an R x W tile of
+// features (each vector of v feeds R rows). A row attends to keys 0..i; the
+// block computes keys up to its last row and the softmax zeroes the rest.
 //
 // Its vector-Jacobian product, for the backward of a training step,
-// unroll_attention_vjp_f32 / _f64, writes all of dqkv (same layout as qkv) from qkv and the
-// output's adjoint dout (layout of out): per (b, h) it recomputes the row's probabilities P as the
-// forward does, then dP_ij = dO_i · v_j, dS = P ∘ (dP − Σ_j P dP), dq_i = Σ_j dS_ij k_j / √hd, and
-// accumulates dk_j += dS_ij q_i / √hd and dv_j += P_ij dO_i over the rows.
+// unroll_attention_vjp_f32 / _f64, writes all of dqkv (same layout as qkv)
+// from qkv and the output's adjoint dout (layout of out): per block of rows
+// it recomputes the probabilities P as the forward does, then dP = dO vᵀ
+// (the same tile as the scores, with v transposed), dS = P ∘ (dP − Σ_j P dP),
+// dq = dS k / √hd (the weighted-sum tile), and accumulates dk_j += Σ_i dS_ij
+// q_i / √hd and dv_j += Σ_i P_ij dO_i with the block's R rows in registers.
 //
 // f32 uses a Cephes-style exp (range reduction to [-ln2/2, ln2/2], degree-6
 // polynomial; relative error ~2e-7, like the polynomial --lower-to-cpu uses
@@ -34,6 +39,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "Isa.h"
@@ -43,170 +49,270 @@ namespace {
 
 #define INLINE inline __attribute__((always_inline))
 
-// W-lane vectors (GCC vector extensions): 64 bytes, one zmm register with
-// AVX-512, two ymm with AVX2, four xmm otherwise. Accumulators stay in
-// registers; memory is touched with unaligned loads and stores.
-template <typename T> struct Vec;
-template <> struct Vec<float> {
-  typedef float V __attribute__((vector_size(64)));
-  typedef int32_t I __attribute__((vector_size(64)));
-  static constexpr int W = 16;
+// Native vectors of each instruction set (GCC vector extensions): the
+// kernels are templates over the vector type V, instantiated with 16-lane
+// f32 / 8-lane f64 vectors for AVX-512, 8 / 4 for AVX2 and 4 / 2 for the
+// baseline, so that every V is one register. (A 64-byte vector on AVX2 is
+// two registers that GCC moves through the stack: measured 4 GFLOP/s.)
+// Memory is touched with unaligned loads and stores.
+template <typename T, int Bytes> struct VecOf {
+  typedef T V __attribute__((vector_size(Bytes)));
 };
-template <> struct Vec<double> {
-  typedef double V __attribute__((vector_size(64)));
-  typedef int64_t I __attribute__((vector_size(64)));
-  static constexpr int W = 8;
+typedef VecOf<float, 64>::V f32x16;
+typedef VecOf<float, 32>::V f32x8;
+typedef VecOf<float, 16>::V f32x4;
+typedef VecOf<double, 64>::V f64x8;
+typedef VecOf<double, 32>::V f64x4;
+typedef VecOf<double, 16>::V f64x2;
+
+template <typename V> struct Lanes {
+  using T = std::remove_reference_t<decltype(V{}[0])>;
+  static constexpr int W = sizeof(V) / sizeof(T);
 };
 
-template <typename T> INLINE typename Vec<T>::V load(const T *p) {
-  typename Vec<T>::V v;
+template <typename V, typename T> INLINE V load(const T *p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-template <typename T> INLINE void store(T *p, typename Vec<T>::V v) {
-  std::memcpy(p, &v, sizeof v);
-}
-template <typename T> INLINE typename Vec<T>::V splat(T x) { return typename Vec<T>::V{} + x; }
-
-/// Σ_{r < count} rows[r · stride .. + W) · coef[r] · mul, in four
-/// independent accumulators (one would wait on each FMA's latency: the
-/// sums here are 16 to 90 terms long).
-template <typename T>
-INLINE typename Vec<T>::V combine(int64_t count, const T *coef, T mul, const T *rows,
-                                  int64_t stride) {
-  using V = typename Vec<T>::V;
-  V a0{}, a1{}, a2{}, a3{};
-  int64_t r = 0;
-  for (; r + 4 <= count; r += 4) {
-    a0 += load<T>(rows + r * stride) * (coef[r] * mul);
-    a1 += load<T>(rows + (r + 1) * stride) * (coef[r + 1] * mul);
-    a2 += load<T>(rows + (r + 2) * stride) * (coef[r + 2] * mul);
-    a3 += load<T>(rows + (r + 3) * stride) * (coef[r + 3] * mul);
-  }
-  for (; r < count; ++r)
-    a0 += load<T>(rows + r * stride) * (coef[r] * mul);
-  return (a0 + a1) + (a2 + a3);
-}
+template <typename V, typename T> INLINE void store(T *p, V v) { std::memcpy(p, &v, sizeof v); }
 
 /// exp of every lane, x <= 0 (scores minus their row maximum). f32: range
 /// reduction x = t ln2 + f, |f| <= ln2/2, and Cephes' degree-6 polynomial
 /// (relative error ~2e-7); f64: libm, lane by lane.
-INLINE Vec<float>::V expNonPositive(Vec<float>::V x) {
-  using V = Vec<float>::V;
-  x = x < -87.0f ? splat(-87.0f) : x;
-  V t = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; // round to nearest
-  V f = x - t * 0.693359375f + t * 2.12194440e-4f;
-  V p = splat(1.9875691500e-4f);
-  p = p * f + 1.3981999507e-3f;
-  p = p * f + 8.3334519073e-3f;
-  p = p * f + 4.1665795894e-2f;
-  p = p * f + 1.6666665459e-1f;
-  p = p * f + 5.0000001201e-1f;
-  p = p * f * f + f + 1.0f;
-  Vec<float>::I bits = (__builtin_convertvector(t, Vec<float>::I) + 127) << 23;
-  V scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-INLINE Vec<double>::V expNonPositive(Vec<double>::V x) {
-  for (int l = 0; l < Vec<double>::W; ++l)
-    x[l] = std::exp(x[l]);
-  return x;
-}
-
-template <typename T> struct Scratch {
-  std::vector<T> kt, vt, p, dp, dk, dv;
-};
-
-/// kt[e, j] = k[j, e] for j < n, zero up to np.
-template <typename T>
-INLINE void transpose(int64_t n, int64_t np, int64_t hd, const T *k, int64_t ld, T *kt) {
-  for (int64_t e = 0; e < hd; ++e) {
-    for (int64_t j = 0; j < n; ++j)
-      kt[e * np + j] = k[j * ld + e];
-    for (int64_t j = n; j < np; ++j)
-      kt[e * np + j] = 0;
+template <typename V> INLINE V expNonPositive(V x) {
+  using T = typename Lanes<V>::T;
+  constexpr int W = Lanes<V>::W;
+  if constexpr (sizeof(T) == 8) {
+    for (int l = 0; l < W; ++l)
+      x[l] = std::exp(x[l]);
+    return x;
+  } else {
+    typedef int32_t I __attribute__((vector_size(sizeof(V))));
+    x = x < -87.0f ? V{} - 87.0f : x;
+    V t = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; // round to nearest
+    V f = x - t * 0.693359375f + t * 2.12194440e-4f;
+    V p = V{} + 1.9875691500e-4f;
+    p = p * f + 1.3981999507e-3f;
+    p = p * f + 8.3334519073e-3f;
+    p = p * f + 4.1665795894e-2f;
+    p = p * f + 1.6666665459e-1f;
+    p = p * f + 5.0000001201e-1f;
+    p = p * f * f + f + 1.0f;
+    I bits = (__builtin_convertvector(t, I) + 127) << 23;
+    V scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
   }
 }
 
-/// p[0..len) = softmax_j(q · k_j · scale) over the first len keys (kt is k
-/// transposed, [hd, np]); p is zero from len to the end of its last vector.
+/// Per-thread buffers, grown to the largest head seen.
+template <typename T> struct Scratch {
+  std::vector<T> kt, vt, p, dp, dk, dv, rows, rows2;
+  void reserve(int64_t n, int64_t np, int64_t hd, int R, bool vjp) {
+    auto grow = [](std::vector<T> &v, int64_t size) {
+      if ((int64_t)v.size() < size)
+        v.assign(size, T(0));
+    };
+    grow(kt, hd * np);
+    grow(p, R * np);
+    grow(rows, R * hd);
+    if (vjp) {
+      grow(vt, hd * np);
+      grow(dp, R * np);
+      grow(dk, n * hd);
+      grow(dv, n * hd);
+      grow(rows2, R * hd);
+    }
+  }
+};
+
+/// kt[e, j] = k[j, e] for j < n, zero up to np. Row by row of k (its rows
+/// are far apart in qkv; kt, a few KB, stays in L1).
 template <typename T>
-INLINE void probs(int64_t len, int64_t np, int64_t hd, const T *qi, const T *kt, T scale, T *p) {
-  using V = typename Vec<T>::V;
-  constexpr int W = Vec<T>::W;
-  const int64_t blocks = (len + W - 1) / W;
-  // Scores, a block of W keys at a time, the block in a register.
-  for (int64_t jb = 0; jb < blocks; ++jb)
-    store<T>(p + jb * W, combine<T>(hd, qi, scale, kt + jb * W, np));
-  T m = p[0];
+INLINE void transpose(int64_t n, int64_t np, int64_t hd, const T *k, int64_t ld, T *kt) {
+  for (int64_t j = 0; j < n; ++j) {
+    const T *row = k + j * ld;
+    for (int64_t e = 0; e < hd; ++e)
+      kt[e * np + j] = row[e];
+  }
+  for (int64_t e = 0; e < hd; ++e)
+    for (int64_t j = n; j < np; ++j)
+      kt[e * np + j] = 0;
+}
+
+// The kernels below work on a block of R query rows at once, so that each
+// vector of keys (or values) loaded feeds R multiply-adds: register tiles of
+// R rows by 2 vectors, as the GEMM kernel's. Rows are x + r · ldx.
+
+/// s[r, j] = (x_r · kt[., j]) · scale, r < R, for the blocks of 2 W keys
+/// covering j < cols (kt is k transposed, [hd, np], zero past n).
+template <typename V, int R, typename T>
+INLINE void scoreBlock(int64_t cols, int64_t np, int64_t hd, const T *x, int64_t ldx, const T *kt,
+                       T scale, T *s) {
+  constexpr int W = Lanes<V>::W;
+  for (int64_t j0 = 0; j0 < cols; j0 += 2 * W) {
+    V acc[R][2];
+    for (int r = 0; r < R; ++r)
+      acc[r][0] = acc[r][1] = V{};
+    const T *col = kt + j0;
+    for (int64_t e = 0; e < hd; ++e) {
+      V k0 = load<V>(col + e * np), k1 = load<V>(col + e * np + W);
+      for (int r = 0; r < R; ++r) {
+        V xv = V{} + x[r * ldx + e];
+        acc[r][0] += xv * k0;
+        acc[r][1] += xv * k1;
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      store<V>(s + r * np + j0, acc[r][0] * scale);
+      store<V>(s + r * np + j0 + W, acc[r][1] * scale);
+    }
+  }
+}
+
+/// Row s (scores of keys 0..len-1, len >= 1) becomes its softmax, and zero
+/// from len to the end of the last block of 2 W keys covering cols.
+template <typename V, typename T> INLINE void softmaxRow(int64_t len, int64_t cols, T *s) {
+  constexpr int W = Lanes<V>::W;
+  const int64_t blocks = (cols + 2 * W - 1) / (2 * W) * 2;
+  T m = s[0];
   for (int64_t j = 1; j < len; ++j)
-    m = p[j] > m ? p[j] : m;
+    m = s[j] > m ? s[j] : m;
   V lane, sum{};
   for (int l = 0; l < W; ++l)
     lane[l] = T(l);
   for (int64_t jb = 0; jb < blocks; ++jb) {
-    V x = expNonPositive(load<T>(p + jb * W) - m);
-    x = lane + T(jb * W) < T(len) ? x : V{}; // keys past i weigh nothing
+    V x = expNonPositive(load<V>(s + jb * W) - m);
+    x = lane + T(jb * W) < T(len) ? x : V{}; // keys past the row's token weigh nothing
     sum += x;
-    store<T>(p + jb * W, x);
+    store<V>(s + jb * W, x);
   }
   T total = 0;
   for (int l = 0; l < W; ++l)
     total += sum[l];
-  const V inv = splat<T>(T(1) / total);
+  const T inv = T(1) / total;
   for (int64_t jb = 0; jb < blocks; ++jb)
-    store<T>(p + jb * W, load<T>(p + jb * W) * inv);
+    store<V>(s + jb * W, load<V>(s + jb * W) * inv);
 }
 
-/// out[e] = Σ_{j < len} w[j] · rows[j · ld + e] for e < hd, W features at a
-/// time in registers.
-template <typename T>
-INLINE void weightedRows(int64_t len, int64_t hd, const T *w, const T *rows, int64_t ld, T *out) {
-  constexpr int W = Vec<T>::W;
+/// out[r · ldo + e] = Σ_{j < cols} c[r, j] · rows[j · ld + e], r < valid,
+/// e < hd: R rows by NV vectors of features in registers, each vector of
+/// `rows` feeding R rows. c is [R, np], zero where a key does not count.
+template <typename V, int R, int NV, typename T>
+INLINE void combineTile(int64_t cols, int64_t np, const T *c, const T *rows, int64_t ld, T *out,
+                        int64_t ldo, int valid) {
+  constexpr int W = Lanes<V>::W;
+  V acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = V{};
+  for (int64_t j = 0; j < cols; ++j) {
+    V x[NV];
+    for (int v = 0; v < NV; ++v)
+      x[v] = load<V>(rows + j * ld + v * W);
+    for (int r = 0; r < R; ++r) {
+      V cv = V{} + c[r * np + j];
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] += cv * x[v];
+    }
+  }
+  for (int r = 0; r < valid; ++r)
+    for (int v = 0; v < NV; ++v)
+      store<V>(out + r * ldo + v * W, acc[r][v]);
+}
+template <typename V, int R, typename T>
+INLINE void combineBlock(int64_t cols, int64_t np, int64_t hd, const T *c, const T *rows,
+                         int64_t ld, T *out, int64_t ldo, int valid) {
+  constexpr int W = Lanes<V>::W;
   int64_t e0 = 0;
+  for (; e0 + 2 * W <= hd; e0 += 2 * W)
+    combineTile<V, R, 2>(cols, np, c, rows + e0, ld, out + e0, ldo, valid);
   for (; e0 + W <= hd; e0 += W)
-    store<T>(out + e0, combine<T>(len, w, T(1), rows + e0, ld));
-  for (int64_t e = e0; e < hd; ++e) {
-    T acc = 0;
-    for (int64_t j = 0; j < len; ++j)
-      acc += w[j] * rows[j * ld + e];
-    out[e] = acc;
-  }
+    combineTile<V, R, 1>(cols, np, c, rows + e0, ld, out + e0, ldo, valid);
+  for (int64_t e = e0; e < hd; ++e)
+    for (int r = 0; r < valid; ++r) {
+      T acc = 0;
+      for (int64_t j = 0; j < cols; ++j)
+        acc += c[r * np + j] * rows[j * ld + e];
+      out[r * ldo + e] = acc;
+    }
 }
 
-/// One (b, h): q, k, v point at token 0 of this head (token stride ld);
-/// kt is [hd, np] and p [np], np = n rounded up to whole vectors.
-template <typename T>
+/// acc[j · hd + e] += Σ_{r < R} c[r, j] · x[r · ldx + e] for j < cols,
+/// e < hd: a vector of each of the R rows of x in registers, one vector of
+/// acc loaded and stored per key.
+template <typename V, int R, typename T>
+INLINE void scatterBlock(int64_t cols, int64_t np, int64_t hd, const T *c, const T *x, int64_t ldx,
+                         T *acc) {
+  constexpr int W = Lanes<V>::W;
+  int64_t e0 = 0;
+  for (; e0 + W <= hd; e0 += W) {
+    V xr[R];
+    for (int r = 0; r < R; ++r)
+      xr[r] = load<V>(x + r * ldx + e0);
+    for (int64_t j = 0; j < cols; ++j) {
+      V t0 = xr[0] * c[j], t1{};
+      for (int r = 1; r < R; ++r)
+        (r % 2 ? t1 : t0) += xr[r] * c[r * np + j];
+      store<V>(acc + j * hd + e0, load<V>(acc + j * hd + e0) + (t0 + t1));
+    }
+  }
+  for (int64_t e = e0; e < hd; ++e)
+    for (int64_t j = 0; j < cols; ++j) {
+      T a = 0;
+      for (int r = 0; r < R; ++r)
+        a += c[r * np + j] * x[r * ldx + e];
+      acc[j * hd + e] += a;
+    }
+}
+
+/// Rows i0 .. i0 + R - 1 of a head at token stride ld from `base`: in place
+/// when all exist, else the ones that do copied into `pad` (zero rows
+/// after). Sets x, ldx; returns how many are real.
+template <int R, typename T>
+INLINE int rowsAt(int64_t n, int64_t i0, int64_t hd, const T *base, int64_t ld, T *pad, const T *&x,
+                  int64_t &ldx) {
+  int valid = int(std::min<int64_t>(R, n - i0));
+  if (valid == R) {
+    x = base + i0 * ld;
+    ldx = ld;
+    return valid;
+  }
+  std::fill(pad, pad + R * hd, T(0));
+  for (int r = 0; r < valid; ++r)
+    std::memcpy(pad + r * hd, base + (i0 + r) * ld, hd * sizeof(T));
+  x = pad;
+  ldx = hd;
+  return valid;
+}
+
+/// One (b, h): q, k, v point at token 0 of this head (token stride ld).
+template <typename V, int R, typename T>
 INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, const T *v, int64_t ld,
-                 T *o, int64_t ldo, T *kt, T *p) {
+                 T *o, int64_t ldo, Scratch<T> &s) {
   const T scale = T(1) / std::sqrt(T(hd));
+  T *kt = s.kt.data(), *p = s.p.data();
   transpose<T>(n, np, hd, k, ld, kt);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t len = i + 1; // causal: keys 0..i
-    probs<T>(len, np, hd, q + i * ld, kt, scale, p);
-    weightedRows<T>(len, hd, p, v, ld, o + i * ldo);
+  for (int64_t i0 = 0; i0 < n; i0 += R) {
+    const T *x;
+    int64_t ldx;
+    int valid = rowsAt<R>(n, i0, hd, q, ld, s.rows.data(), x, ldx);
+    const int64_t cols = std::min<int64_t>(n, i0 + R); // causal: keys up to the block's last row
+    scoreBlock<V, R>(cols, np, hd, x, ldx, kt, scale, p);
+    for (int r = 0; r < R; ++r)
+      softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, p + r * np);
+    combineBlock<V, R>(cols, np, hd, p, v, ld, o + i0 * ldo, ldo, valid);
   }
-}
-
-/// acc[e] += w · x[e] for e < hd, W at a time.
-template <typename T> INLINE void axpy(int64_t hd, T w, const T *x, T *acc) {
-  constexpr int W = Vec<T>::W;
-  int64_t e = 0;
-  for (; e + W <= hd; e += W)
-    store<T>(acc + e, load<T>(acc + e) + load<T>(x + e) * w);
-  for (; e < hd; ++e)
-    acc[e] += w * x[e];
 }
 
 /// The VJP of one (b, h): q, k, v and dO point at token 0 of this head
 /// (token strides ld and ldd); writes dq, dk, dv rows (token stride ldg).
-template <typename T>
+template <typename V, int R, typename T>
 INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, const T *v,
                     int64_t ld, const T *dO, int64_t ldd, T *dq, T *dk, T *dv, int64_t ldg,
                     Scratch<T> &s) {
-  using V = typename Vec<T>::V;
-  constexpr int W = Vec<T>::W;
+  constexpr int W = Lanes<V>::W;
   const T scale = T(1) / std::sqrt(T(hd));
   T *kt = s.kt.data(), *vt = s.vt.data(), *p = s.p.data(), *dp = s.dp.data();
   T *dkAcc = s.dk.data(), *dvAcc = s.dv.data();
@@ -214,29 +320,38 @@ INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, c
   transpose<T>(n, np, hd, v, ld, vt);
   std::fill(dkAcc, dkAcc + n * hd, T(0));
   std::fill(dvAcc, dvAcc + n * hd, T(0));
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t len = i + 1, blocks = (len + W - 1) / W;
-    const T *qi = q + i * ld, *dOi = dO + i * ldd;
-    probs<T>(len, np, hd, qi, kt, scale, p);
-    // dP_ij = dO_i · v_j, a block of keys at a time; then Σ_j P_ij dP_ij.
-    V dot{};
-    for (int64_t jb = 0; jb < blocks; ++jb) {
-      V acc = combine<T>(hd, dOi, T(1), vt + jb * W, np);
-      store<T>(dp + jb * W, acc);
-      dot += acc * load<T>(p + jb * W); // p is zero past len
+  for (int64_t i0 = 0; i0 < n; i0 += R) {
+    const T *x, *g;
+    int64_t ldx, ldgr;
+    int valid = rowsAt<R>(n, i0, hd, q, ld, s.rows.data(), x, ldx);
+    rowsAt<R>(n, i0, hd, dO, ldd, s.rows2.data(), g, ldgr);
+    const int64_t cols = std::min<int64_t>(n, i0 + R);
+    const int64_t width = (cols + 2 * W - 1) / (2 * W) * (2 * W);
+    // P (recomputed as the forward does) and dP = dO vᵀ.
+    scoreBlock<V, R>(cols, np, hd, x, ldx, kt, scale, p);
+    scoreBlock<V, R>(cols, np, hd, g, ldgr, vt, T(1), dp);
+    for (int r = 0; r < R; ++r) {
+      T *pr = p + r * np, *dpr = dp + r * np;
+      if (r >= valid) { // a row past n weighs nothing below
+        std::fill(pr, pr + width, T(0));
+        std::fill(dpr, dpr + width, T(0));
+        continue;
+      }
+      softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, pr);
+      // dS = P ∘ (dP − Σ_j P dP), scaled by 1/√hd for dq and dk (P is zero
+      // where a key does not count).
+      V dot{};
+      for (int64_t j = 0; j < width; j += W)
+        dot += load<V>(pr + j) * load<V>(dpr + j);
+      T rowDot = 0;
+      for (int l = 0; l < W; ++l)
+        rowDot += dot[l];
+      for (int64_t j = 0; j < width; j += W)
+        store<V>(dpr + j, load<V>(pr + j) * (load<V>(dpr + j) - rowDot) * scale);
     }
-    T rowDot = 0;
-    for (int l = 0; l < W; ++l)
-      rowDot += dot[l];
-    // dS_ij = P_ij (dP_ij − rowDot), scaled by 1/√hd for dq and dk.
-    for (int64_t jb = 0; jb < blocks; ++jb)
-      store<T>(dp + jb * W, load<T>(p + jb * W) * (load<T>(dp + jb * W) - rowDot) * scale);
-    weightedRows<T>(len, hd, dp, k, ld, dq + i * ldg); // dq_i = Σ_j dS_ij k_j
-    // dk_j += dS_ij q_i and dv_j += P_ij dO_i for the keys of this row.
-    for (int64_t j = 0; j < len; ++j) {
-      axpy<T>(hd, dp[j], qi, dkAcc + j * hd);
-      axpy<T>(hd, p[j], dOi, dvAcc + j * hd);
-    }
+    combineBlock<V, R>(cols, np, hd, dp, k, ld, dq + i0 * ldg, ldg, valid); // dq = dS k
+    scatterBlock<V, R>(cols, np, hd, dp, x, ldx, dkAcc);                    // dk += dSᵀ q
+    scatterBlock<V, R>(cols, np, hd, p, g, ldgr, dvAcc);                    // dv += Pᵀ dO
   }
   for (int64_t j = 0; j < n; ++j) {
     std::memcpy(dk + j * ldg, dkAcc + j * hd, hd * sizeof(T));
@@ -244,86 +359,71 @@ INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, c
   }
 }
 
-template <typename T>
+/// np: n rounded up to whole blocks of 2 W keys.
+template <typename V> INLINE int64_t paddedKeys(int64_t n) {
+  constexpr int W = Lanes<V>::W;
+  return (n + 2 * W - 1) / (2 * W) * (2 * W);
+}
+
+template <typename V, int R, typename T>
 INLINE void attention(int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb,
                       int64_t sQi, T *out, int64_t sOb, int64_t sOi) {
   thread_local Scratch<T> s;
-  const int64_t np = (n + Vec<T>::W - 1) / Vec<T>::W * Vec<T>::W;
-  if ((int64_t)s.kt.size() < hd * np)
-    s.kt.resize(hd * np);
-  if ((int64_t)s.p.size() < np)
-    s.p.resize(np);
+  const int64_t np = paddedKeys<V>(n);
+  s.reserve(n, np, hd, R, false);
   const int64_t D = H * hd;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
       const T *base = qkv + b * sQb + h * hd;
-      head<T>(n, np, hd, base, base + D, base + 2 * D, sQi, out + b * sOb + h * hd, sOi,
-              s.kt.data(), s.p.data());
+      head<V, R>(n, np, hd, base, base + D, base + 2 * D, sQi, out + b * sOb + h * hd, sOi, s);
     }
 }
 
-template <typename T>
+template <typename V, int R, typename T>
 INLINE void attentionVJP(int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb,
                          int64_t sQi, const T *dout, int64_t sDb, int64_t sDi, T *dqkv, int64_t sGb,
                          int64_t sGi) {
   thread_local Scratch<T> s;
-  const int64_t np = (n + Vec<T>::W - 1) / Vec<T>::W * Vec<T>::W;
-  for (auto *v : {&s.kt, &s.vt})
-    if ((int64_t)v->size() < hd * np)
-      v->resize(hd * np);
-  for (auto *v : {&s.p, &s.dp})
-    if ((int64_t)v->size() < np)
-      v->resize(np);
-  for (auto *v : {&s.dk, &s.dv})
-    if ((int64_t)v->size() < n * hd)
-      v->resize(n * hd);
+  const int64_t np = paddedKeys<V>(n);
+  s.reserve(n, np, hd, R, true);
   const int64_t D = H * hd;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
       const T *base = qkv + b * sQb + h * hd;
       T *g = dqkv + b * sGb + h * hd;
-      headVJP<T>(n, np, hd, base, base + D, base + 2 * D, sQi, dout + b * sDb + h * hd, sDi, g,
-                 g + D, g + 2 * D, sGi, s);
+      headVJP<V, R>(n, np, hd, base, base + D, base + 2 * D, sQi, dout + b * sDb + h * hd, sDi, g,
+                    g + D, g + 2 * D, sGi, s);
     }
 }
+
+// The variants: R rows per block such that the R x 2 tile of accumulators
+// and the two key vectors fit the registers (32 zmm, 16 ymm, 16 xmm).
+#define AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma")))
+#define AVX2 __attribute__((target("avx2,fma")))
 
 #define ARGS(T)                                                                                    \
   int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb, int64_t sQi, T *out,     \
       int64_t sOb, int64_t sOi
 #define PASS B, n, H, hd, qkv, sQb, sQi, out, sOb, sOi
 
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void f32Avx512(ARGS(float)) {
-  attention<float>(PASS);
-}
-__attribute__((target("avx2,fma"))) void f32Avx2(ARGS(float)) { attention<float>(PASS); }
-void f32Plain(ARGS(float)) { attention<float>(PASS); }
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void f64Avx512(ARGS(double)) {
-  attention<double>(PASS);
-}
-__attribute__((target("avx2,fma"))) void f64Avx2(ARGS(double)) { attention<double>(PASS); }
-void f64Plain(ARGS(double)) { attention<double>(PASS); }
+AVX512 void f32Avx512(ARGS(float)) { attention<f32x16, 8>(PASS); }
+AVX2 void f32Avx2(ARGS(float)) { attention<f32x8, 6>(PASS); }
+void f32Plain(ARGS(float)) { attention<f32x4, 6>(PASS); }
+AVX512 void f64Avx512(ARGS(double)) { attention<f64x8, 8>(PASS); }
+AVX2 void f64Avx2(ARGS(double)) { attention<f64x4, 6>(PASS); }
+void f64Plain(ARGS(double)) { attention<f64x2, 6>(PASS); }
 
 #define VJP_ARGS(T)                                                                                \
   int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb, int64_t sQi,             \
       const T *dout, int64_t sDb, int64_t sDi, T *dqkv, int64_t sGb, int64_t sGi
 #define VJP_PASS B, n, H, hd, qkv, sQb, sQi, dout, sDb, sDi, dqkv, sGb, sGi
 
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
-vjpF32Avx512(VJP_ARGS(float)) {
-  attentionVJP<float>(VJP_PASS);
-}
-__attribute__((target("avx2,fma"))) void vjpF32Avx2(VJP_ARGS(float)) {
-  attentionVJP<float>(VJP_PASS);
-}
-void vjpF32Plain(VJP_ARGS(float)) { attentionVJP<float>(VJP_PASS); }
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma"))) void
-vjpF64Avx512(VJP_ARGS(double)) {
-  attentionVJP<double>(VJP_PASS);
-}
-__attribute__((target("avx2,fma"))) void vjpF64Avx2(VJP_ARGS(double)) {
-  attentionVJP<double>(VJP_PASS);
-}
-void vjpF64Plain(VJP_ARGS(double)) { attentionVJP<double>(VJP_PASS); }
+AVX512 void vjpF32Avx512(VJP_ARGS(float)) { attentionVJP<f32x16, 8>(VJP_PASS); }
+AVX2 void vjpF32Avx2(VJP_ARGS(float)) { attentionVJP<f32x8, 6>(VJP_PASS); }
+void vjpF32Plain(VJP_ARGS(float)) { attentionVJP<f32x4, 6>(VJP_PASS); }
+AVX512 void vjpF64Avx512(VJP_ARGS(double)) { attentionVJP<f64x8, 8>(VJP_PASS); }
+AVX2 void vjpF64Avx2(VJP_ARGS(double)) { attentionVJP<f64x4, 6>(VJP_PASS); }
+void vjpF64Plain(VJP_ARGS(double)) { attentionVJP<f64x2, 6>(VJP_PASS); }
 
 using unroll::cpu::Isa;
 
