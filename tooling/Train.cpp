@@ -35,6 +35,9 @@ nlohmann::json TrainConfig::toJson() const {
           {"steps", steps},
           {"batch", batch},
           {"lr", lr},
+          {"lr_schedule", lrSchedule},
+          {"warmup_steps", warmupSteps},
+          {"lr_min", lrMin},
           {"adam_beta1", beta1},
           {"adam_beta2", beta2},
           {"adam_eps", eps},
@@ -45,6 +48,7 @@ nlohmann::json TrainConfig::toJson() const {
           {"window", window},
           {"loop_inc", loopInc},
           {"loop_interval", loopInterval},
+          {"curriculum_interval", curriculumInterval},
           {"dims", curriculumJson(dims)},
           {"points", curriculumJson(points)},
           {"noise", noise},
@@ -64,6 +68,18 @@ nlohmann::json TrainConfig::toJson() const {
           {"max_loops", maxLoops},
           {"allreduce", allreduce},
           {"rank_timeout", rankTimeout}};
+}
+
+double TrainConfig::lrAt(int64_t step) const {
+  if (step < warmupSteps)
+    return lr * double(step + 1) / double(warmupSteps);
+  if (lrSchedule == "constant" || steps <= warmupSteps)
+    return lr;
+  double t = std::min(1.0, double(step - warmupSteps) /
+                               double(std::max<int64_t>(1, steps - warmupSteps - 1)));
+  if (lrSchedule == "cosine")
+    return lrMin + (lr - lrMin) * 0.5 * (1 + std::cos(3.141592653589793 * t));
+  return lr + (lrMin - lr) * t; // linear
 }
 
 bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
@@ -120,6 +136,17 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
       ok = num(batch, 1);
     else if (k == "lr")
       ok = real(lr, true);
+    else if (k == "lr_schedule") {
+      ok = v.is_string() && (v == "constant" || v == "cosine" || v == "linear");
+      if (ok)
+        lrSchedule = v.get<std::string>();
+      else
+        error = "config key 'lr_schedule' expects \"constant\", \"cosine\" or \"linear\", got " +
+                v.dump();
+    } else if (k == "warmup_steps")
+      ok = num(warmupSteps, 0);
+    else if (k == "lr_min")
+      ok = real(lrMin, false);
     else if (k == "adam_beta1" || k == "adam_beta2") {
       double &dst = k == "adam_beta1" ? beta1 : beta2;
       ok = real(dst, false) && dst < 1;
@@ -141,7 +168,13 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
       ok = num(loopInc, 0);
     else if (k == "loop_interval")
       ok = num(loopInterval, 1);
-    else if (k == "dims")
+    else if (k == "curriculum_interval") {
+      ok = num(curriculumInterval, 0);
+      if (ok && curriculumInterval > 0)
+        for (Curriculum *c : {&dims, &points})
+          if (c->end != 0)
+            c->interval = curriculumInterval;
+    } else if (k == "dims")
       ok = curr(dims);
     else if (k == "points")
       ok = curr(points);
@@ -239,14 +272,20 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
     return false;
   }
   int64_t maxPoints = mi.contains("positions") ? mi["positions"].get<int64_t>() / 2 : 1 << 20;
+  int64_t interval = curriculumInterval > 0 ? curriculumInterval : 5000;
   if (dims.end == 0)
-    dims = {std::min<int64_t>(5, d), d, 1, 5000};
+    dims = {std::min<int64_t>(5, d), d, 1, interval};
   if (points.end == 0) {
     // P2's curricula at d = 20 (11 -> 41 by 2 for the linear tasks, 26 -> 101
     // by 5 for trees and ReLU nets) end at 2d + 1 and 5d + 1 points.
     int64_t per = spec->pointsEnd >= 101 ? 5 : 2;
     int64_t pe = std::min<int64_t>(per * dims.end + 1, maxPoints);
-    points = {std::min<int64_t>(spec->pointsStart, pe), pe, spec->pointsInc, 5000};
+    points = {std::min<int64_t>(spec->pointsStart, pe), pe, spec->pointsInc, interval};
+  }
+  if (lrMin > lr) {
+    error =
+        "lr_min " + std::to_string(lrMin) + " exceeds the peak learning rate " + std::to_string(lr);
+    return false;
   }
   if (dims.end > d || dims.start < 1 || dims.start > dims.end) {
     error = "the dims curriculum must satisfy 1 <= start <= end <= d = " + std::to_string(d);
@@ -484,16 +523,27 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   int64_t kept = activationBytesPerPrompt(mi, gm, cfg.window, cfg.loops, 2 * cfg.points.end);
   double reduceBytes = double(run.numParams()) * (onDevice && dev.f32 ? 4 : 8);
   if (root) {
+    std::string scheduleText;
+    if (cfg.warmupSteps > 0)
+      scheduleText += " (" + std::to_string(cfg.warmupSteps) + " warm-up steps";
+    if (cfg.lrSchedule != "constant") {
+      char b[64];
+      snprintf(b, sizeof b, "%s%s decay to %g", scheduleText.empty() ? " (" : ", ",
+               cfg.lrSchedule.c_str(), cfg.lrMin);
+      scheduleText += b;
+    }
+    if (!scheduleText.empty())
+      scheduleText += ")";
     std::string loopsText = cfg.loopsRandomLo > 0
                                 ? std::to_string(cfg.loopsRandomLo) + ".." +
                                       std::to_string(cfg.loopsRandomHi) + " (random)"
                                 : std::to_string(cfg.loops);
     fprintf(stderr,
-            "training %s on %s: %lld steps, batch %lld, lr %g, b %s, T %lld, %s curriculum; "
+            "training %s on %s: %lld steps, batch %lld, lr %g%s, b %s, T %lld, %s curriculum; "
             "%lld parameters; Adam %s\n",
             mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
-            (long long)cfg.batch, cfg.lr, loopsText.c_str(), (long long)cfg.window,
-            cfg.curriculum ? "with" : "no", (long long)run.numParams(),
+            (long long)cfg.batch, cfg.lr, scheduleText.c_str(), loopsText.c_str(),
+            (long long)cfg.window, cfg.curriculum ? "with" : "no", (long long)run.numParams(),
             compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled")
                      : "on the host");
     fprintf(stderr, "gradient: %s; activations kept per prompt at b %lld, %lld points: %s\n",
@@ -542,6 +592,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
                     ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
                     : cfg.loops;
     Prompts p = cfg.spec->sampleAt(cfg.seed, s, first, local, pts, d, dims, cfg.noise);
+    st.adam.lr = cfg.lrAt(s);
     double loss = 0;
     bool stopRequested = false;
     if (!dist) {
@@ -705,8 +756,8 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     }
     bool last = s + 1 == cfg.steps;
     if (root) {
-      nlohmann::json row{{"step", s + 1}, {"loss", loss}, {"loops", b},     {"dims", dims},
-                         {"points", pts}, {"lr", cfg.lr}, {"elapsed_s", el}};
+      nlohmann::json row{{"step", s + 1}, {"loss", loss},     {"loops", b},     {"dims", dims},
+                         {"points", pts}, {"lr", st.adam.lr}, {"elapsed_s", el}};
       if (gm.fixedPoint())
         row["gradient_iterations"] = run.fixedPointStats().iterations;
       if (dist)
@@ -718,6 +769,11 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
             gm.fixedPoint()
                 ? " | g iters " + std::to_string(int64_t(run.fixedPointStats().iterations))
                 : "";
+        if (cfg.lrSchedule != "constant" || cfg.warmupSteps > 0) {
+          char b[32];
+          snprintf(b, sizeof b, " | lr %.2e", st.adam.lr);
+          extra += b;
+        }
         fprintf(stderr,
                 "step %6lld/%lld | loss %.4f | b %lld d %lld k %lld%s | %.2f steps/s | ETA %s\n",
                 (long long)(s + 1), (long long)cfg.steps, lossAvg / lossN, (long long)b,

@@ -64,7 +64,11 @@ or --lower-to-gpu for an NVIDIA GPU: such a library needs a GPU and its driver).
 Training and evaluation (models):
   --steps N              training steps (default 1000)
   --batch B              prompts per step (default 64)
-  --lr X                 Adam learning rate (default 1e-4)
+  --lr X                 Adam learning rate (default 1e-4); with a schedule, its peak
+  --lr-schedule S        constant (default), cosine or linear: after the warm-up,
+                         decay from --lr to --lr-min at the last step
+  --warmup N             linear warm-up over the first N steps (default 0)
+  --lr-min X             the rate a cosine or linear decay ends at (default 0)
   --adam-beta1 B, --adam-beta2 B, --adam-eps E
                          Adam's other settings (defaults 0.9, 0.999, 1e-8)
   --optimizer WHERE      host: Adam in double precision here; compiled: the
@@ -77,6 +81,9 @@ Training and evaluation (models):
   --seed S               seed of initialization and data (default 0)
   --out DIR              checkpoints, metrics.jsonl, config.json, eval.* (default out/train)
   --no-curriculum        train at the final b, d and points from the start
+  --loop-interval N      the loop curriculum adds 2 to b every N steps (P2: 500)
+  --curriculum-interval N  the dims and points curricula step every N steps
+                         (P2: 5000)
   --window T             loss over the last T iterations (default: the model's)
   --loops N              b for training, evaluation and --predict (default: the model's);
                          with --checkpoint, evaluate at N loops
@@ -336,6 +343,24 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
       if (!(v = value()))
         return false;
       o.train["out"] = v;
+    } else if (a == "--lr-schedule") {
+      if (!(v = value()))
+        return false;
+      o.train["lr_schedule"] = v;
+    } else if (a == "--lr-min") {
+      double x;
+      if (!(v = value()) || !parseDouble(a, v, x, err))
+        return false;
+      o.train["lr_min"] = x;
+    } else if (a == "--warmup" || a == "--loop-interval" || a == "--curriculum-interval") {
+      if (!(v = value()) || !parseInt(a, v, a == "--warmup" ? 0 : 1, tmp, err))
+        return false;
+      if (a == "--warmup")
+        o.train["warmup_steps"] = tmp;
+      else if (a == "--loop-interval")
+        o.train["loop_interval"] = tmp;
+      else
+        o.train["curriculum_interval"] = tmp;
     } else if (a == "--lr" || a == "--adam-beta1" || a == "--adam-beta2" || a == "--adam-eps") {
       double x;
       if (!(v = value()) || !parseDouble(a, v, x, err))

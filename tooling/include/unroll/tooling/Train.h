@@ -17,12 +17,21 @@ struct TrainConfig {
   std::string task = "icl_linear";
   int64_t steps = 1000, batch = 64;
   double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8; // Adam
+  /// The learning rate's schedule: linear warm-up from lr / warmupSteps to
+  /// lr over the first warmupSteps steps, then "constant", or "cosine" /
+  /// "linear" decay to lrMin at the last step.
+  std::string lrSchedule = "constant";
+  int64_t warmupSteps = 0;
+  double lrMin = 0;
+  /// The rate of step `step` (0 for the first).
+  double lrAt(int64_t step) const;
   uint64_t seed = 0;
   std::string out = "out/train";
   bool curriculum = true;
   int64_t loops = 0, window = 0;           // b and T (0: the model's)
   int64_t loopInc = 2, loopInterval = 500; // b(step) = min(T + 2 floor(step/500), b)
   Curriculum dims, points;                 // filled from the model when unset
+  int64_t curriculumInterval = 0;          // their interval (0: P2's 5000)
   double noise = 0.0;
   const TaskSpec *spec = nullptr; // set by finish()
   int64_t logEvery = 50, saveEvery = 500;
