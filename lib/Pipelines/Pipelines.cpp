@@ -117,7 +117,8 @@ void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm, const LowerToCPUOp
   // (No elementwise fusion here: it folds the bias into the linear layers'
   // contractions, which then no longer match the GEMM kernel, and it
   // recomputes producers inside reductions; measured 2x slower.)
-  buildFrontEnd(pm, "cpu", "", options.recomputeWindow, options.gradient, options.until);
+  buildFrontEnd(pm, "cpu", "", options.recomputeWindow, options.gradient, options.until,
+                options.fuseElementwise);
   // Dense contractions (the linear layers and their gradients) call the
   // packed GEMM micro-kernel; the rest become loops.
   pm.addPass(createUnrollCPUGemm());

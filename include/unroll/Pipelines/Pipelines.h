@@ -31,6 +31,11 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
   Option<std::string> until{
       *this, "until", llvm::cl::desc("Models: override each loop's halting rule: TOL:MAX, or none"),
       llvm::cl::init("")};
+  Option<bool> fuseElementwise{
+      *this, "fuse-elementwise",
+      llvm::cl::desc("Fold elementwise producers into their consumers (not into contractions, "
+                     "which call the GEMM kernel) and accumulate gradients in place"),
+      llvm::cl::init(false)};
 };
 
 /// Options of --lower-to-gpu (and of --lower-to-gpu-emulated, which ignores
