@@ -8,6 +8,9 @@
 # drifts, so unroll and PyTorch alternate: BENCH_ROUNDS rounds (default 2),
 # each running unroll then PyTorch for ceil(REPEATS / rounds) timed runs
 # after a warm-up; the median is over all rounds' runs.
+# BENCH_BASE=OTHER_BUILD also compiles the models with another build's
+# unroll-opt/unroll-translate (e.g. the commit before a change) and times
+# those libraries in the same rounds: the table then has a before column.
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/bench}; REPEATS=${3:-7}; shift $(( $# > 3 ? 3 : $# ))
 CONFIGS=("$@"); [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(small paper)
@@ -32,9 +35,19 @@ for c in "${CONFIGS[@]}"; do
     "$BIN/unroll-opt" "examples/$name.mlir" --lower-to-cpu -o "$OUT/$name.ll.mlir"
     "$BIN/unroll-translate" "$OUT/$name.ll.mlir" -o "$so"
   fi
+  base_so="$OUT/$name.base.so"
+  if [ -n "${BENCH_BASE:-}" ] && { [ ! -f "$base_so" ] || [ "$BENCH_BASE/bin/unroll-translate" -nt "$base_so" ]; }; then
+    echo "compiling examples/$name.mlir with $BENCH_BASE" >&2
+    "$BENCH_BASE/bin/unroll-opt" "examples/$name.mlir" --lower-to-cpu -o "$OUT/$name.base.ll.mlir"
+    "$BENCH_BASE/bin/unroll-translate" "$OUT/$name.base.ll.mlir" -o "$base_so"
+  fi
   for t in "${THREAD_COUNTS[@]}"; do
-    us=(); trs=()
+    us=(); trs=(); bs=()
     for r in $(seq "$ROUNDS"); do
+      if [ -n "${BENCH_BASE:-}" ]; then
+        echo "timing $c: unroll before ($t threads, round $r/$ROUNDS) ..." >&2
+        bs+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$base_so" --points "$points" --repeats "$PER_ROUND")")
+      fi
       echo "timing $c: unroll ($t threads, round $r/$ROUNDS) ..." >&2
       us+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND")")
       echo "timing $c: PyTorch ($t threads, round $r/$ROUNDS) ..." >&2
@@ -52,7 +65,9 @@ for k in ("train_step_s", "forward_s"):
 m["rounds"] = len(rs)
 print(json.dumps(m))'
     u=$($PY -c "$merge" "${us[@]}"); tr=$($PY -c "$merge" "${trs[@]}")
-    results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"unroll\": $u, \"torch\": $tr}")
+    before=""
+    [ ${#bs[@]} -gt 0 ] && before=", \"before\": $($PY -c "$merge" "${bs[@]}")"
+    results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"unroll\": $u, \"torch\": $tr$before}")
   done
 done
 echo "measuring the GEMM peak ..." >&2
@@ -77,8 +92,10 @@ def flops(d, D, H, L, loops, window, points, batch):
     io = 2 * n * d * D + 2 * n * D
     return batch * (loops * it + io), batch * ((loops + 2 * window) * it + io)
 
-print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | share of GEMM peak | PyTorch GFLOP/s |")
-print("|---|---|---|---|---|---|---|---|---|")
+has_before = any("before" in r for r in j["runs"])
+extra = " before (s) | before: share of peak |" if has_before else ""
+print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | GEMM peak GFLOP/s | share of GEMM peak | PyTorch GFLOP/s |" + extra)
+print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if has_before else ""))
 for r in j["runs"]:
     d, D, H, L, loops, window, points = r["dims"]
     b = r["unroll"]["batch"]
@@ -86,8 +103,12 @@ for r in j["runs"]:
     peak = j["gemm_peak"][str(r["threads"])]["gflops"]
     for what, key, f in (("training step", "train_step_median_s", ft), ("forward", "forward_median_s", ff)):
         u, t = r["unroll"][key], r["torch"][key]
-        print(f"| {r['config']} (b={loops}, T={window}, k={points}, batch {b}) | {r['threads']} | {what} "
-              f"| {u:.4f} | {t:.4f} | {t/u:.2f}x | {f/u/1e9:.1f} | {100*f/u/1e9/peak:.0f}% | {f/t/1e9:.1f} |")
+        row = (f"| {r['config']} (b={loops}, T={window}, k={points}, batch {b}) | {r['threads']} | {what} "
+               f"| {u:.4f} | {t:.4f} | {t/u:.2f}x | {f/u/1e9:.1f} | {peak:.0f} | {100*f/u/1e9/peak:.0f}% | {f/t/1e9:.1f} |")
+        if has_before:
+            bt = r["before"][key]
+            row += f" {bt:.4f} | {100*f/bt/1e9/peak:.0f}% |"
+        print(row)
 pk = ", ".join(f"{k} thread{'s' if k != '1' else ''}: {v['gflops']:.0f} GFLOP/s" for k, v in j["gemm_peak"].items())
 t0 = j["runs"][0]["torch"]
 n = len(j["runs"][0]["unroll"]["train_step_s"])

@@ -56,6 +56,19 @@ check train-100-match "$BIN/unroll-model-check" --compare-checkpoints "$R/train-
 rm -rf "$R/train-gpu-nograph"
 check train-100-gpu-nograph "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --gpu-graphs off --out "$R/train-gpu-nograph"
 check train-100-graph-bitwise "$BIN/unroll-model-check" --compare-checkpoints "$R/train-gpu/checkpoint" "$R/train-gpu-nograph/checkpoint" --tol 1e-300
+# Data parallelism over NCCL (docs/training.md): two ranks, one GPU each,
+# against one process on one GPU, where the machine has two GPUs and an MPI
+# launcher (libunroll_mpi.so needs Open MPI 4's libmpi.so.40).
+ngpu=$(command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0)
+if [ "$ngpu" -ge 2 ] && command -v mpirun >/dev/null && [ -f "$LIB/libunroll_mpi.so" ]; then
+  rm -rf "$R/dp-1" "$R/dp-2"
+  check dp-1-gpu "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 50 --batch 8 --eval-prompts 0 --out "$R/dp-1"
+  check dp-2-ranks-nccl mpirun --oversubscribe -np 2 $([ "$(id -u)" = 0 ] && echo --allow-run-as-root) \
+    "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 50 --batch 8 --eval-prompts 0 --allreduce nccl --out "$R/dp-2"
+  check dp-2-vs-1 "$BIN/unroll-model-check" --compare-checkpoints "$R/dp-1/checkpoint" "$R/dp-2/checkpoint" --global --tol 1e-4
+else
+  log "data parallelism over NCCL: skipped ($ngpu GPU(s); needs 2, mpirun and lib/libunroll_mpi.so)"
+fi
 
 log "one-step kernel profile (paper config, batch 64, k = 41; top 15)"
 "$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats 1 --gpu-profile 15 > /dev/null 2> "$R/profile.txt" || log "profile failed; see profile.txt"

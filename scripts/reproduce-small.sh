@@ -1,27 +1,93 @@
 #!/usr/bin/env bash
-# P2's tasks at the small CPU scale (examples/looped_gpt2_small.mlir: d = 5,
-# D = 64, 4 heads, b = 10, T = 5, at most 11 points), 2000 steps each with
-# examples/looped_gpt2_small.train.json, evaluated on 1280 prompts beside the
-# baselines, plus the loop study of the linear-regression model to 100 loops.
-# Results in OUT/<task>/ (eval.*, loops.*); a summary in OUT/summary.txt.
-#   scripts/reproduce-small.sh [BUILD] [OUT]
+# P2's tasks at the small CPU scale, trained until the error at k = 2d stops
+# improving: every task trains the looped model (examples/looped_gpt2_small.mlir:
+# d = 5, D = 64, 4 heads, b = 10, T = 5, at most 11 points) and the standard
+# 12-layer GPT-2 of the same width (b = 1) at equal steps, with the schedule
+# of examples/looped_gpt2_small.train.json (warm-up, cosine decay) for STEPS
+# steps; icl_linear also trains the weight-tied loop without injection and
+# the looped model at twice STEPS (does it still improve?). Every model is
+# evaluated on 1280 prompts beside the task's baselines; the looped and
+# weight-tied models get loop studies to 100 loops.
+#
+#   scripts/reproduce-small.sh [BUILD] [OUT] [STEPS]      (default 12000 steps)
+#   JOBS=2 scripts/reproduce-small.sh ...                 two runs at a time, one thread each
+#
+# Results in OUT/<task>/<model>/ (eval.*, loops.*, metrics.jsonl), the plots
+# OUT/<task>.svg and OUT/loops.svg, and the table OUT/summary.md
+# (scripts/reproduce-summary.py). About 45 minutes of one core per task at
+# 12000 steps (the 12-layer model is three quarters of it).
 set -euo pipefail
-BUILD=${1:-build}; OUT=${2:-out/reproduce-small}
+BUILD=${1:-build}; OUT=${2:-out/reproduce-small}; STEPS=${3:-12000}
+JOBS=${JOBS:-1}
 BIN="$BUILD/bin"
+PY=${PYTHON:-python3}
+CONFIG=examples/looped_gpt2_small.train.json
+TASKS=(icl_linear icl_noisy_linear icl_sparse_linear icl_relu2nn icl_decision_tree)
 mkdir -p "$OUT"
-so="$OUT/looped_gpt2_small.so"
-if [ ! -f "$so" ]; then
-  "$BIN/unroll-opt" examples/looped_gpt2_small.mlir --lower-to-cpu -o "$OUT/small.mlir"
-  "$BIN/unroll-translate" "$OUT/small.mlir" -o "$so"
-fi
-: > "$OUT/summary.txt"
-for task in icl_linear icl_sparse_linear icl_relu2nn icl_decision_tree icl_noisy_linear; do
-  echo "== $task" | tee -a "$OUT/summary.txt"
-  start=$(date +%s)
-  "$BIN/unroll-run" "$so" --task "$task" --config examples/looped_gpt2_small.train.json \
-      --out "$OUT/$task" --log-every 500 > "$OUT/$task.log" 2>&1
-  echo "training + evaluation: $(( $(date +%s) - start )) s" | tee -a "$OUT/summary.txt"
-  grep -A20 "^evaluation:" "$OUT/$task.log" | tee -a "$OUT/summary.txt"
+
+compile() { # name source.mlir
+  local name=$1 src=$2
+  if [ ! -f "$OUT/$name.so" ] || [ "$src" -nt "$OUT/$name.so" ]; then
+    echo "compiling $name" >&2
+    "$BIN/unroll-opt" "$src" --lower-to-cpu -o "$OUT/$name.ll.mlir"
+    "$BIN/unroll-translate" "$OUT/$name.ll.mlir" -o "$OUT/$name.so"
+  fi
+}
+gen() { # name, generator flags: the same dims as the looped example
+  local name=$1; shift
+  [ -f "$OUT/$name.mlir" ] ||
+    "$PY" scripts/gen_gpt2.py "$name" --d 5 --D 64 --heads 4 --positions 11 "$@" > "$OUT/$name.mlir"
+  compile "$name" "$OUT/$name.mlir"
+}
+compile looped examples/looped_gpt2_small.mlir
+gen tying --loops 10 --window 5 --injection none
+gen gpt2_L12 --layers 12 --loops 1 --window 1
+
+# One training run + evaluation (skipped when its eval.json exists).
+run() { # model task steps dir
+  local model=$1 task=$2 steps=$3 dir=$4
+  [ -f "$dir/eval.json" ] && return 0
+  mkdir -p "$dir"
+  local threads=""
+  [ "$JOBS" -gt 1 ] && threads="UNROLL_THREADS=1"
+  local start=$(date +%s)
+  env $threads "$BIN/unroll-run" "$OUT/$model.so" --task "$task" --config "$CONFIG" \
+      --steps "$steps" --out "$dir" --log-every 1000 --save-every 2000 > "$dir/run.log" 2>&1
+  echo "$(( $(date +%s) - start ))" > "$dir/seconds"
+  echo "done: $task $model ($steps steps, $(cat "$dir/seconds") s)" >&2
+}
+runs=()
+for task in "${TASKS[@]}"; do
+  runs+=("looped $task $STEPS $OUT/$task/looped" "gpt2_L12 $task $STEPS $OUT/$task/gpt2_L12")
 done
-"$BIN/unroll-run" "$so" --task icl_linear --checkpoint "$OUT/icl_linear/checkpoint" \
-    --eval-loops 1:20,25:100:5 --eval-prompts 640 --out "$OUT/icl_linear" | tee -a "$OUT/summary.txt"
+runs+=("tying icl_linear $STEPS $OUT/icl_linear/tying"
+       "looped icl_linear $((2 * STEPS)) $OUT/icl_linear/looped_x2")
+# JOBS runs at a time.
+for r in "${runs[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 5; done
+  # shellcheck disable=SC2086
+  run $r &
+done
+wait
+
+for m in looped tying; do
+  d="$OUT/icl_linear/$m"
+  [ -f "$d/loops.json" ] ||
+    "$BIN/unroll-run" "$OUT/$m.so" --task icl_linear --checkpoint "$d/checkpoint" \
+        --eval-loops 1:20,25:100:5 --eval-prompts 640 --out "$d" > "$d/loops.log"
+done
+"$BIN/unroll-plot" "$OUT/loops.svg" --log-y --y-floor 1e-3 \
+    --title "icl_linear, d = 5, k = 10: error after each loop (trained at b = 10)" \
+    --xlabel "loop iterations" --ylabel "normalized squared error at the last position" \
+    "$OUT/icl_linear/looped/loops.csv:error_last_position:input injection" \
+    "$OUT/icl_linear/tying/loops.csv:error_last_position:tying, no injection"
+for task in "${TASKS[@]}"; do
+  "$BIN/unroll-plot" "$OUT/$task.svg" --log-y --y-floor 1e-4 \
+      --title "$task, d = 5: looped (L = 1, b = 10) vs standard (L = 12), $STEPS steps" \
+      --xlabel "in-context examples k" --ylabel "normalized squared error" \
+      "$OUT/$task/looped/eval.csv:model:looped, L = 1" \
+      "$OUT/$task/gpt2_L12/eval.csv:model:standard, L = 12" \
+      "$OUT/$task/looped/eval.csv:least_squares:least squares" \
+      "$OUT/$task/looped/eval.csv:nearest_neighbors_3:3-NN"
+done
+"$PY" scripts/reproduce-summary.py "$OUT" "$STEPS" | tee "$OUT/summary.md"

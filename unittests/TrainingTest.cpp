@@ -394,3 +394,48 @@ TEST(Baselines, TreesSplitExactlyWhereAStumpWould) {
     prev = err;
   }
 }
+
+// Training prompts depend on (seed, step, index) only: any split of a
+// step's batch over ranks or chunks draws the same prompts.
+TEST(Tasks, PromptsOfAStepDoNotDependOnTheSplit) {
+  std::string known;
+  for (const char *name : {"icl_linear", "icl_sparse_linear", "icl_decision_tree", "icl_relu2nn"}) {
+    const TaskSpec *t = findTask(name, known);
+    ASSERT_NE(t, nullptr);
+    Prompts whole = t->sampleAt(7, 12, 0, 8, 11, 5, 5, 0.0);
+    Prompts a = t->sampleAt(7, 12, 0, 3, 11, 5, 5, 0.0), b = t->sampleAt(7, 12, 3, 5, 11, 5, 5, 0.0);
+    std::vector<double> xs = a.xs, ys = a.ys;
+    xs.insert(xs.end(), b.xs.begin(), b.xs.end());
+    ys.insert(ys.end(), b.ys.begin(), b.ys.end());
+    EXPECT_EQ(xs, whole.xs) << name;
+    EXPECT_EQ(ys, whole.ys) << name;
+    // Another step, seed or index draws other prompts.
+    EXPECT_NE(t->sampleAt(7, 13, 0, 8, 11, 5, 5, 0.0).xs, whole.xs) << name;
+    EXPECT_NE(t->sampleAt(8, 12, 0, 8, 11, 5, 5, 0.0).xs, whole.xs) << name;
+    EXPECT_NE(t->sampleAt(7, 12, 1, 8, 11, 5, 5, 0.0).xs, whole.xs) << name;
+  }
+}
+
+// The learning-rate schedule against its closed forms.
+TEST(Training, LearningRateSchedules) {
+  TrainConfig c;
+  c.lr = 3e-3;
+  c.lrMin = 1e-5;
+  c.steps = 1000;
+  c.warmupSteps = 100;
+  EXPECT_DOUBLE_EQ(c.lrAt(0), 3e-3 / 100); // the warm-up's first step
+  EXPECT_DOUBLE_EQ(c.lrAt(49), 3e-3 * 50 / 100);
+  EXPECT_DOUBLE_EQ(c.lrAt(99), 3e-3);
+  EXPECT_DOUBLE_EQ(c.lrAt(500), 3e-3); // constant after the warm-up
+  c.lrSchedule = "cosine";
+  EXPECT_DOUBLE_EQ(c.lrAt(100), 3e-3);
+  EXPECT_NEAR(c.lrAt(999), 1e-5, 1e-18); // the last step ends at lr_min
+  // Halfway through the decay: the mean of the two ends.
+  double t = (c.lrAt(549) + c.lrAt(550)) / 2;
+  EXPECT_NEAR(t, (3e-3 + 1e-5) / 2, 1e-5);
+  for (int64_t s = 101; s < 1000; ++s)
+    EXPECT_LE(c.lrAt(s), c.lrAt(s - 1)); // never rises again
+  c.lrSchedule = "linear";
+  EXPECT_NEAR(c.lrAt(549), 3e-3 + (1e-5 - 3e-3) * 449.0 / 899, 1e-15);
+  EXPECT_NEAR(c.lrAt(999), 1e-5, 1e-18);
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The tables of scripts/reproduce-small.sh's results (markdown on stdout):
+per task, the error at k = 2d of the looped and the 12-layer model (with
+5-95% bands) beside the task's baselines; the weight-tying ablation and the
+loop studies; the looped linear model at twice the steps.
+
+  scripts/reproduce-summary.py OUT STEPS
+"""
+import json
+import math
+import os
+import sys
+
+out, steps = sys.argv[1], int(sys.argv[2])
+TASKS = ["icl_linear", "icl_noisy_linear", "icl_sparse_linear", "icl_relu2nn", "icl_decision_tree"]
+BASELINES = {
+    "least_squares": "least squares", "averaging": "averaging", "nearest_neighbors_3": "3-NN",
+    "lasso_0.01": "Lasso (α 0.01)", "tree_depth4": "tree, depth 4", "tree_unlimited": "tree, unlimited",
+    "boosted_trees": "boosted trees", "relu_net_adam": "2-layer ReLU net (Adam)",
+}
+
+
+def load(*parts):
+    p = os.path.join(out, *parts)
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def seconds(task, model):
+    p = os.path.join(out, task, model, "seconds")
+    return int(open(p).read()) if os.path.exists(p) else None
+
+
+def at(e, key, k):
+    v = e[key][k] if key in e and k < len(e[key]) else None
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if abs(v) >= 1e-3 else f"{v:.1e}"
+
+
+def model_cell(e, k):
+    return f"{fmt(at(e, 'model', k))} [{fmt(at(e, 'model_p05', k))}, {fmt(at(e, 'model_p95', k))}]"
+
+
+print(f"Error at k = 2d = 10 (normalized squared error, zero predictor = 1), 1280 prompts; "
+      f"{steps} steps each.\n")
+print("| task | looped, L = 1 [5-95%] | standard, L = 12 [5-95%] | baselines | time looped / L = 12 |")
+print("|---|---|---|---|---|")
+for task in TASKS:
+    lo, st = load(task, "looped", "eval.json"), load(task, "gpt2_L12", "eval.json")
+    if not lo:
+        continue
+    k = len(lo["k"]) - 1
+    bl = ", ".join(f"{name} {fmt(at(lo, key, k))}" for key, name in BASELINES.items()
+                   if at(lo, key, k) is not None)
+    t = f"{seconds(task, 'looped')} s / {seconds(task, 'gpt2_L12')} s"
+    print(f"| {task} | {model_cell(lo, k)} | {model_cell(st, k) if st else '-'} | {bl} | {t} |")
+
+print("\nError against k (looped / standard):\n")
+lo = load("icl_linear", "looped", "eval.json")
+if lo:
+    ks = lo["k"]
+    print("| task | model | " + " | ".join(f"k={k}" for k in ks) + " |")
+    print("|---|---|" + "---|" * len(ks))
+    for task in TASKS:
+        for model, name in (("looped", "looped"), ("gpt2_L12", "L = 12")):
+            e = load(task, model, "eval.json")
+            if e:
+                print(f"| {task} | {name} | " + " | ".join(fmt(at(e, "model", k)) for k in ks) + " |")
+
+x2 = load("icl_linear", "looped_x2", "eval.json")
+if lo and x2:
+    k = len(lo["k"]) - 1
+    print(f"\nicl_linear, looped, k = 10: {steps} steps {fmt(at(lo, 'model', k))}, "
+          f"{2 * steps} steps {fmt(at(x2, 'model', k))} [{fmt(at(x2, 'model_p05', k))}, "
+          f"{fmt(at(x2, 'model_p95', k))}]")
+
+ty = load("icl_linear", "tying", "eval.json")
+if lo and ty:
+    k = len(lo["k"]) - 1
+    print(f"\nWeight tying without injection, icl_linear, k = 10: {model_cell(ty, k)} "
+          f"(input injection: {model_cell(lo, k)})")
+
+print("\nLoop study (icl_linear, 640 prompts, error at the last position):\n")
+want = [1, 5, 10, 20, 50, 100]
+print("| loops | " + " | ".join(str(l) for l in want) + " |")
+print("|---|" + "---|" * len(want))
+for model, name in (("looped", "input injection"), ("tying", "weight tying, no injection")):
+    j = load("icl_linear", model, "loops.json")
+    if j:
+        by = dict(zip(j["loops"], j["error_last_position"]))
+        print(f"| {name} | " + " | ".join(fmt(by.get(l)) for l in want) + " |")
