@@ -283,8 +283,9 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
     points = {std::min<int64_t>(spec->pointsStart, pe), pe, spec->pointsInc, interval};
   }
   if (lrMin > lr) {
-    error =
-        "lr_min " + std::to_string(lrMin) + " exceeds the peak learning rate " + std::to_string(lr);
+    char b[128];
+    snprintf(b, sizeof b, "lr_min %g exceeds the peak learning rate lr %g", lrMin, lr);
+    error = b;
     return false;
   }
   if (dims.end > d || dims.start < 1 || dims.start > dims.end) {
