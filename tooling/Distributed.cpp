@@ -41,6 +41,32 @@ std::string exeDir() {
   size_t slash = p.rfind('/');
   return slash == std::string::npos ? "" : p.substr(0, slash);
 }
+/// dlopen of the first of `paths` that loads; null if none does, with the
+/// loader's messages for the paths that exist (or for every path when
+/// `allErrors`) in `errors`.
+void *openFirst(const std::vector<std::string> &paths, int flags, bool allErrors,
+                std::string &errors) {
+  for (const std::string &p : paths) {
+    if (void *lib = dlopen(p.c_str(), flags))
+      return lib;
+    const char *e = dlerror();
+    if (allErrors || access(p.c_str(), F_OK) == 0)
+      errors += std::string(errors.empty() ? "" : "; ") + (e ? e : p.c_str());
+  }
+  return nullptr;
+}
+
+/// Binds each function pointer to its symbol in `lib`: false if one is
+/// missing.
+struct Binder {
+  void *lib;
+  bool ok = true;
+  template <typename F> Binder &operator()(F &fn, const char *name) {
+    fn = reinterpret_cast<F>(dlsym(lib, name));
+    ok = ok && fn;
+    return *this;
+  }
+};
 } // namespace
 
 bool unroll::launchedAsRanks(int &size) {
@@ -88,35 +114,21 @@ struct Communicator::Plugin {
       }
       paths.push_back("libunroll_mpi.so");
     }
+    // RTLD_GLOBAL: Open MPI's own components resolve libmpi's symbols.
     std::string errors;
-    for (const std::string &p : paths) {
-      // RTLD_GLOBAL: Open MPI's own components resolve libmpi's symbols.
-      lib = dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL);
-      if (lib)
-        break;
-      const char *e = dlerror();
-      if (access(p.c_str(), F_OK) == 0 || paths.size() == 1)
-        errors += std::string(errors.empty() ? "" : "; ") + (e ? e : p.c_str());
-    }
+    lib = openFirst(paths, RTLD_NOW | RTLD_GLOBAL, paths.size() == 1, errors);
     if (!lib) {
       why = "libunroll_mpi.so cannot be loaded (" +
             (errors.empty() ? "not beside unroll-run, nor on the loader's path" : errors) + ")";
       return false;
     }
-    bool ok = true;
-    auto sym = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      ok = ok && fn;
-    };
-    sym(init, "unroll_mpi_init");
-    sym(allreduce, "unroll_mpi_allreduce_sum_f64");
-    sym(bcast, "unroll_mpi_bcast");
-    sym(allgather, "unroll_mpi_allgather");
-    sym(barrier, "unroll_mpi_barrier");
-    sym(abort, "unroll_mpi_abort");
-    sym(finalize, "unroll_mpi_finalize");
-    sym(library, "unroll_mpi_library");
-    sym(error, "unroll_mpi_error");
+    Binder bind{lib};
+    bind(init, "unroll_mpi_init")(allreduce, "unroll_mpi_allreduce_sum_f64")(bcast,
+                                                                             "unroll_mpi_bcast");
+    bind(allgather, "unroll_mpi_allgather")(barrier, "unroll_mpi_barrier")(abort,
+                                                                           "unroll_mpi_abort");
+    bind(finalize, "unroll_mpi_finalize")(library, "unroll_mpi_library")(error, "unroll_mpi_error");
+    bool ok = bind.ok;
     if (!ok)
       why = "libunroll_mpi.so lacks unroll_mpi_* functions (from another unroll build?)";
     return ok;
@@ -198,26 +210,20 @@ struct Communicator::Nccl {
     paths.push_back("/usr/local/cuda/lib/libnccl.so.2");
     paths.push_back("/usr/local/cuda/lib64/libnccl.so.2");
     paths.push_back("libnccl.so.2");
-    for (const std::string &p : paths)
-      if ((lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)))
-        break;
+    std::string errors;
+    lib = openFirst(paths, RTLD_NOW | RTLD_LOCAL, false, errors);
     if (!lib) {
       why = "libnccl.so.2 cannot be loaded (looked in $CUDA_HOME/lib, /usr/local/cuda/lib and "
-            "the loader's path)";
+            "the loader's path" +
+            (errors.empty() ? std::string() : ": " + errors) + ")";
       return false;
     }
-    bool ok = true;
-    auto sym = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      ok = ok && fn;
-    };
-    sym(getVersion, "ncclGetVersion");
-    sym(getUniqueId, "ncclGetUniqueId");
-    sym(commInitRank, "ncclCommInitRank");
-    sym(allReduce, "ncclAllReduce");
-    sym(commDestroy, "ncclCommDestroy");
-    sym(commAbort, "ncclCommAbort");
-    sym(errorString, "ncclGetErrorString");
+    Binder bind{lib};
+    bind(getVersion, "ncclGetVersion")(getUniqueId, "ncclGetUniqueId");
+    bind(commInitRank, "ncclCommInitRank")(allReduce, "ncclAllReduce");
+    bind(commDestroy, "ncclCommDestroy")(commAbort, "ncclCommAbort");
+    bind(errorString, "ncclGetErrorString");
+    bool ok = bind.ok;
     if (!ok)
       why = "libnccl.so.2 lacks one of ncclGetUniqueId, ncclCommInitRank, ncclAllReduce, ...";
     return ok;

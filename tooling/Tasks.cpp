@@ -123,55 +123,72 @@ void reluNetPrompt(double *xs, double *ys, int64_t points, int64_t dim, int64_t 
   }
 }
 
-/// A batch whose prompt b is drawn by `prompt(xs, ys, rngFor(b))`.
-template <typename RngFor, typename Prompt>
-Prompts batchOf(int64_t batch, int64_t points, int64_t dim, RngFor rngFor, Prompt prompt) {
-  Prompts p{batch, points, dim, std::vector<double>(batch * points * dim, 0.0),
-            std::vector<double>(batch * points, 0.0)};
+/// A task's prompt family, with its parameter (nonzero weights, tree depth,
+/// hidden units) and the scratch its draws reuse: one prompt per call.
+struct Drawer {
+  enum Kind { Linear, Sparse, Tree, Relu } kind;
+  int64_t points, dim, active, param = 0;
+  double noise = 0;
+  std::vector<double> a, b;
+  std::vector<int64_t> idx;
+  void operator()(double *x, double *y, Rng &r) {
+    switch (kind) {
+    case Linear:
+      return linearPrompt(x, y, points, dim, active, noise, a, r);
+    case Sparse:
+      return sparseLinearPrompt(x, y, points, dim, active, param, a, idx, r);
+    case Tree:
+      return decisionTreePrompt(x, y, points, dim, active, param, idx, a, r);
+    case Relu:
+      return reluNetPrompt(x, y, points, dim, active, param, a, b, r);
+    }
+  }
+};
+
+Drawer drawerFor(const std::string &task, int64_t points, int64_t dim, int64_t active,
+                 double noise) {
+  if (task == "icl_sparse_linear")
+    return {Drawer::Sparse, points, dim, active, 3};
+  if (task == "icl_decision_tree")
+    return {Drawer::Tree, points, dim, active, 4};
+  if (task == "icl_relu2nn")
+    return {Drawer::Relu, points, dim, active, 100};
+  return {Drawer::Linear, points, dim, active, 0, noise};
+}
+
+/// `batch` prompts, prompt b drawn from rngFor(b).
+template <typename RngFor> Prompts batchOf(int64_t batch, Drawer d, RngFor rngFor) {
+  Prompts p{batch, d.points, d.dim, std::vector<double>(batch * d.points * d.dim, 0.0),
+            std::vector<double>(batch * d.points, 0.0)};
   for (int64_t b = 0; b < batch; ++b)
-    prompt(&p.xs[b * points * dim], &p.ys[b * points], rngFor(b));
+    d(&p.xs[b * d.points * d.dim], &p.ys[b * d.points], rngFor(b));
   return p;
+}
+
+/// One after another from one engine.
+Prompts sequential(int64_t batch, Drawer d, Rng &rng) {
+  return batchOf(batch, std::move(d), [&](int64_t) -> Rng & { return rng; });
 }
 } // namespace
 
 Prompts unroll::sampleLinear(int64_t batch, int64_t points, int64_t dim, int64_t active,
                              double noise, Rng &rng) {
-  std::vector<double> w;
-  return batchOf(
-      batch, points, dim, [&](int64_t) -> Rng & { return rng; },
-      [&](double *x, double *y, Rng &r) { linearPrompt(x, y, points, dim, active, noise, w, r); });
+  return sequential(batch, {Drawer::Linear, points, dim, active, 0, noise}, rng);
 }
 
 Prompts unroll::sampleSparseLinear(int64_t batch, int64_t points, int64_t dim, int64_t active,
                                    int64_t nonzero, Rng &rng) {
-  std::vector<double> w;
-  std::vector<int64_t> idx;
-  return batchOf(
-      batch, points, dim, [&](int64_t) -> Rng & { return rng; },
-      [&](double *x, double *y, Rng &r) {
-        sparseLinearPrompt(x, y, points, dim, active, nonzero, w, idx, r);
-      });
+  return sequential(batch, {Drawer::Sparse, points, dim, active, nonzero}, rng);
 }
 
 Prompts unroll::sampleDecisionTree(int64_t batch, int64_t points, int64_t dim, int64_t active,
                                    int64_t depth, Rng &rng) {
-  std::vector<int64_t> split;
-  std::vector<double> leaf;
-  return batchOf(
-      batch, points, dim, [&](int64_t) -> Rng & { return rng; },
-      [&](double *x, double *y, Rng &r) {
-        decisionTreePrompt(x, y, points, dim, active, depth, split, leaf, r);
-      });
+  return sequential(batch, {Drawer::Tree, points, dim, active, depth}, rng);
 }
 
 Prompts unroll::sampleReluNet(int64_t batch, int64_t points, int64_t dim, int64_t active,
                               int64_t hidden, Rng &rng) {
-  std::vector<double> w1, w2;
-  return batchOf(
-      batch, points, dim, [&](int64_t) -> Rng & { return rng; },
-      [&](double *x, double *y, Rng &r) {
-        reluNetPrompt(x, y, points, dim, active, hidden, w1, w2, r);
-      });
+  return sequential(batch, {Drawer::Relu, points, dim, active, hidden}, rng);
 }
 
 // Defaults from P2 (PAPERS.md): points curricula at d = 20, noise, and the
@@ -194,13 +211,7 @@ double TaskSpec::zeroError(int64_t active, double noise) const {
 
 Prompts TaskSpec::sample(int64_t batch, int64_t points, int64_t dim, int64_t active, double noise,
                          Rng &rng) const {
-  if (name == "icl_sparse_linear")
-    return sampleSparseLinear(batch, points, dim, active, 3, rng);
-  if (name == "icl_decision_tree")
-    return sampleDecisionTree(batch, points, dim, active, 4, rng);
-  if (name == "icl_relu2nn")
-    return sampleReluNet(batch, points, dim, active, 100, rng);
-  return sampleLinear(batch, points, dim, active, noise, rng);
+  return sequential(batch, drawerFor(name, points, dim, active, noise), rng);
 }
 
 Prompts TaskSpec::sampleAt(uint64_t seed, int64_t step, int64_t first, int64_t count,
@@ -208,26 +219,9 @@ Prompts TaskSpec::sampleAt(uint64_t seed, int64_t step, int64_t first, int64_t c
   // Each prompt from its own engine: the same prompt whichever rank or
   // chunk of the batch draws it.
   Rng rng;
-  std::vector<double> w, w2;
-  std::vector<int64_t> idx;
-  auto rngFor = [&](int64_t b) -> Rng & {
+  return batchOf(count, drawerFor(name, points, dim, active, noise), [&](int64_t b) -> Rng & {
     rng = Rng(promptSeed(seed, step, first + b));
     return rng;
-  };
-  if (name == "icl_sparse_linear")
-    return batchOf(count, points, dim, rngFor, [&](double *x, double *y, Rng &r) {
-      sparseLinearPrompt(x, y, points, dim, active, 3, w, idx, r);
-    });
-  if (name == "icl_decision_tree")
-    return batchOf(count, points, dim, rngFor, [&](double *x, double *y, Rng &r) {
-      decisionTreePrompt(x, y, points, dim, active, 4, idx, w, r); // splits, leaves
-    });
-  if (name == "icl_relu2nn")
-    return batchOf(count, points, dim, rngFor, [&](double *x, double *y, Rng &r) {
-      reluNetPrompt(x, y, points, dim, active, 100, w, w2, r);
-    });
-  return batchOf(count, points, dim, rngFor, [&](double *x, double *y, Rng &r) {
-    linearPrompt(x, y, points, dim, active, noise, w, r);
   });
 }
 
