@@ -159,7 +159,7 @@ INLINE void scoreBlock(int64_t cols, int64_t np, int64_t hd, const T *x, int64_t
     for (int64_t e = 0; e < hd; ++e) {
       V k0 = load<V>(col + e * np), k1 = load<V>(col + e * np + W);
       for (int r = 0; r < R; ++r) {
-        V xv = V{} + x[r * ldx + e];
+        V xv = x[r * ldx + e] - V{}; // a broadcast load (0 + x would be an add too)
         acc[r][0] += xv * k0;
         acc[r][1] += xv * k1;
       }
@@ -212,7 +212,7 @@ INLINE void combineTile(int64_t cols, int64_t np, const T *c, const T *rows, int
     for (int v = 0; v < NV; ++v)
       x[v] = load<V>(rows + j * ld + v * W);
     for (int r = 0; r < R; ++r) {
-      V cv = V{} + c[r * np + j];
+      V cv = c[r * np + j] - V{};
       for (int v = 0; v < NV; ++v)
         acc[r][v] += cv * x[v];
     }

@@ -134,7 +134,7 @@ void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out)
       memcpy(&b0, b + k * 2 * W, sizeof(V));                                                       \
       memcpy(&b1, b + k * 2 * W + W, sizeof(V));                                                   \
       for (int r = 0; r < MR; ++r) {                                                               \
-        V av = V{} + rp[r][k];                                                                     \
+        V av = rp[r][k] - V{}; /* x - 0 folds: one broadcast load (0 + x is an add) */             \
         acc[r][0] += av * b0;                                                                      \
         acc[r][1] += av * b1;                                                                      \
       }                                                                                            \
@@ -201,7 +201,7 @@ UNROLL_TILE(tileF64Plain, double, f64x2, 2, 4, PLAIN)
         for (int r = 0; r < R; ++r) {                                                              \
           if (r >= rows)                                                                           \
             break;                                                                                 \
-          V av = V{} + A[(i + r) * sAm + k * sAk];                                                 \
+          V av = A[(i + r) * sAm + k * sAk] - V{};                                                 \
           acc[r][0] += av * b0;                                                                    \
           if (two)                                                                                 \
             acc[r][1] += av * b1;                                                                  \

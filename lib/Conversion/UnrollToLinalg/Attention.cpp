@@ -7,6 +7,7 @@
 // (whose signatures runtime/include/unroll/runtime/CpuKernels.h declares).
 //
 //===----------------------------------------------------------------------===//
+#include "CpuCall.h"
 #include "unroll/Conversion/UnrollToLinalg/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
@@ -166,47 +167,19 @@ Value cpuAttention(OpBuilder &b, Location loc, Operation *op, Value qkv, Value d
   int64_t width = ty.getDimSize(2) / 3, hd = width / heads;
   TokenEmitter nn(b, loc, el);
   Value bsz = nn.dim(qkv, 0), n = nn.dim(qkv, 1);
-  auto c = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
-  Value bytes = c(el.getIntOrFloatBitWidth() / 8);
-  // An input tensor as a buffer, rows contiguous (any outer strides: a slice
-  // of the window's tape is one); read only, so bufferization need not copy
-  // it. Appends its address and (batch, token) strides to `args`.
-  SmallVector<Value> args{bsz, n, c(heads), c(hd)};
-  auto input = [&](Value t) {
-    auto tt = cast<RankedTensorType>(t.getType());
-    auto mt = MemRefType::get(tt.getShape(), el,
-                              StridedLayoutAttr::get(b.getContext(), kDyn, {kDyn, kDyn, 1}));
-    Value m = b.create<bufferization::ToMemrefOp>(loc, mt, t, /*read_only=*/true);
-    auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, m);
-    args.push_back(b.create<arith::AddIOp>(loc,
-                                           b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m),
-                                           b.create<arith::MulIOp>(loc, meta.getOffset(), bytes)));
-    args.push_back(meta.getStrides()[0]);
-    args.push_back(meta.getStrides()[1]);
-  };
-  input(qkv);
+  CpuCall c(b, loc, el);
+  c.push(bsz);
+  c.push(n);
+  c.push(heads);
+  c.push(hd);
+  c.input(qkv);
   if (dy)
-    input(dy);
+    c.input(dy);
   // The result: out [B, n, D] or dqkv [B, n, 3D], a new dense buffer.
-  int64_t outWidth = dy ? 3 * width : width;
-  auto outTy = MemRefType::get({kDyn, kDyn, outWidth}, el);
-  Value o = b.create<memref::AllocOp>(loc, outTy, ValueRange{bsz, n}, b.getI64IntegerAttr(64));
-  args.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, o));
-  args.push_back(b.create<arith::MulIOp>(loc, n, c(outWidth)));
-  args.push_back(c(outWidth));
-  std::string name = ::unroll::abi::attentionName(el.isF32(), /*vjp=*/bool(dy));
-  assert(args.size() == (dy ? ::unroll::abi::kAttentionVJPArgs : ::unroll::abi::kAttentionArgs) &&
-         "CpuKernels.h declares another signature");
-  auto module = op->getParentOfType<ModuleOp>();
-  if (!module.lookupSymbol(name)) {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(module.getBody());
-    SmallVector<Type> types(args.size(), b.getIndexType());
-    b.create<func::FuncOp>(loc, name, b.getFunctionType(types, {})).setPrivate();
-  }
-  b.create<func::CallOp>(loc, name, TypeRange{}, args);
-  return b.create<bufferization::ToTensorOp>(loc, RankedTensorType::get({kDyn, kDyn, outWidth}, el),
-                                             o, /*restrict=*/true, /*writable=*/true);
+  c.output({kDyn, kDyn, dy ? 3 * width : width}, ValueRange{bsz, n});
+  c.call(op, ::unroll::abi::attentionName(el.isF32(), /*vjp=*/bool(dy)),
+         dy ? ::unroll::abi::kAttentionVJPArgs : ::unroll::abi::kAttentionArgs);
+  return c.result(0);
 }
 
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }

@@ -1,14 +1,19 @@
 //===- LayerNorm.cpp - unroll.layer_norm and its VJP to linalg --------------===//
 //
 // LayerNorm over the last dimension of a token batch: per-token moments,
-// normalization, gain and bias; the VJP recomputes the moments.
+// normalization, gain and bias; the VJP recomputes the moments. Either
+// linalg on tensors (two reductions and three maps; the VJP nine ops: the
+// GPU pipeline and the emulator take this form) or, with cpu-kernels, one
+// call of the row kernels in runtime/cpu/LayerNorm.cpp.
 //
 //===----------------------------------------------------------------------===//
+#include "CpuCall.h"
 #include "unroll/Conversion/UnrollToLinalg/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"
+#include "unroll/runtime/CpuKernels.h"
 
 using namespace mlir;
 using namespace mlir::unroll;
@@ -94,32 +99,77 @@ struct LayerNormKernels : TokenEmitter {
 
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
 
+/// LayerNorm (dy null: y) or its VJP (dx, dgain, dbias) as one call of the
+/// CPU row kernels.
+SmallVector<Value> cpuLayerNorm(OpBuilder &b, Location loc, Operation *op, Value x, Value g,
+                                Value bias, Value dy, double eps) {
+  Type el = elementOf(x);
+  int64_t f = cast<RankedTensorType>(x.getType()).getDimSize(2);
+  TokenEmitter nn(b, loc, el);
+  Value bsz = nn.dim(x, 0), n = nn.dim(x, 1);
+  CpuCall c(b, loc, el);
+  c.push(bsz);
+  c.push(n);
+  c.push(f);
+  c.input(x);
+  c.input(g);
+  if (dy) {
+    c.input(dy);
+    c.output({kDyn, kDyn, f}, ValueRange{bsz, n});
+    c.output({f}, ValueRange{}, /*strides=*/false);
+    c.output({f}, ValueRange{}, /*strides=*/false);
+  } else {
+    c.input(bias);
+    c.output({kDyn, kDyn, f}, ValueRange{bsz, n});
+  }
+  c.pushDouble(eps);
+  c.call(op, ::unroll::abi::layerNormName(el.isF32(), /*vjp=*/bool(dy)),
+         dy ? ::unroll::abi::kLayerNormVJPArgs : ::unroll::abi::kLayerNormArgs);
+  if (!dy)
+    return {c.result(0)};
+  return {c.result(0), c.result(1), c.result(2)};
+}
+
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LayerNormLowering(MLIRContext *ctx, bool cpuKernels)
+      : OpConversionPattern(ctx), cpuKernels(cpuKernels) {}
   LogicalResult matchAndRewrite(LayerNormOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     LayerNormKernels k(rewriter, op.getLoc(), elementOf(op.getX()));
-    Value y = k.layerNorm(a.getX(), a.getGain(), a.getBias(), op.getEps().convertToDouble());
+    double eps = op.getEps().convertToDouble();
+    Value y = cpuKernels ? cpuLayerNorm(rewriter, op.getLoc(), op, a.getX(), a.getGain(),
+                                        a.getBias(), Value(), eps)[0]
+                         : k.layerNorm(a.getX(), a.getGain(), a.getBias(), eps);
     rewriter.replaceOp(op, k.castTo(y, op.getType()));
     return success();
   }
+  bool cpuKernels;
 };
 
 struct LayerNormVJPLowering : OpConversionPattern<LayerNormVJPOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LayerNormVJPLowering(MLIRContext *ctx, bool cpuKernels)
+      : OpConversionPattern(ctx), cpuKernels(cpuKernels) {}
   LogicalResult matchAndRewrite(LayerNormVJPOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     LayerNormKernels k(rewriter, op.getLoc(), elementOf(op.getX()));
-    auto r = k.layerNormVJP(a.getX(), a.getGain(), a.getDy(), op.getEps().convertToDouble());
+    double eps = op.getEps().convertToDouble();
+    SmallVector<Value> r;
+    if (cpuKernels) {
+      r = cpuLayerNorm(rewriter, op.getLoc(), op, a.getX(), a.getGain(), Value(), a.getDy(), eps);
+    } else {
+      auto v = k.layerNormVJP(a.getX(), a.getGain(), a.getDy(), eps);
+      r.assign(v.begin(), v.end());
+    }
     rewriter.replaceOp(op, {k.castTo(r[0], op.getDx().getType()),
                             k.castTo(r[1], op.getDgain().getType()),
                             k.castTo(r[2], op.getDbias().getType())});
     return success();
   }
+  bool cpuKernels;
 };
 
 } // namespace
 
-void mlir::unroll::populateLayerNormPatterns(RewritePatternSet &patterns) {
-  patterns.add<LayerNormLowering, LayerNormVJPLowering>(patterns.getContext());
+void mlir::unroll::populateLayerNormPatterns(RewritePatternSet &patterns, bool cpuKernels) {
+  patterns.add<LayerNormLowering, LayerNormVJPLowering>(patterns.getContext(), cpuKernels);
 }

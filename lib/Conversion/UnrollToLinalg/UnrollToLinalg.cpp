@@ -22,7 +22,7 @@ using namespace mlir::unroll;
 void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels,
                                                   bool fusedAttention, int64_t attentionTile) {
   populateLinearPatterns(patterns);
-  populateLayerNormPatterns(patterns);
+  populateLayerNormPatterns(patterns, cpuKernels);
   populateAttentionPatterns(patterns, cpuKernels);
   if (fusedAttention)
     populateFusedAttentionPatterns(patterns, attentionTile);

@@ -15,8 +15,9 @@ class MMStepOp;
 
 /// unroll.linear, unroll.linear_vjp (Linear.cpp).
 void populateLinearPatterns(RewritePatternSet &patterns);
-/// unroll.layer_norm, unroll.layer_norm_vjp (LayerNorm.cpp).
-void populateLayerNormPatterns(RewritePatternSet &patterns);
+/// unroll.layer_norm, unroll.layer_norm_vjp (LayerNorm.cpp); with `cpuKernels`
+/// each becomes one call of the CPU row kernels.
+void populateLayerNormPatterns(RewritePatternSet &patterns, bool cpuKernels);
 /// unroll.attention, unroll.attention_vjp (Attention.cpp); with `cpuKernels`
 /// each becomes one call of the CPU kernels instead of linalg ops.
 void populateAttentionPatterns(RewritePatternSet &patterns, bool cpuKernels);

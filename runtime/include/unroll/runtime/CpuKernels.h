@@ -11,6 +11,8 @@
  *   unroll_gemm_<f32|f64>           C (+)= A · B, strided (runtime/cpu/Gemm.cpp)
  *   unroll_attention_<f32|f64>      causal multi-head attention forward
  *   unroll_attention_vjp_<f32|f64>  and its VJP (runtime/cpu/Attention.cpp)
+ *   unroll_layer_norm_<f32|f64>     LayerNorm over the last dimension, one pass per row
+ *   unroll_layer_norm_vjp_<f32|f64> and its VJP (runtime/cpu/LayerNorm.cpp)
  *   unroll_state_*                  resident training state (runtime/cpu/Alloc.cpp;
  *                                   the GPU runtime defines the same symbols)
  *
@@ -49,6 +51,26 @@ void unroll_attention_vjp_f64(int64_t B, int64_t n, int64_t H, int64_t hd, const
                               int64_t sQb, int64_t sQi, const double *dout, int64_t sDb,
                               int64_t sDi, double *dqkv, int64_t sGb, int64_t sGi);
 
+/* y[b, i, :] = (x − mean) · rstd · g + bias over the F values of each
+ * token, rstd = 1/√(var + eps) (eps: the bits of a double); x and y strided
+ * in their batch and token dimensions, the last dimension contiguous. */
+void unroll_layer_norm_f32(int64_t B, int64_t n, int64_t F, const float *x, int64_t sXb,
+                           int64_t sXi, const float *g, const float *bias, float *y, int64_t sYb,
+                           int64_t sYi, int64_t epsBits);
+void unroll_layer_norm_f64(int64_t B, int64_t n, int64_t F, const double *x, int64_t sXb,
+                           int64_t sXi, const double *g, const double *bias, double *y, int64_t sYb,
+                           int64_t sYi, int64_t epsBits);
+/* dx (layout of x, every element written), dg and db [F] (overwritten) from
+ * x and dy. */
+void unroll_layer_norm_vjp_f32(int64_t B, int64_t n, int64_t F, const float *x, int64_t sXb,
+                               int64_t sXi, const float *g, const float *dy, int64_t sDb,
+                               int64_t sDi, float *dx, int64_t sGb, int64_t sGi, float *dg,
+                               float *db, int64_t epsBits);
+void unroll_layer_norm_vjp_f64(int64_t B, int64_t n, int64_t F, const double *x, int64_t sXb,
+                               int64_t sXi, const double *g, const double *dy, int64_t sDb,
+                               int64_t sDi, double *dx, int64_t sGb, int64_t sGi, double *dg,
+                               double *db, int64_t epsBits);
+
 /* Resident training state (docs/abi.md): zeroed, 64-byte aligned buffers
  * that the entry points use in place. */
 void *unroll_state_alloc(size_t bytes);
@@ -72,13 +94,21 @@ template <typename R, typename... A> struct Arity<R(A...)> {
 inline constexpr unsigned kGemmArgs = Arity<decltype(unroll_gemm_f32)>::value;
 inline constexpr unsigned kAttentionArgs = Arity<decltype(unroll_attention_f32)>::value;
 inline constexpr unsigned kAttentionVJPArgs = Arity<decltype(unroll_attention_vjp_f32)>::value;
+inline constexpr unsigned kLayerNormArgs = Arity<decltype(unroll_layer_norm_f32)>::value;
+inline constexpr unsigned kLayerNormVJPArgs = Arity<decltype(unroll_layer_norm_vjp_f32)>::value;
 static_assert(Arity<decltype(unroll_gemm_f64)>::value == kGemmArgs &&
                   Arity<decltype(unroll_attention_f64)>::value == kAttentionArgs &&
-                  Arity<decltype(unroll_attention_vjp_f64)>::value == kAttentionVJPArgs,
+                  Arity<decltype(unroll_attention_vjp_f64)>::value == kAttentionVJPArgs &&
+                  Arity<decltype(unroll_layer_norm_f64)>::value == kLayerNormArgs &&
+                  Arity<decltype(unroll_layer_norm_vjp_f64)>::value == kLayerNormVJPArgs,
               "the f32 and f64 kernels take the same arguments");
 
 /// Kernel names by element type (f32 or not).
 inline const char *gemmName(bool f32) { return f32 ? "unroll_gemm_f32" : "unroll_gemm_f64"; }
+inline const char *layerNormName(bool f32, bool vjp) {
+  return vjp ? (f32 ? "unroll_layer_norm_vjp_f32" : "unroll_layer_norm_vjp_f64")
+             : (f32 ? "unroll_layer_norm_f32" : "unroll_layer_norm_f64");
+}
 inline const char *attentionName(bool f32, bool vjp) {
   return vjp ? (f32 ? "unroll_attention_vjp_f32" : "unroll_attention_vjp_f64")
              : (f32 ? "unroll_attention_f32" : "unroll_attention_f64");

@@ -1,0 +1,217 @@
+//===- LayerNorm.cpp - the CPU layer-norm kernels of compiled.so ----------===//
+//
+// LayerNorm over the last dimension of a token batch and its VJP as one
+// pass over each row (unroll_layer_norm_<f32|f64>, _vjp_; declared in
+// runtime/include/unroll/runtime/CpuKernels.h), called by --lower-to-cpu
+// instead of the loop nests of the linalg lowering (two reductions, two
+// per-token maps and the normalization, each a pass over [B, n, F]; the VJP
+// nine). A row (F ≤ a few thousand values) stays in L1 while its moments,
+// its normalization and its gradient are formed:
+//
+//   y = (x − mean) · rstd · g + b,        rstd = 1 / √(Σ (x − mean)² / F + ε)
+//   dx = rstd (ĝ − mean(ĝ) − x̂ mean(ĝ x̂)),  ĝ = dy · g,  x̂ = (x − mean) rstd
+//   dg = Σ_tokens dy x̂,  db = Σ_tokens dy
+//
+// The row sums are formed in W-lane vectors (f32 rows with f64 accumulation
+// for the two moments and the gradient's sums over the tokens). Compiled for
+// AVX-512, AVX2 and the baseline and picked at run time (Isa.h).
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "Isa.h"
+#include "unroll/runtime/CpuKernels.h"
+
+namespace {
+
+#define INLINE inline __attribute__((always_inline))
+
+/// W values at a time through one register of the instruction set: V is a
+/// GCC vector of T.
+template <typename T, int Bytes> struct Lanes {
+  typedef T V __attribute__((vector_size(Bytes)));
+  static constexpr int W = Bytes / sizeof(T);
+  static INLINE V load(const T *p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static INLINE void store(T *p, V v) { std::memcpy(p, &v, sizeof v); }
+  static INLINE double sum(V v) {
+    double s = 0;
+    for (int l = 0; l < W; ++l)
+      s += double(v[l]);
+    return s;
+  }
+};
+
+double epsOf(int64_t bits) {
+  double eps;
+  std::memcpy(&eps, &bits, sizeof eps);
+  return eps;
+}
+
+/// Mean and rstd of one row of F values. Sums in vectors of T (the row's
+/// partial sums over F / W lanes), totals in double.
+template <typename T, int Bytes>
+INLINE void moments(int64_t F, const T *x, double eps, T &mean, T &rstd) {
+  using L = Lanes<T, Bytes>;
+  using V = typename L::V;
+  constexpr int W = L::W;
+  int64_t f = 0;
+  V a{};
+  for (; f + W <= F; f += W)
+    a += L::load(x + f);
+  double s = L::sum(a);
+  for (; f < F; ++f)
+    s += x[f];
+  mean = T(s / F);
+  V c{};
+  f = 0;
+  for (; f + W <= F; f += W) {
+    V d = L::load(x + f) - mean;
+    c += d * d;
+  }
+  double q = L::sum(c);
+  for (; f < F; ++f)
+    q += double(x[f] - mean) * double(x[f] - mean);
+  rstd = T(1.0 / std::sqrt(q / F + eps));
+}
+
+template <typename T, int Bytes>
+INLINE void layerNorm(int64_t B, int64_t n, int64_t F, const T *x, int64_t sXb, int64_t sXi,
+                      const T *g, const T *bias, T *y, int64_t sYb, int64_t sYi, int64_t epsBits) {
+  using L = Lanes<T, Bytes>;
+  constexpr int W = L::W;
+  const double eps = epsOf(epsBits);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < n; ++i) {
+      const T *xr = x + b * sXb + i * sXi;
+      T *yr = y + b * sYb + i * sYi;
+      T mean, rstd;
+      moments<T, Bytes>(F, xr, eps, mean, rstd);
+      int64_t f = 0;
+      for (; f + W <= F; f += W)
+        L::store(yr + f, (L::load(xr + f) - mean) * rstd * L::load(g + f) + L::load(bias + f));
+      for (; f < F; ++f)
+        yr[f] = (xr[f] - mean) * rstd * g[f] + bias[f];
+    }
+}
+
+template <typename T, int Bytes>
+INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sXb, int64_t sXi,
+                         const T *g, const T *dy, int64_t sDb, int64_t sDi, T *dx, int64_t sGb,
+                         int64_t sGi, T *dg, T *db, int64_t epsBits) {
+  using L = Lanes<T, Bytes>;
+  using V = typename L::V;
+  constexpr int W = L::W;
+  const double eps = epsOf(epsBits);
+  // The sums over tokens in double: thousands of rows add into each.
+  thread_local std::vector<double> dgAcc, dbAcc;
+  thread_local std::vector<T> xhat, ghat;
+  dgAcc.assign(F, 0.0);
+  dbAcc.assign(F, 0.0);
+  xhat.resize(F);
+  ghat.resize(F);
+  const T invF = T(1.0 / F);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < n; ++i) {
+      const T *xr = x + b * sXb + i * sXi, *dyr = dy + b * sDb + i * sDi;
+      T *dxr = dx + b * sGb + i * sGi;
+      T mean, rstd;
+      moments<T, Bytes>(F, xr, eps, mean, rstd);
+      // x̂, Σ ĝ and Σ ĝ x̂ (ĝ = dy g), and the token sums of dg and db.
+      V s1{}, s2{};
+      int64_t f = 0;
+      for (; f + W <= F; f += W) {
+        V xh = (L::load(xr + f) - mean) * rstd, gh = L::load(dyr + f) * L::load(g + f);
+        L::store(xhat.data() + f, xh);
+        L::store(ghat.data() + f, gh);
+        s1 += gh;
+        s2 += gh * xh;
+      }
+      double t1 = L::sum(s1), t2 = L::sum(s2);
+      for (; f < F; ++f) {
+        T xh = (xr[f] - mean) * rstd, gh = dyr[f] * g[f];
+        xhat[f] = xh;
+        ghat[f] = gh;
+        t1 += gh;
+        t2 += double(gh) * xh;
+      }
+      const T m1 = T(t1) * invF, m2 = T(t2) * invF;
+      f = 0;
+      // ĝ as stored: a product formed again here could round (or fuse)
+      // otherwise, which rstd amplifies where a row's variance is ~0.
+      for (; f + W <= F; f += W)
+        L::store(dxr + f, (L::load(ghat.data() + f) - m1 - L::load(xhat.data() + f) * m2) * rstd);
+      for (; f < F; ++f)
+        dxr[f] = (ghat[f] - m1 - xhat[f] * m2) * rstd;
+      for (int64_t e = 0; e < F; ++e) {
+        dgAcc[e] += double(dyr[e]) * double(xhat[e]);
+        dbAcc[e] += double(dyr[e]);
+      }
+    }
+  for (int64_t e = 0; e < F; ++e) {
+    dg[e] = T(dgAcc[e]);
+    db[e] = T(dbAcc[e]);
+  }
+}
+
+#define AVX512 __attribute__((target("avx512f,fma")))
+#define AVX2 __attribute__((target("avx2,fma")))
+
+#define ARGS(T)                                                                                    \
+  int64_t B, int64_t n, int64_t F, const T *x, int64_t sXb, int64_t sXi, const T *g,               \
+      const T *bias, T *y, int64_t sYb, int64_t sYi, int64_t epsBits
+#define PASS B, n, F, x, sXb, sXi, g, bias, y, sYb, sYi, epsBits
+#define VJP_ARGS(T)                                                                                \
+  int64_t B, int64_t n, int64_t F, const T *x, int64_t sXb, int64_t sXi, const T *g, const T *dy,  \
+      int64_t sDb, int64_t sDi, T *dx, int64_t sGb, int64_t sGi, T *dg, T *db, int64_t epsBits
+#define VJP_PASS B, n, F, x, sXb, sXi, g, dy, sDb, sDi, dx, sGb, sGi, dg, db, epsBits
+
+AVX512 void f32Avx512(ARGS(float)) { layerNorm<float, 64>(PASS); }
+AVX2 void f32Avx2(ARGS(float)) { layerNorm<float, 32>(PASS); }
+void f32Plain(ARGS(float)) { layerNorm<float, 16>(PASS); }
+AVX512 void f64Avx512(ARGS(double)) { layerNorm<double, 64>(PASS); }
+AVX2 void f64Avx2(ARGS(double)) { layerNorm<double, 32>(PASS); }
+void f64Plain(ARGS(double)) { layerNorm<double, 16>(PASS); }
+AVX512 void vjpF32Avx512(VJP_ARGS(float)) { layerNormVJP<float, 64>(VJP_PASS); }
+AVX2 void vjpF32Avx2(VJP_ARGS(float)) { layerNormVJP<float, 32>(VJP_PASS); }
+void vjpF32Plain(VJP_ARGS(float)) { layerNormVJP<float, 16>(VJP_PASS); }
+AVX512 void vjpF64Avx512(VJP_ARGS(double)) { layerNormVJP<double, 64>(VJP_PASS); }
+AVX2 void vjpF64Avx2(VJP_ARGS(double)) { layerNormVJP<double, 32>(VJP_PASS); }
+void vjpF64Plain(VJP_ARGS(double)) { layerNormVJP<double, 16>(VJP_PASS); }
+
+using unroll::cpu::Isa;
+
+template <typename... A>
+void dispatch(void (*avx512)(A...), void (*avx2)(A...), void (*plain)(A...), A... args) {
+  switch (unroll::cpu::detectIsa()) {
+  case Isa::Avx512:
+    return avx512(args...);
+  case Isa::Avx2:
+    return avx2(args...);
+  case Isa::Plain:
+    return plain(args...);
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void unroll_layer_norm_f32(ARGS(float)) { dispatch(f32Avx512, f32Avx2, f32Plain, PASS); }
+void unroll_layer_norm_f64(ARGS(double)) { dispatch(f64Avx512, f64Avx2, f64Plain, PASS); }
+void unroll_layer_norm_vjp_f32(VJP_ARGS(float)) {
+  dispatch(vjpF32Avx512, vjpF32Avx2, vjpF32Plain, VJP_PASS);
+}
+void unroll_layer_norm_vjp_f64(VJP_ARGS(double)) {
+  dispatch(vjpF64Avx512, vjpF64Avx2, vjpF64Plain, VJP_PASS);
+}
+
+} // extern "C"
