@@ -38,13 +38,32 @@
 
 namespace {
 
+/// unroll_gemm_* (ex false) or unroll_gemm_ex_* with `flags`.
 template <typename T>
-void call(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
-          int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t acc) {
-  if constexpr (sizeof(T) == 4)
-    unroll_gemm_f32(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
-  else
-    unroll_gemm_f64(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
+void call(bool ex, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
+          const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t acc,
+          int64_t flags, const T *bias, T *D) {
+  if constexpr (sizeof(T) == 4) {
+    if (ex)
+      unroll_gemm_ex_f32(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, flags, bias, D);
+    else
+      unroll_gemm_f32(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
+  } else {
+    if (ex)
+      unroll_gemm_ex_f64(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, flags, bias, D);
+    else
+      unroll_gemm_f64(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
+  }
+}
+
+/// The model's GELU and its derivative in double (std::tanh).
+double geluRef(double x) {
+  return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+double geluGradRef(double x) {
+  const double c = 0.7978845608028654, a = 0.044715;
+  double t = std::tanh(c * (x + a * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x);
 }
 
 /// One random case; returns max |got - want| / max |want|.
@@ -71,20 +90,42 @@ template <typename T> double checkOne(std::mt19937_64 &rng) {
     v = nd(rng);
   int64_t sAm = ta ? 1 : ldA, sAk = ta ? ldA : 1, sBk = tb ? 1 : ldB, sBn = tb ? ldB : 1,
           sCm = tc ? 1 : ldC, sCn = tc ? ldC : 1;
-  std::vector<double> want(M * N);
+  // Half the cases through unroll_gemm_ex with an epilogue (as the compiler
+  // calls it: overwriting C), D at C's strides.
+  bool ex = rng() & 1;
+  const int64_t kFlags[] = {0, UNROLL_GEMM_BIAS, UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX,
+                            UNROLL_GEMM_GELU_AUX, UNROLL_GEMM_DGELU};
+  int64_t flags = ex ? kFlags[rng() % 5] : 0;
+  if (flags)
+    acc = false;
+  std::vector<T> bias(N), D(C.size());
+  for (T &v : bias)
+    v = nd(rng);
+  for (T &v : D)
+    v = nd(rng);
+  std::vector<double> want(M * N), wantD(M * N);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double s = acc ? C[i * sCm + j * sCn] : 0.0;
       for (int64_t k = 0; k < K; ++k)
         s += double(A[i * sAm + k * sAk]) * double(B[k * sBk + j * sBn]);
+      if (flags & UNROLL_GEMM_BIAS)
+        s += bias[j];
+      if (flags & UNROLL_GEMM_DGELU)
+        s *= geluGradRef(D[i * sCm + j * sCn]);
       want[i * N + j] = s;
+      wantD[i * N + j] = geluRef(s);
     }
-  call<T>(M, N, K, A.data(), sAm, sAk, B.data(), sBk, sBn, C.data(), sCm, sCn, acc);
+  call<T>(ex, M, N, K, A.data(), sAm, sAk, B.data(), sBk, sBn, C.data(), sCm, sCn, acc, flags,
+          flags & UNROLL_GEMM_BIAS ? bias.data() : nullptr,
+          flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU) ? D.data() : nullptr);
   double err = 0, scale = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       err = std::max(err, std::abs(C[i * sCm + j * sCn] - want[i * N + j]));
       scale = std::max(scale, std::abs(want[i * N + j]));
+      if (flags & UNROLL_GEMM_GELU_AUX)
+        err = std::max(err, std::abs(D[i * sCm + j * sCn] - wantD[i * N + j]));
     }
   return err / std::max(scale, 1e-30);
 }
@@ -92,13 +133,14 @@ template <typename T> double checkOne(std::mt19937_64 &rng) {
 int check() {
   std::mt19937_64 rng(42);
   double e32 = 0, e64 = 0;
-  for (int c = 0; c < 120; ++c) {
+  for (int c = 0; c < 240; ++c) {
     e32 = std::max(e32, checkOne<float>(rng));
     e64 = std::max(e64, checkOne<double>(rng));
   }
   bool ok = e32 <= 1e-5 && e64 <= 1e-13;
   const char *isa = getenv("UNROLL_GEMM_ISA");
-  printf("GEMM (%s) vs plain loops, 120 random shapes/strides each: max rel. error f32 %.2e "
+  printf("GEMM (%s) vs plain loops, 240 random shapes/strides each (half with a bias, GELU or "
+         "GELU-gradient epilogue): max rel. error f32 %.2e "
          "(tolerance 1e-05), f64 %.2e (tolerance 1e-13)\n%s\n",
          isa ? isa : "detected ISA", e32, e64, ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;

@@ -7,7 +7,8 @@
 // (a generic whose body is acc + a·b, or a named matmul) whose m, n and k
 // index groups are each contiguous in every dense operand becomes one call
 //
-//   unroll_gemm_<f32|f64>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc)
+//   unroll_gemm_ex_<f32|f64>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc,
+//                            flags, bias, D)
 //
 // (declared in runtime/include/unroll/runtime/CpuKernels.h)
 // (acc = 0 when the contraction's output was zero-filled just before: the
@@ -19,6 +20,12 @@
 // energies. Contractions with batch dimensions (attention's per-(b, h)
 // products and their gradients) become a loop of calls. Everything else keeps
 // its loop nest.
+//
+// Epilogues (flags, GemmFlags.h) fold what surrounds a linear layer into
+// its call: the broadcast of its bias into C before the product, a GELU of
+// C after it (into D; C keeps the pre-activation the backward reads) and
+// the GELU gradient applied to the product that forms it. The kernel applies
+// them to each block of C as it completes.
 //
 // The pass also drops zero fills whose buffer the next op overwrites without
 // reading (elementwise ops' outputs).
@@ -53,12 +60,8 @@ namespace {
 struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
   void runOnOperation() override {
     mlir::unroll::generalizeMatmuls(getOperation());
-    SmallVector<linalg::GenericOp> generics;
-    getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
-    for (linalg::GenericOp op : generics)
-      if (succeeded(rewrite(op)))
-        ++numCalls;
-    // Fills that the next op overwrites without reading are dead.
+    // Fills that the next op overwrites without reading are dead. First:
+    // the GELU after a product is then next to it, for the epilogue.
     SmallVector<linalg::FillOp> fills;
     getOperation().walk([&](linalg::FillOp f) { fills.push_back(f); });
     for (linalg::FillOp f : fills)
@@ -66,6 +69,16 @@ struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
         f.erase();
         ++numDeadFills;
       }
+    // The candidates, collected first: a rewrite may erase the GELU or GELU
+    // gradient op after its contraction (never another contraction).
+    SmallVector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op.getNumDpsInputs() == 2 && mlir::unroll::isMulAdd(op))
+        generics.push_back(op);
+    });
+    for (linalg::GenericOp op : generics)
+      if (succeeded(rewrite(op)))
+        ++numCalls;
   }
 
   /// The op right after `fill` writes every element of the filled buffer and
@@ -95,9 +108,19 @@ struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
 
   LogicalResult rewrite(linalg::GenericOp op) {
     mlir::unroll::ContractionCall call;
-    call.name = [](bool f32) { return std::string(::unroll::abi::gemmName(f32)); };
-    call.numArgs = ::unroll::abi::kGemmArgs;
+    call.name = [](bool f32) { return std::string(::unroll::abi::gemmExName(f32)); };
+    call.numArgs = ::unroll::abi::kGemmExArgs;
+    call.extraArgs = {0}; // the flags (the epilogues below add theirs)
     call.batchLoops = true;
+    // The epilogues on the output tile: a bias broadcast into C before the
+    // product, the MLP's GELU after it (C keeps the pre-activation for the
+    // backward, D gets GELU(C)), and GELU's gradient of a product (C =
+    // GELU'(x) ∘ A·B) are not passes of their own.
+    call.biasArg = true;
+    call.biasFlag = UNROLL_GEMM_BIAS;
+    call.epilogueArg = true;
+    call.geluFlag = UNROLL_GEMM_GELU_AUX;
+    call.dgeluFlag = UNROLL_GEMM_DGELU;
     return mlir::unroll::rewriteContraction(op, call);
   }
 };

@@ -27,9 +27,9 @@
 // dq = dS k / √hd (the weighted-sum tile), and accumulates dk_j += Σ_i dS_ij
 // q_i / √hd and dv_j += Σ_i P_ij dO_i with the block's R rows in registers.
 //
-// f32 uses a Cephes-style exp (range reduction to [-ln2/2, ln2/2], degree-6
-// polynomial; relative error ~2e-7, like the polynomial --lower-to-cpu uses
-// elsewhere) that the compiler vectorizes; f64 calls std::exp. The code is
+// f32 uses a Cephes-style exp (VecMath.h: range reduction to [-ln2/2,
+// ln2/2], degree-6 polynomial; relative error ~2e-7) on whole vectors; f64
+// calls std::exp. The code is
 // compiled for AVX-512, AVX2 and the baseline and picked at run time, as
 // the GEMM kernel is (Isa.h).
 //
@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "Isa.h"
+#include "VecMath.h"
 #include "unroll/runtime/CpuKernels.h"
 
 namespace {
@@ -77,34 +78,7 @@ template <typename V, typename T> INLINE V load(const T *p) {
 }
 template <typename V, typename T> INLINE void store(T *p, V v) { std::memcpy(p, &v, sizeof v); }
 
-/// exp of every lane, x <= 0 (scores minus their row maximum). f32: range
-/// reduction x = t ln2 + f, |f| <= ln2/2, and Cephes' degree-6 polynomial
-/// (relative error ~2e-7); f64: libm, lane by lane.
-template <typename V> INLINE V expNonPositive(V x) {
-  using T = typename Lanes<V>::T;
-  constexpr int W = Lanes<V>::W;
-  if constexpr (sizeof(T) == 8) {
-    for (int l = 0; l < W; ++l)
-      x[l] = std::exp(x[l]);
-    return x;
-  } else {
-    typedef int32_t I __attribute__((vector_size(sizeof(V))));
-    x = x < -87.0f ? V{} - 87.0f : x;
-    V t = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; // round to nearest
-    V f = x - t * 0.693359375f + t * 2.12194440e-4f;
-    V p = V{} + 1.9875691500e-4f;
-    p = p * f + 1.3981999507e-3f;
-    p = p * f + 8.3334519073e-3f;
-    p = p * f + 4.1665795894e-2f;
-    p = p * f + 1.6666665459e-1f;
-    p = p * f + 5.0000001201e-1f;
-    p = p * f * f + f + 1.0f;
-    I bits = (__builtin_convertvector(t, I) + 127) << 23;
-    V scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-  }
-}
+using unroll::cpu::expNonPositive; // scores minus their row maximum are <= 0
 
 /// Per-thread buffers, grown to the largest head seen.
 template <typename T> struct Scratch {

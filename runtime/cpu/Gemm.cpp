@@ -22,6 +22,12 @@
 // set is picked once at run time (cpuid), with a scalar tile as fallback.
 // Partial tiles at the edges go through a small buffer.
 //
+// unroll_gemm_ex_* adds the epilogues of GemmFlags.h (a bias row, GELU into
+// a second output, GELU's gradient): each mc x nc block of C gets them as
+// soon as its last k-block is done, while it is in L2, instead of a pass
+// over all of C before the product (the bias broadcast) and one after (the
+// GELU) — `unroll-cpu-gemm` folds those into the call.
+//
 // Summation order differs from the plain loop nest (k is blocked by KC), so
 // results differ from it by rounding only; the tests compare with f32/f64
 // tolerances against independent references.
@@ -33,6 +39,7 @@
 #include <cstring>
 
 #include "Isa.h"
+#include "VecMath.h"
 #include "unroll/runtime/CpuKernels.h"
 
 namespace {
@@ -226,13 +233,98 @@ UNROLL_NARROW(narrowF32Avx2, float, f32x8, 8, AVX2)
 UNROLL_NARROW(narrowF64Avx512, double, f64x8, 8, AVX512)
 UNROLL_NARROW(narrowF64Avx2, double, f64x4, 4, AVX2)
 
+/// The epilogue of unroll_gemm_ex on rows [0, rows) x columns [0, cols) of
+/// a finished block of C (and D at C's strides): C += bias, then D =
+/// GELU(C) or C ∘= GELU'(D), while the block is still in cache. V is the
+/// instruction set's vector of T; contiguous rows go W at a time.
+template <typename V, typename T>
+inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t cols, T *C,
+                                                         int64_t sCm, int64_t sCn, int64_t flags,
+                                                         const T *bias, T *D) {
+  using unroll::cpu::gelu;
+  using unroll::cpu::geluGrad;
+  constexpr int W = sizeof(V) / sizeof(T);
+  const bool addBias = flags & UNROLL_GEMM_BIAS, toD = flags & UNROLL_GEMM_GELU_AUX,
+             grad = flags & UNROLL_GEMM_DGELU;
+  auto one = [&](T *c, T *d, int64_t j) {
+    V v{}, x{};
+    v[0] = *c;
+    if (addBias)
+      v[0] += bias[j];
+    if (grad) {
+      x[0] = *d;
+      v[0] *= geluGrad(x)[0];
+    }
+    *c = v[0];
+    if (toD)
+      *d = gelu(v)[0];
+  };
+  for (int64_t i = 0; i < rows; ++i) {
+    T *c = C + i * sCm, *d = D ? D + i * sCm : nullptr;
+    int64_t j = 0;
+    if (sCn == 1)
+      for (; j + W <= cols; j += W) {
+        V v;
+        memcpy(&v, c + j, sizeof v);
+        if (addBias) {
+          V bv;
+          memcpy(&bv, bias + j, sizeof bv);
+          v += bv;
+        }
+        if (grad) {
+          V x;
+          memcpy(&x, d + j, sizeof x);
+          v *= geluGrad(x);
+        }
+        memcpy(c + j, &v, sizeof v);
+        if (toD) {
+          V g = gelu(v);
+          memcpy(d + j, &g, sizeof g);
+        }
+      }
+    for (; j < cols; ++j)
+      one(c + j * sCn, d ? d + j * sCn : nullptr, j);
+  }
+}
+
+template <typename T>
+using EpilogueFn = void (*)(int64_t, int64_t, T *, int64_t, int64_t, int64_t, const T *, T *);
+
+#define UNROLL_EPILOGUE(NAME, T, V, ATTR)                                                          \
+  ATTR void NAME(int64_t rows, int64_t cols, T *C, int64_t sCm, int64_t sCn, int64_t flags,        \
+                 const T *bias, T *D) {                                                            \
+    epilogueBlock<V, T>(rows, cols, C, sCm, sCn, flags, bias, D);                                  \
+  }
+UNROLL_EPILOGUE(epiF32Avx512, float, f32x16, AVX512)
+UNROLL_EPILOGUE(epiF32Avx2, float, f32x8, AVX2)
+UNROLL_EPILOGUE(epiF32Plain, float, f32x4, PLAIN)
+UNROLL_EPILOGUE(epiF64Avx512, double, f64x8, AVX512)
+UNROLL_EPILOGUE(epiF64Avx2, double, f64x4, AVX2)
+UNROLL_EPILOGUE(epiF64Plain, double, f64x2, PLAIN)
+
+/// What unroll_gemm_ex adds to a product: its flags, vectors and the
+/// instruction set's epilogue (flags 0: none).
+template <typename T> struct Epilogue {
+  int64_t flags = 0;
+  const T *bias = nullptr;
+  T *D = nullptr;
+  EpilogueFn<T> fn = nullptr;
+  void apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols, T *C, int64_t sCm,
+             int64_t sCn) const {
+    if (flags)
+      fn(rows, cols, C + i0 * sCm + j0 * sCn, sCm, sCn, flags, bias ? bias + j0 : nullptr,
+         D ? D + i0 * sCm + j0 * sCn : nullptr);
+  }
+};
+
 template <typename T>
 using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, int64_t, int64_t,
                         int64_t, bool);
 
 template <typename T, int MR, int NR>
 void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
-          const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool accumulate) {
+          const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool accumulate,
+          const Epilogue<T> &epi) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
@@ -240,6 +332,7 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j)
           C[i * sCm + j * sCn] = 0;
+    epi.apply(0, 0, M, N, C, sCm, sCn);
     return;
   }
   thread_local Scratch<T> scratch;
@@ -273,6 +366,10 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
             tile(kc, a, lda, pb + jr * kc, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm, sCn, rows,
                  std::min<int64_t>(NR, nc - jr), accumulate || pc > 0);
         }
+        // The last k-block finished this mc x nc block of C: its epilogue
+        // now, while it is in L2.
+        if (pc + kc >= K)
+          epi.apply(ic, jc, mc, nc, C, sCm, sCn);
       }
     }
   }
@@ -285,10 +382,12 @@ template <typename T> struct Kernels;
 template <> struct Kernels<float> {
   static constexpr auto narrow512 = narrowF32Avx512, narrow2 = narrowF32Avx2;
   static constexpr auto tile512 = tileF32Avx512, tile2 = tileF32Avx2, tilePlain = tileF32Plain;
+  static constexpr auto epi512 = epiF32Avx512, epi2 = epiF32Avx2, epiPlain = epiF32Plain;
 };
 template <> struct Kernels<double> {
   static constexpr auto narrow512 = narrowF64Avx512, narrow2 = narrowF64Avx2;
   static constexpr auto tile512 = tileF64Avx512, tile2 = tileF64Avx2, tilePlain = tileF64Plain;
+  static constexpr auto epi512 = epiF64Avx512, epi2 = epiF64Avx2, epiPlain = epiF64Plain;
 };
 
 /// Picks the narrow unpacked kernel or the blocked one for this ISA. The
@@ -296,25 +395,32 @@ template <> struct Kernels<double> {
 /// W = vector width in elements.
 template <typename T>
 void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
-              int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc) {
+              int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc, int64_t flags = 0,
+              const T *bias = nullptr, T *D = nullptr) {
   using Kn = Kernels<T>;
   constexpr int64_t w512 = 64 / sizeof(T), w2 = 32 / sizeof(T), wPlain = 16 / sizeof(T);
   Isa isa = unroll::cpu::detectIsa();
+  Epilogue<T> epi{flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU), bias, D,
+                  isa == Isa::Avx512 ? Kn::epi512
+                  : isa == Isa::Avx2 ? Kn::epi2
+                                     : Kn::epiPlain};
   if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
     int64_t w = isa == Isa::Avx512 ? w512 : w2;
     if (N == w || N == 2 * w) {
       (isa == Isa::Avx512 ? Kn::narrow512 : Kn::narrow2)(M, N, K, A, sAm, sAk, B, sBk, C, sCm, acc);
+      epi.apply(0, 0, M, N, C, sCm, sCn);
       return;
     }
   }
   switch (isa) {
   case Isa::Avx512:
-    return gemm<T, 8, 2 * w512>(Kn::tile512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
+    return gemm<T, 8, 2 * w512>(Kn::tile512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc,
+                                epi);
   case Isa::Avx2:
-    return gemm<T, 6, 2 * w2>(Kn::tile2, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
+    return gemm<T, 6, 2 * w2>(Kn::tile2, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
   case Isa::Plain:
     return gemm<T, 4, 2 * wPlain>(Kn::tilePlain, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn,
-                                  acc);
+                                  acc, epi);
   }
 }
 
@@ -332,6 +438,20 @@ void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t s
                      const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
                      int64_t accumulate) {
   dispatch<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+}
+
+void unroll_gemm_ex_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
+                        const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
+                        int64_t sCn, int64_t accumulate, int64_t flags, const float *bias,
+                        float *D) {
+  dispatch<float>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0, flags, bias, D);
+}
+
+void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
+                        const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm,
+                        int64_t sCn, int64_t accumulate, int64_t flags, const double *bias,
+                        double *D) {
+  dispatch<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0, flags, bias, D);
 }
 
 } // extern "C"

@@ -16,7 +16,7 @@
 // CHECK:         %[[ROW:.*]] = arith.muli %[[STRIDES]]#1, %[[SIZES]]#1 : index
 // CHECK:         %[[DENSE:.*]] = arith.cmpi eq, %[[STRIDES]]#0, %[[ROW]] : index
 // CHECK:         scf.if %[[DENSE]] {
-// CHECK:           func.call @unroll_gemm_f32(
+// CHECK:           func.call @unroll_gemm_ex_f32(
 // CHECK:         } else {
 // CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:      linalg.fill ins(%[[ZERO]] : f32) outs(%[[Y]] : memref<?x?x4xf32>)
@@ -42,11 +42,12 @@ func.func @strided_rows(%x: memref<?x?x8xf32, strided<[?, 8, 1], offset: ?>>,
 }
 
 // The identity layout needs no check, and the zero fill right before
-// becomes the call's overwrite flag (the last argument, 0).
+// becomes the call's overwrite flag (0, before the epilogue's flags, bias
+// and GELU output: 0, none, none).
 // CHECK-LABEL: func.func @dense_rows
 // CHECK-NOT:     linalg.fill
 // CHECK-NOT:     scf.if
-// CHECK:         call @unroll_gemm_f32({{.*}}, %c0{{(_[0-9]+)?}}) :
+// CHECK:         call @unroll_gemm_ex_f32({{.*}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}) :
 // CHECK-NOT:     linalg.generic
 func.func @dense_rows(%x: memref<?x?x8xf32>, %w: memref<4x8xf32>, %y: memref<?x?x4xf32>) {
   %zero = arith.constant 0.0 : f32

@@ -9,6 +9,8 @@
  * elements, and addresses), which is why the compiler needs only the count.
  *
  *   unroll_gemm_<f32|f64>           C (+)= A · B, strided (runtime/cpu/Gemm.cpp)
+ *   unroll_gemm_ex_<f32|f64>        the same with the epilogues of GemmFlags.h (bias,
+ *                                   GELU, GELU's gradient) applied to the output tile
  *   unroll_attention_<f32|f64>      causal multi-head attention forward
  *   unroll_attention_vjp_<f32|f64>  and its VJP (runtime/cpu/Attention.cpp)
  *   unroll_layer_norm_<f32|f64>     LayerNorm over the last dimension, one pass per row
@@ -23,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "unroll/runtime/GemmFlags.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +39,20 @@ void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sA
 void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                      const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
                      int64_t accumulate);
+
+/* The GEMM with epilogues, with unroll_gpu_gemm_*'s arguments (GpuKernels.h):
+ * C (+)= A · B, then, as each block of C is complete, C += bias[n]
+ * (UNROLL_GEMM_BIAS), D = GELU(C) (UNROLL_GEMM_GELU_AUX) or C ∘= GELU'(D)
+ * (UNROLL_GEMM_DGELU; D holds GELU's input). D has C's strides; bias and D
+ * are null where their flag is not set. */
+void unroll_gemm_ex_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
+                        const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
+                        int64_t sCn, int64_t accumulate, int64_t flags, const float *bias,
+                        float *D);
+void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
+                        const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm,
+                        int64_t sCn, int64_t accumulate, int64_t flags, const double *bias,
+                        double *D);
 
 /* out[b, i, h·hd + e] = Σ_{j ≤ i} softmax_j(q_i·k_j / √hd) v_j[e] for qkv
  * [B, n, 3·H·hd] (q | k | v, heads contiguous); strides of the batch and
@@ -92,11 +110,13 @@ template <typename R, typename... A> struct Arity<R(A...)> {
 };
 
 inline constexpr unsigned kGemmArgs = Arity<decltype(unroll_gemm_f32)>::value;
+inline constexpr unsigned kGemmExArgs = Arity<decltype(unroll_gemm_ex_f32)>::value;
 inline constexpr unsigned kAttentionArgs = Arity<decltype(unroll_attention_f32)>::value;
 inline constexpr unsigned kAttentionVJPArgs = Arity<decltype(unroll_attention_vjp_f32)>::value;
 inline constexpr unsigned kLayerNormArgs = Arity<decltype(unroll_layer_norm_f32)>::value;
 inline constexpr unsigned kLayerNormVJPArgs = Arity<decltype(unroll_layer_norm_vjp_f32)>::value;
 static_assert(Arity<decltype(unroll_gemm_f64)>::value == kGemmArgs &&
+                  Arity<decltype(unroll_gemm_ex_f64)>::value == kGemmExArgs &&
                   Arity<decltype(unroll_attention_f64)>::value == kAttentionArgs &&
                   Arity<decltype(unroll_attention_vjp_f64)>::value == kAttentionVJPArgs &&
                   Arity<decltype(unroll_layer_norm_f64)>::value == kLayerNormArgs &&
@@ -105,6 +125,9 @@ static_assert(Arity<decltype(unroll_gemm_f64)>::value == kGemmArgs &&
 
 /// Kernel names by element type (f32 or not).
 inline const char *gemmName(bool f32) { return f32 ? "unroll_gemm_f32" : "unroll_gemm_f64"; }
+inline const char *gemmExName(bool f32) {
+  return f32 ? "unroll_gemm_ex_f32" : "unroll_gemm_ex_f64";
+}
 inline const char *layerNormName(bool f32, bool vjp) {
   return vjp ? (f32 ? "unroll_layer_norm_vjp_f32" : "unroll_layer_norm_vjp_f64")
              : (f32 ? "unroll_layer_norm_f32" : "unroll_layer_norm_f64");

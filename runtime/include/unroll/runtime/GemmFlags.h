@@ -1,0 +1,26 @@
+/*===- GemmFlags.h - the flags of the GEMM calls of compiled.so ---*- C -*-===*
+ *
+ * One set of flags for the GPU GEMM (unroll_gpu_gemm_*, GpuKernels.h:
+ * cuBLASLt's compute types and epilogues) and the CPU one (unroll_gemm_ex_*,
+ * CpuKernels.h: the same epilogues on the output tile; TF32 is ignored).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef UNROLL_RUNTIME_GEMMFLAGS_H
+#define UNROLL_RUNTIME_GEMMFLAGS_H
+
+/* Compute in TF32 (f32 operands rounded to a
+ * 10-bit mantissa, f32 accumulation; cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32). */
+#define UNROLL_GEMM_TF32 1
+/* ... and add bias[n] to every row of C (cuBLASLt's BIAS epilogue; C
+ * row-major, bias contiguous, accumulate = 0). */
+#define UNROLL_GEMM_BIAS 2
+/* ... and write GELU(C) (tanh GELU, after the bias) to D, which has C's
+ * strides; C keeps the pre-activation (cuBLASLt's GELU_AUX(_BIAS)
+ * epilogue: D the output, C the aux matrix; C row-major, accumulate = 0). */
+#define UNROLL_GEMM_GELU_AUX 4
+/* ... or, instead, C = GELU'(D) ∘ (A · B), D (GELU's input, C's strides)
+ * read (cuBLASLt's DGELU epilogue with D as the aux matrix; C row-major,
+ * accumulate = 0, no bias). */
+#define UNROLL_GEMM_DGELU 8
+
+#endif /* UNROLL_RUNTIME_GEMMFLAGS_H */
