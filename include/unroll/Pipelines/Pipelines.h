@@ -35,7 +35,7 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       *this, "fuse-elementwise",
       llvm::cl::desc("Fold elementwise producers into their consumers (not into contractions, "
                      "which call the GEMM kernel) and accumulate gradients in place"),
-      llvm::cl::init(false)};
+      llvm::cl::init(true)};
 };
 
 /// Options of --lower-to-gpu (and of --lower-to-gpu-emulated, which ignores
