@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""The table of bench/run.sh's OUT/bench.json (markdown on stdout): per
+config, thread count and entry (training step, forward) unroll's and
+PyTorch's medians, the speed-up, GFLOP/s from the model's FLOPs, the GEMM
+peak measured in the same run and the share of it, and with BENCH_BASE the
+other build's times.
+
+  bench/table.py OUT/bench.json
+"""
+import json, sys
+j = json.load(open(sys.argv[1]))
+
+def flops(d, D, H, L, loops, window, points, batch):
+    """Model FLOPs (multiply-adds x 2) of one forward over `loops` iterations
+    and of one training step (forward over b, backward over the last T at
+    twice the forward cost); layer norms, softmax and GELU are O(nD) and left
+    out. Per block and token: QKV 6D^2, projection 2D^2, MLP 16D^2; attention
+    scores and weighted sum 4nD per token."""
+    n = 2 * points
+    it = L * (24 * n * D * D + 4 * n * n * D)
+    io = 2 * n * d * D + 2 * n * D
+    return batch * (loops * it + io), batch * ((loops + 2 * window) * it + io)
+
+has_before = any("before" in r for r in j["runs"])
+extra = " before (s) | before: share of peak |" if has_before else ""
+print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | GEMM peak GFLOP/s | share of GEMM peak | PyTorch GFLOP/s |" + extra)
+print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if has_before else ""))
+for r in j["runs"]:
+    d, D, H, L, loops, window, points = r["dims"]
+    b = r["unroll"]["batch"]
+    ff, ft = flops(d, D, H, L, loops, window, points, b)
+    peak = j["gemm_peak"][str(r["threads"])]["gflops"]
+    for what, key, f in (("training step", "train_step_median_s", ft), ("forward", "forward_median_s", ff)):
+        u, t = r["unroll"][key], r["torch"][key]
+        row = (f"| {r['config']} (b={loops}, T={window}, k={points}, batch {b}) | {r['threads']} | {what} "
+               f"| {u:.4f} | {t:.4f} | {t/u:.2f}x | {f/u/1e9:.1f} | {peak:.0f} | {100*f/u/1e9/peak:.0f}% | {f/t/1e9:.1f} |")
+        if has_before:
+            bt = r["before"][key]
+            row += f" {bt:.4f} | {100*f/bt/1e9/peak:.0f}% |"
+        print(row)
+pk = ", ".join(f"{k} thread{'s' if k != '1' else ''}: {v['gflops']:.0f} GFLOP/s" for k, v in j["gemm_peak"].items())
+t0 = j["runs"][0]["torch"]
+n = len(j["runs"][0]["unroll"]["train_step_s"])
+print(f"(median of {n} runs each, unroll and PyTorch alternating in {j['runs'][0]['unroll']['rounds']} rounds; GEMM peak = unroll's f32 GEMM kernel on 2048x2048x256 in the same run: {pk}; "
+      f"PyTorch {t0['torch']}, BLAS: {t0['blas']})")
