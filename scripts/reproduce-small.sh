@@ -7,8 +7,8 @@
 # steps, at the peak rate of that file (3e-3) for the looped models and
 # L12_LR (default 1e-3) for the 12-layer one, which at 3e-3 stayed at the
 # zero predictor's loss for 3000 steps; icl_linear also trains the
-# weight-tied loop without injection and the looped model at twice STEPS
-# (does it still improve?). Every model is
+# weight-tied loop without injection, and the looped and the 12-layer model
+# at twice STEPS (do they still improve?). Every model is
 # evaluated on 1280 prompts beside the task's baselines; the looped and
 # weight-tied models get loop studies to 100 loops.
 #
@@ -18,7 +18,8 @@
 # Results in OUT/<task>/<model>/ (eval.*, loops.*, metrics.jsonl), the plots
 # OUT/<task>.svg and OUT/loops.svg, and the table OUT/summary.md
 # (scripts/reproduce-summary.py). About 45 minutes of one core per task at
-# 12000 steps (the 12-layer model is three quarters of it).
+# 12000 steps (the 12-layer model is two thirds of it), plus 1.5 hours for
+# the two runs at twice the steps.
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/reproduce-small}; STEPS=${3:-12000}
 JOBS=${JOBS:-1}
@@ -69,7 +70,8 @@ for task in "${TASKS[@]}"; do
   runs+=("looped $task $STEPS $OUT/$task/looped")
 done
 runs+=("tying icl_linear $STEPS $OUT/icl_linear/tying"
-       "looped icl_linear $((2 * STEPS)) $OUT/icl_linear/looped_x2")
+       "looped icl_linear $((2 * STEPS)) $OUT/icl_linear/looped_x2"
+       "gpt2_L12 icl_linear $((2 * STEPS)) $OUT/icl_linear/gpt2_L12_x2 --lr $L12_LR")
 # JOBS runs at a time.
 for r in "${runs[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 5; done

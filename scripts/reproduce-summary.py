@@ -71,12 +71,13 @@ if lo:
             if e:
                 print(f"| {task} | {name} | " + " | ".join(fmt(at(e, "model", k)) for k in ks) + " |")
 
-x2 = load("icl_linear", "looped_x2", "eval.json")
-if lo and x2:
-    k = len(lo["k"]) - 1
-    print(f"\nicl_linear, looped, k = 10: {steps} steps {fmt(at(lo, 'model', k))}, "
-          f"{2 * steps} steps {fmt(at(x2, 'model', k))} [{fmt(at(x2, 'model_p05', k))}, "
-          f"{fmt(at(x2, 'model_p95', k))}]")
+for model, name in (("looped", "looped"), ("gpt2_L12", "standard, L = 12")):
+    one, two = load("icl_linear", model, "eval.json"), load("icl_linear", model + "_x2", "eval.json")
+    if one and two:
+        k = len(one["k"]) - 1
+        print(f"\nicl_linear, {name}, k = 10: {steps} steps {model_cell(one, k)}, "
+              f"{2 * steps} steps {model_cell(two, k)} "
+              f"({seconds('icl_linear', model + '_x2')} s)")
 
 ty = load("icl_linear", "tying", "eval.json")
 if lo and ty:
