@@ -12,7 +12,7 @@
 // products and four passes over the [B, H, n, n] scores: at the looped
 // transformer's sizes (n = 2k ≤ 82 tokens, hd = 16 or 32) those were tiny
 // GEMM calls and scalar loops. Here each (b, h) is one pass over blocks of
-// R query rows (R = 8 with AVX-512, 4 with AVX2, 2 otherwise): k is
+// R query rows (R = 8 with AVX-512, 6 otherwise): k is
 // transposed once into a [hd, np] scratch; the block's scores are an R x W
 // register tile (each vector of kt loaded feeds R multiply-adds), the
 // softmax is per row, and the weighted sum of v rows is an R x W tile of
@@ -372,59 +372,46 @@ INLINE void attentionVJP(int64_t B, int64_t n, int64_t H, int64_t hd, const T *q
 
 // The variants: R rows per block such that the R x 2 tile of accumulators
 // and the two key vectors fit the registers (32 zmm, 16 ymm, 16 xmm).
-#define AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma")))
-#define AVX2 __attribute__((target("avx2,fma")))
 
 #define ARGS(T)                                                                                    \
   int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb, int64_t sQi, T *out,     \
       int64_t sOb, int64_t sOi
 #define PASS B, n, H, hd, qkv, sQb, sQi, out, sOb, sOi
 
-AVX512 void f32Avx512(ARGS(float)) { attention<f32x16, 8>(PASS); }
-AVX2 void f32Avx2(ARGS(float)) { attention<f32x8, 6>(PASS); }
-void f32Plain(ARGS(float)) { attention<f32x4, 6>(PASS); }
-AVX512 void f64Avx512(ARGS(double)) { attention<f64x8, 8>(PASS); }
-AVX2 void f64Avx2(ARGS(double)) { attention<f64x4, 6>(PASS); }
-void f64Plain(ARGS(double)) { attention<f64x2, 6>(PASS); }
+UNROLL_AVX512 void attnF32Avx512(ARGS(float)) { attention<f32x16, 8>(PASS); }
+UNROLL_AVX2 void attnF32Avx2(ARGS(float)) { attention<f32x8, 6>(PASS); }
+void attnF32Plain(ARGS(float)) { attention<f32x4, 6>(PASS); }
+UNROLL_AVX512 void attnF64Avx512(ARGS(double)) { attention<f64x8, 8>(PASS); }
+UNROLL_AVX2 void attnF64Avx2(ARGS(double)) { attention<f64x4, 6>(PASS); }
+void attnF64Plain(ARGS(double)) { attention<f64x2, 6>(PASS); }
 
 #define VJP_ARGS(T)                                                                                \
   int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv, int64_t sQb, int64_t sQi,             \
       const T *dout, int64_t sDb, int64_t sDi, T *dqkv, int64_t sGb, int64_t sGi
 #define VJP_PASS B, n, H, hd, qkv, sQb, sQi, dout, sDb, sDi, dqkv, sGb, sGi
 
-AVX512 void vjpF32Avx512(VJP_ARGS(float)) { attentionVJP<f32x16, 8>(VJP_PASS); }
-AVX2 void vjpF32Avx2(VJP_ARGS(float)) { attentionVJP<f32x8, 6>(VJP_PASS); }
-void vjpF32Plain(VJP_ARGS(float)) { attentionVJP<f32x4, 6>(VJP_PASS); }
-AVX512 void vjpF64Avx512(VJP_ARGS(double)) { attentionVJP<f64x8, 8>(VJP_PASS); }
-AVX2 void vjpF64Avx2(VJP_ARGS(double)) { attentionVJP<f64x4, 6>(VJP_PASS); }
-void vjpF64Plain(VJP_ARGS(double)) { attentionVJP<f64x2, 6>(VJP_PASS); }
-
-using unroll::cpu::Isa;
-
-/// Calls the variant for this machine's instruction set.
-template <typename... A>
-void dispatch(void (*avx512)(A...), void (*avx2)(A...), void (*plain)(A...), A... args) {
-  switch (unroll::cpu::detectIsa()) {
-  case Isa::Avx512:
-    return avx512(args...);
-  case Isa::Avx2:
-    return avx2(args...);
-  case Isa::Plain:
-    return plain(args...);
-  }
-}
+UNROLL_AVX512 void attnVjpF32Avx512(VJP_ARGS(float)) { attentionVJP<f32x16, 8>(VJP_PASS); }
+UNROLL_AVX2 void attnVjpF32Avx2(VJP_ARGS(float)) { attentionVJP<f32x8, 6>(VJP_PASS); }
+void attnVjpF32Plain(VJP_ARGS(float)) { attentionVJP<f32x4, 6>(VJP_PASS); }
+UNROLL_AVX512 void attnVjpF64Avx512(VJP_ARGS(double)) { attentionVJP<f64x8, 8>(VJP_PASS); }
+UNROLL_AVX2 void attnVjpF64Avx2(VJP_ARGS(double)) { attentionVJP<f64x4, 6>(VJP_PASS); }
+void attnVjpF64Plain(VJP_ARGS(double)) { attentionVJP<f64x2, 6>(VJP_PASS); }
 
 } // namespace
 
 extern "C" {
 
-void unroll_attention_f32(ARGS(float)) { dispatch(f32Avx512, f32Avx2, f32Plain, PASS); }
-void unroll_attention_f64(ARGS(double)) { dispatch(f64Avx512, f64Avx2, f64Plain, PASS); }
+void unroll_attention_f32(ARGS(float)) {
+  unroll::cpu::dispatchIsa(attnF32Avx512, attnF32Avx2, attnF32Plain, PASS);
+}
+void unroll_attention_f64(ARGS(double)) {
+  unroll::cpu::dispatchIsa(attnF64Avx512, attnF64Avx2, attnF64Plain, PASS);
+}
 void unroll_attention_vjp_f32(VJP_ARGS(float)) {
-  dispatch(vjpF32Avx512, vjpF32Avx2, vjpF32Plain, VJP_PASS);
+  unroll::cpu::dispatchIsa(attnVjpF32Avx512, attnVjpF32Avx2, attnVjpF32Plain, VJP_PASS);
 }
 void unroll_attention_vjp_f64(VJP_ARGS(double)) {
-  dispatch(vjpF64Avx512, vjpF64Avx2, vjpF64Plain, VJP_PASS);
+  unroll::cpu::dispatchIsa(attnVjpF64Avx512, attnVjpF64Avx2, attnVjpF64Plain, VJP_PASS);
 }
 
 } // extern "C"

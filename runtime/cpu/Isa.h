@@ -1,7 +1,8 @@
 //===- Isa.h - which SIMD variant unroll's CPU kernels run ----------------===//
 //
-// The CPU kernels (Gemm.cpp, Attention.cpp) are compiled for AVX-512, AVX2
-// and the baseline; detectIsa() picks one once per process, from cpuid.
+// The CPU kernels (Gemm.cpp, Attention.cpp, LayerNorm.cpp) are compiled for
+// AVX-512, AVX2 and the baseline; detectIsa() picks one once per process,
+// from cpuid, and dispatchIsa() calls that variant.
 // UNROLL_GEMM_ISA=avx2|plain forces a narrower one (tests, benchmarks).
 //
 //===----------------------------------------------------------------------===//
@@ -35,6 +36,24 @@ inline Isa detectIsa() {
   return isa;
 }
 
+/// Calls the variant of a kernel for this machine's instruction set.
+template <typename... A>
+void dispatchIsa(void (*avx512)(A...), void (*avx2)(A...), void (*plain)(A...), A... args) {
+  switch (detectIsa()) {
+  case Isa::Avx512:
+    return avx512(args...);
+  case Isa::Avx2:
+    return avx2(args...);
+  case Isa::Plain:
+    return plain(args...);
+  }
+}
+
 } // namespace unroll::cpu
+
+// The target attributes of the variants: AVX-512 with the extensions
+// detectIsa() requires for it, AVX2 with FMA.
+#define UNROLL_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma")))
+#define UNROLL_AVX2 __attribute__((target("avx2,fma")))
 
 #endif

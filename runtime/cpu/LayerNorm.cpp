@@ -162,9 +162,6 @@ INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sX
   }
 }
 
-#define AVX512 __attribute__((target("avx512f,fma")))
-#define AVX2 __attribute__((target("avx2,fma")))
-
 #define ARGS(T)                                                                                    \
   int64_t B, int64_t n, int64_t F, const T *x, int64_t sXb, int64_t sXi, const T *g,               \
       const T *bias, T *y, int64_t sYb, int64_t sYi, int64_t epsBits
@@ -174,44 +171,34 @@ INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sX
       int64_t sDb, int64_t sDi, T *dx, int64_t sGb, int64_t sGi, T *dg, T *db, int64_t epsBits
 #define VJP_PASS B, n, F, x, sXb, sXi, g, dy, sDb, sDi, dx, sGb, sGi, dg, db, epsBits
 
-AVX512 void f32Avx512(ARGS(float)) { layerNorm<float, 64>(PASS); }
-AVX2 void f32Avx2(ARGS(float)) { layerNorm<float, 32>(PASS); }
-void f32Plain(ARGS(float)) { layerNorm<float, 16>(PASS); }
-AVX512 void f64Avx512(ARGS(double)) { layerNorm<double, 64>(PASS); }
-AVX2 void f64Avx2(ARGS(double)) { layerNorm<double, 32>(PASS); }
-void f64Plain(ARGS(double)) { layerNorm<double, 16>(PASS); }
-AVX512 void vjpF32Avx512(VJP_ARGS(float)) { layerNormVJP<float, 64>(VJP_PASS); }
-AVX2 void vjpF32Avx2(VJP_ARGS(float)) { layerNormVJP<float, 32>(VJP_PASS); }
-void vjpF32Plain(VJP_ARGS(float)) { layerNormVJP<float, 16>(VJP_PASS); }
-AVX512 void vjpF64Avx512(VJP_ARGS(double)) { layerNormVJP<double, 64>(VJP_PASS); }
-AVX2 void vjpF64Avx2(VJP_ARGS(double)) { layerNormVJP<double, 32>(VJP_PASS); }
-void vjpF64Plain(VJP_ARGS(double)) { layerNormVJP<double, 16>(VJP_PASS); }
-
-using unroll::cpu::Isa;
-
-template <typename... A>
-void dispatch(void (*avx512)(A...), void (*avx2)(A...), void (*plain)(A...), A... args) {
-  switch (unroll::cpu::detectIsa()) {
-  case Isa::Avx512:
-    return avx512(args...);
-  case Isa::Avx2:
-    return avx2(args...);
-  case Isa::Plain:
-    return plain(args...);
-  }
-}
+UNROLL_AVX512 void lnF32Avx512(ARGS(float)) { layerNorm<float, 64>(PASS); }
+UNROLL_AVX2 void lnF32Avx2(ARGS(float)) { layerNorm<float, 32>(PASS); }
+void lnF32Plain(ARGS(float)) { layerNorm<float, 16>(PASS); }
+UNROLL_AVX512 void lnF64Avx512(ARGS(double)) { layerNorm<double, 64>(PASS); }
+UNROLL_AVX2 void lnF64Avx2(ARGS(double)) { layerNorm<double, 32>(PASS); }
+void lnF64Plain(ARGS(double)) { layerNorm<double, 16>(PASS); }
+UNROLL_AVX512 void lnVjpF32Avx512(VJP_ARGS(float)) { layerNormVJP<float, 64>(VJP_PASS); }
+UNROLL_AVX2 void lnVjpF32Avx2(VJP_ARGS(float)) { layerNormVJP<float, 32>(VJP_PASS); }
+void lnVjpF32Plain(VJP_ARGS(float)) { layerNormVJP<float, 16>(VJP_PASS); }
+UNROLL_AVX512 void lnVjpF64Avx512(VJP_ARGS(double)) { layerNormVJP<double, 64>(VJP_PASS); }
+UNROLL_AVX2 void lnVjpF64Avx2(VJP_ARGS(double)) { layerNormVJP<double, 32>(VJP_PASS); }
+void lnVjpF64Plain(VJP_ARGS(double)) { layerNormVJP<double, 16>(VJP_PASS); }
 
 } // namespace
 
 extern "C" {
 
-void unroll_layer_norm_f32(ARGS(float)) { dispatch(f32Avx512, f32Avx2, f32Plain, PASS); }
-void unroll_layer_norm_f64(ARGS(double)) { dispatch(f64Avx512, f64Avx2, f64Plain, PASS); }
+void unroll_layer_norm_f32(ARGS(float)) {
+  unroll::cpu::dispatchIsa(lnF32Avx512, lnF32Avx2, lnF32Plain, PASS);
+}
+void unroll_layer_norm_f64(ARGS(double)) {
+  unroll::cpu::dispatchIsa(lnF64Avx512, lnF64Avx2, lnF64Plain, PASS);
+}
 void unroll_layer_norm_vjp_f32(VJP_ARGS(float)) {
-  dispatch(vjpF32Avx512, vjpF32Avx2, vjpF32Plain, VJP_PASS);
+  unroll::cpu::dispatchIsa(lnVjpF32Avx512, lnVjpF32Avx2, lnVjpF32Plain, VJP_PASS);
 }
 void unroll_layer_norm_vjp_f64(VJP_ARGS(double)) {
-  dispatch(vjpF64Avx512, vjpF64Avx2, vjpF64Plain, VJP_PASS);
+  unroll::cpu::dispatchIsa(lnVjpF64Avx512, lnVjpF64Avx2, lnVjpF64Plain, VJP_PASS);
 }
 
 } // extern "C"
