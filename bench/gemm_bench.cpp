@@ -523,7 +523,26 @@ int timeAttention(int argc, char **argv) {
 
 } // namespace
 
+const char *const kUsage =
+    "usage: unroll-gemm-bench MODE\n"
+    "  --check                           the GEMM kernel (all transposes, edge tiles, the\n"
+    "                                    epilogues) against a plain loop in double\n"
+    "  --check-attention                 the attention kernel and its VJP against plain\n"
+    "                                    softmax loops and central differences\n"
+    "  --check-layer-norm                the layer-norm kernels likewise\n"
+    "  --time-attention B n H hd [--repeats R]\n"
+    "                                    median time and GFLOP/s of the f32 attention\n"
+    "                                    kernel and its VJP\n"
+    "  M N K [--ta] [--tb] [--repeats R] [--threads T]\n"
+    "                                    GFLOP/s of C += A B (f32): the machine's peak\n"
+    "                                    for bench/run.sh's share-of-peak column\n"
+    "UNROLL_GEMM_ISA=avx2|plain forces a narrower instruction set.\n";
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    fputs(kUsage, stdout);
+    return 0;
+  }
   if (argc >= 2 && !strcmp(argv[1], "--check-layer-norm"))
     return checkLayerNorm();
   if (argc >= 2 && !strcmp(argv[1], "--time-attention"))
@@ -533,8 +552,7 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "--check-attention"))
     return checkAttention();
   if (argc < 4) {
-    fprintf(stderr,
-            "usage: unroll-gemm-bench --check | M N K [--ta] [--tb] [--repeats R] [--threads T]\n");
+    fputs(kUsage, stderr);
     return 2;
   }
   int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]), repeats = 5, threads = 1;
