@@ -16,7 +16,7 @@
 #   JOBS=2 scripts/reproduce-small.sh ...                 two runs at a time, one thread each
 #
 # Results in OUT/<task>/<model>/ (eval.*, loops.*, metrics.jsonl), the plots
-# OUT/<task>.svg and OUT/loops.svg, and the table OUT/summary.md
+# OUT/<task>.svg, OUT/loops.svg and OUT/icl_linear.steps.svg, and the table OUT/summary.md
 # (scripts/reproduce-summary.py). About 45 minutes of one core per task at
 # 12000 steps (the 12-layer model is two thirds of it), plus 1.5 hours for
 # the two runs at twice the steps.
@@ -100,4 +100,11 @@ for task in "${TASKS[@]}"; do
       "$OUT/$task/looped/eval.csv:least_squares:least squares" \
       "$OUT/$task/looped/eval.csv:nearest_neighbors_3:3-NN"
 done
+"$BIN/unroll-plot" "$OUT/icl_linear.steps.svg" --log-y --y-floor 1e-4 \
+    --title "icl_linear, d = 5: $STEPS vs $((2 * STEPS)) training steps" \
+    --xlabel "in-context examples k" --ylabel "normalized squared error" \
+    "$OUT/icl_linear/looped/eval.csv:model:looped, $STEPS steps" \
+    "$OUT/icl_linear/looped_x2/eval.csv:model:looped, $((2 * STEPS)) steps" \
+    "$OUT/icl_linear/gpt2_L12/eval.csv:model:L = 12, $STEPS steps" \
+    "$OUT/icl_linear/gpt2_L12_x2/eval.csv:model:L = 12, $((2 * STEPS)) steps"
 "$PY" scripts/reproduce-summary.py "$OUT" "$STEPS" | tee "$OUT/summary.md"
