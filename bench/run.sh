@@ -77,5 +77,5 @@ for t in "${THREAD_COUNTS[@]}"; do
 done
 printf '{"runs": [%s], "gemm_peak": {%s}}\n' "$(IFS=,; echo "${results[*]}")" \
   "$(IFS=,; echo "${peaks[*]}")" > "$OUT/bench.json"
-$PY bench/table.py "$OUT/bench.json"
+$PY "$(dirname "$0")/table.py" "$OUT/bench.json"
 echo "wrote $OUT/bench.json" >&2
