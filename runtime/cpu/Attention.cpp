@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -101,11 +102,47 @@ template <typename T> struct Scratch {
   }
 };
 
-/// kt[e, j] = k[j, e] for j < n, zero up to np. Row by row of k (its rows
-/// are far apart in qkv; kt, a few KB, stays in L1).
-template <typename T>
+typedef float f32x8u __attribute__((vector_size(32)));
+
+/// The 8 x 8 transpose of rows r[0..7] in place (unpack, 128-bit-lane
+/// shuffle, cross-lane permute: 24 shuffles for 64 values instead of 64
+/// scalar stores at stride np).
+INLINE void transpose8(f32x8u r[8]) {
+  f32x8u t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+/// kt[e, j] = k[j, e] for j < n, zero up to np. f32 in vector code (V of
+/// 8 or more lanes) goes by 8 x 8 blocks; the edges, f64 and the baseline
+/// row by row (kt, a few KB, stays in L1).
+template <typename V, typename T>
 INLINE void transpose(int64_t n, int64_t np, int64_t hd, const T *k, int64_t ld, T *kt) {
-  for (int64_t j = 0; j < n; ++j) {
+  int64_t j0 = 0;
+  if constexpr (std::is_same_v<T, float> && sizeof(V) >= 32) {
+    if (hd % 8 == 0)
+      for (; j0 + 8 <= n; j0 += 8)
+        for (int64_t e0 = 0; e0 < hd; e0 += 8) {
+          f32x8u r[8];
+          for (int i = 0; i < 8; ++i)
+            std::memcpy(&r[i], k + (j0 + i) * ld + e0, sizeof r[i]);
+          transpose8(r);
+          for (int e = 0; e < 8; ++e)
+            std::memcpy(kt + (e0 + e) * np + j0, &r[e], sizeof r[e]);
+        }
+  }
+  for (int64_t j = j0; j < n; ++j) {
     const T *row = k + j * ld;
     for (int64_t e = 0; e < hd; ++e)
       kt[e * np + j] = row[e];
@@ -145,17 +182,29 @@ INLINE void scoreBlock(int64_t cols, int64_t np, int64_t hd, const T *x, int64_t
   }
 }
 
-/// Row s (scores of keys 0..len-1, len >= 1) becomes its softmax, and zero
-/// from len to the end of the last block of 2 W keys covering cols.
-template <typename V, typename T> INLINE void softmaxRow(int64_t len, int64_t cols, T *s) {
+/// Row s (scores of keys 0..len-1, len >= 1) becomes exp(s - max), zero
+/// from len to the end of the last block of 2 W keys covering cols; returns
+/// 1 / its sum, by which the row is also scaled when `normalize` (else the
+/// caller scales what it computes from the row).
+template <typename V, typename T>
+INLINE T softmaxRow(int64_t len, int64_t cols, T *s, bool normalize) {
   constexpr int W = Lanes<V>::W;
   const int64_t blocks = (cols + 2 * W - 1) / (2 * W) * 2;
-  T m = s[0];
-  for (int64_t j = 1; j < len; ++j)
-    m = s[j] > m ? s[j] : m;
-  V lane, sum{};
+  V lane;
   for (int l = 0; l < W; ++l)
     lane[l] = T(l);
+  // The row maximum, W lanes at a time (keys past len masked out).
+  const V lowest = V{} - std::numeric_limits<T>::max();
+  V mv = lowest;
+  for (int64_t jb = 0; jb * W < len; ++jb) {
+    V x = load<V>(s + jb * W);
+    x = lane + T(jb * W) < T(len) ? x : lowest;
+    mv = x > mv ? x : mv;
+  }
+  T m = mv[0];
+  for (int l = 1; l < W; ++l)
+    m = mv[l] > m ? mv[l] : m;
+  V sum{};
   for (int64_t jb = 0; jb < blocks; ++jb) {
     V x = expNonPositive(load<V>(s + jb * W) - m);
     x = lane + T(jb * W) < T(len) ? x : V{}; // keys past the row's token weigh nothing
@@ -166,16 +215,19 @@ template <typename V, typename T> INLINE void softmaxRow(int64_t len, int64_t co
   for (int l = 0; l < W; ++l)
     total += sum[l];
   const T inv = T(1) / total;
-  for (int64_t jb = 0; jb < blocks; ++jb)
-    store<V>(s + jb * W, load<V>(s + jb * W) * inv);
+  if (normalize)
+    for (int64_t jb = 0; jb < blocks; ++jb)
+      store<V>(s + jb * W, load<V>(s + jb * W) * inv);
+  return inv;
 }
 
 /// out[r · ldo + e] = Σ_{j < cols} c[r, j] · rows[j · ld + e], r < valid,
 /// e < hd: R rows by NV vectors of features in registers, each vector of
-/// `rows` feeding R rows. c is [R, np], zero where a key does not count.
+/// `rows` feeding R rows. c is [R, np], zero where a key does not count;
+/// row r of the result is scaled by rowScale[r] unless that is null.
 template <typename V, int R, int NV, typename T>
 INLINE void combineTile(int64_t cols, int64_t np, const T *c, const T *rows, int64_t ld, T *out,
-                        int64_t ldo, int valid) {
+                        int64_t ldo, int valid, const T *rowScale) {
   constexpr int W = Lanes<V>::W;
   V acc[R][NV];
   for (int r = 0; r < R; ++r)
@@ -193,23 +245,24 @@ INLINE void combineTile(int64_t cols, int64_t np, const T *c, const T *rows, int
   }
   for (int r = 0; r < valid; ++r)
     for (int v = 0; v < NV; ++v)
-      store<V>(out + r * ldo + v * W, acc[r][v]);
+      store<V>(out + r * ldo + v * W, rowScale ? acc[r][v] * rowScale[r] : acc[r][v]);
 }
 template <typename V, int R, typename T>
 INLINE void combineBlock(int64_t cols, int64_t np, int64_t hd, const T *c, const T *rows,
-                         int64_t ld, T *out, int64_t ldo, int valid) {
+                         int64_t ld, T *out, int64_t ldo, int valid,
+                         const T *rowScale = nullptr) {
   constexpr int W = Lanes<V>::W;
   int64_t e0 = 0;
   for (; e0 + 2 * W <= hd; e0 += 2 * W)
-    combineTile<V, R, 2>(cols, np, c, rows + e0, ld, out + e0, ldo, valid);
+    combineTile<V, R, 2>(cols, np, c, rows + e0, ld, out + e0, ldo, valid, rowScale);
   for (; e0 + W <= hd; e0 += W)
-    combineTile<V, R, 1>(cols, np, c, rows + e0, ld, out + e0, ldo, valid);
+    combineTile<V, R, 1>(cols, np, c, rows + e0, ld, out + e0, ldo, valid, rowScale);
   for (int64_t e = e0; e < hd; ++e)
     for (int r = 0; r < valid; ++r) {
       T acc = 0;
       for (int64_t j = 0; j < cols; ++j)
         acc += c[r * np + j] * rows[j * ld + e];
-      out[r * ldo + e] = acc;
+      out[r * ldo + e] = rowScale ? acc * rowScale[r] : acc;
     }
 }
 
@@ -267,16 +320,17 @@ INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, cons
                  T *o, int64_t ldo, Scratch<T> &s) {
   const T scale = T(1) / std::sqrt(T(hd));
   T *kt = s.kt.data(), *p = s.p.data();
-  transpose<T>(n, np, hd, k, ld, kt);
+  transpose<V>(n, np, hd, k, ld, kt);
   for (int64_t i0 = 0; i0 < n; i0 += R) {
     const T *x;
     int64_t ldx;
     int valid = rowsAt<R>(n, i0, hd, q, ld, s.rows.data(), x, ldx);
     const int64_t cols = std::min<int64_t>(n, i0 + R); // causal: keys up to the block's last row
     scoreBlock<V, R>(cols, np, hd, x, ldx, kt, scale, p);
+    T inv[R]; // the rows' 1 / Σ exp, applied to the weighted sums
     for (int r = 0; r < R; ++r)
-      softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, p + r * np);
-    combineBlock<V, R>(cols, np, hd, p, v, ld, o + i0 * ldo, ldo, valid);
+      inv[r] = softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, p + r * np, false);
+    combineBlock<V, R>(cols, np, hd, p, v, ld, o + i0 * ldo, ldo, valid, inv);
   }
 }
 
@@ -290,8 +344,8 @@ INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, c
   const T scale = T(1) / std::sqrt(T(hd));
   T *kt = s.kt.data(), *vt = s.vt.data(), *p = s.p.data(), *dp = s.dp.data();
   T *dkAcc = s.dk.data(), *dvAcc = s.dv.data();
-  transpose<T>(n, np, hd, k, ld, kt);
-  transpose<T>(n, np, hd, v, ld, vt);
+  transpose<V>(n, np, hd, k, ld, kt);
+  transpose<V>(n, np, hd, v, ld, vt);
   std::fill(dkAcc, dkAcc + n * hd, T(0));
   std::fill(dvAcc, dvAcc + n * hd, T(0));
   for (int64_t i0 = 0; i0 < n; i0 += R) {
@@ -311,7 +365,7 @@ INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, c
         std::fill(dpr, dpr + width, T(0));
         continue;
       }
-      softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, pr);
+      softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, pr, true);
       // dS = P ∘ (dP − Σ_j P dP), scaled by 1/√hd for dq and dk (P is zero
       // where a key does not count).
       V dot{};

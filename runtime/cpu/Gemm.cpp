@@ -17,16 +17,17 @@
 // MR rows of A. Row-major A is read in place (broadcasts do not need a
 // packed layout, and the many small attention products would otherwise
 // spend as long packing as multiplying); strided A is packed in MC x KC
-// panels of MR-row slivers. The register tile is 8 x 32 f32
+// panels of MR-row slivers, k-major (the MR values the tile broadcasts for one k
+// side by side; a column-major A copies them as they are). The register tile is 8 x 32 f32
 // (8 x 16 f64) with AVX-512 and 6 x 16 (6 x 8) with AVX2; the instruction
 // set is picked once at run time (cpuid), with a scalar tile as fallback.
 // Partial tiles at the edges go through a small buffer.
 //
 // unroll_gemm_ex_* adds the epilogues of GemmFlags.h (a bias row, GELU into
 // a second output, GELU's gradient): each mc x nc block of C gets them as
-// soon as its last k-block is done, while it is in L2, instead of a pass
-// over all of C before the product (the bias broadcast) and one after (the
-// GELU) — `unroll-cpu-gemm` folds those into the call.
+// soon as its last k-block is done, while it is in L2, instead of a pass over
+// all of C before the product (the bias broadcast) and one after (the GELU)
+// — `unroll-cpu-gemm` folds those into the call.
 //
 // Summation order differs from the plain loop nest (k is blocked by KC), so
 // results differ from it by rounding only; the tests compare with f32/f64
@@ -37,6 +38,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "Isa.h"
 #include "VecMath.h"
@@ -67,83 +69,101 @@ template <typename T> struct Scratch {
   }
 };
 
-/// Packs A[ic:ic+mc, pc:pc+kc] as MR-row slivers, each row contiguous in k
-/// (row r of sliver s at out[s·MR·kc + r·kc]); rows past mc are zero.
+/// Packs A[ic:ic+mc, pc:pc+kc] as MR-row slivers, k-major: the MR values of
+/// column k of sliver s at out[s·MR·kc + k·MR] (rows past mc are zero), the
+/// order in which the register tile broadcasts them.
 template <typename T, int MR>
 void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out) {
-  if (sAm == 1 && sAk != 1) {
-    // Column-major A (the transposed operand of a weight gradient): read
-    // each column's MR contiguous values, write them to the MR rows.
-    for (int64_t i = 0; i < mc; i += MR, out += MR * kc) {
-      int64_t rows = std::min<int64_t>(MR, mc - i);
-      for (int64_t k = 0; k < kc; ++k) {
-        const T *src = A + i + k * sAk;
-        int64_t r = 0;
-        for (; r < rows; ++r)
-          out[r * kc + k] = src[r];
-        for (; r < MR; ++r)
-          out[r * kc + k] = 0;
-      }
+  int64_t full = mc / MR * MR;
+  if (sAm == 1 && full > 0) {
+    // Column-major A (the transposed operand of a weight gradient): column k
+    // of the panel is contiguous, and each sliver takes MR of it. Going
+    // along k, every row of memory is read once, start to end.
+    for (int64_t k = 0; k < kc; ++k) {
+      const T *src = A + k * sAk;
+      for (int64_t i = 0; i < full; i += MR)
+        memcpy(out + i * kc + k * MR, src + i, MR * sizeof(T));
     }
-    return;
+  } else {
+    full = 0;
   }
-  for (int64_t i = 0; i < mc; i += MR)
-    for (int64_t r = 0; r < MR; ++r, out += kc) {
-      if (i + r >= mc) {
-        memset(out, 0, kc * sizeof(T));
-        continue;
-      }
-      const T *src = A + (i + r) * sAm;
-      if (sAk == 1)
-        memcpy(out, src, kc * sizeof(T));
-      else
-        for (int64_t k = 0; k < kc; ++k)
-          out[k] = src[k * sAk];
+  for (int64_t i = full; i < mc; i += MR) {
+    int64_t rows = std::min<int64_t>(MR, mc - i);
+    T *o = out + i * kc;
+    for (int64_t k = 0; k < kc; ++k) {
+      const T *src = A + i * sAm + k * sAk;
+      int64_t r = 0;
+      for (; r < rows; ++r)
+        o[k * MR + r] = src[r * sAm];
+      for (; r < MR; ++r)
+        o[k * MR + r] = 0;
     }
+  }
 }
 
 /// Packs B[pc:pc+kc, jc:jc+nc] as NR-column slivers: for each k, NR values.
+/// Row-major B is read row by row (each row once, start to end), the other
+/// layouts sliver by sliver.
 template <typename T, int NR>
 void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out) {
-  for (int64_t j = 0; j < nc; j += NR) {
+  int64_t full = 0;
+  if (sBn == 1) {
+    full = nc / NR * NR;
+    for (int64_t k = 0; k < kc; ++k) {
+      const T *src = B + k * sBk;
+      for (int64_t j = 0; j < full; j += NR)
+        memcpy(out + j * kc + k * NR, src + j, NR * sizeof(T));
+    }
+  }
+  for (int64_t j = full; j < nc; j += NR) {
     int64_t cols = std::min<int64_t>(NR, nc - j);
+    T *o = out + j * kc;
     for (int64_t k = 0; k < kc; ++k) {
       const T *src = B + k * sBk + j * sBn;
       int64_t c = 0;
-      if (sBn == 1)
-        for (; c < cols; ++c)
-          out[c] = src[c];
-      else
-        for (; c < cols; ++c)
-          out[c] = src[c * sBn];
+      for (; c < cols; ++c)
+        o[c] = src[c * sBn];
       for (; c < NR; ++c)
-        out[c] = 0;
-      out += NR;
+        o[c] = 0;
+      o += NR;
     }
   }
 }
 
 /// The register tile: acc[MR][NR] = Σ_k a[r][k] b[k][c], then C += acc.
-/// Row r of A is at a + r·lda, contiguous in k: a packed sliver (lda = kc)
-/// or, for row-major A, the matrix itself (no packing). V is a GCC vector
-/// type of W elements; NR = 2 W.
+/// A is a k-major packed sliver (lda = 0: a[k·MR + r]) or, for row-major A,
+/// the matrix itself (row r at a + r·lda, contiguous in k: no packing). V is
+/// a GCC vector type of W elements; NR = 2 W.
 #define UNROLL_TILE(NAME, T, V, W, MR, ATTR)                                                       \
   ATTR void NAME(int64_t kc, const T *a, int64_t lda, const T *b, T *C, int64_t sCm, int64_t sCn,  \
                  int64_t rows, int64_t cols, bool add) {                                           \
     V acc[MR][2];                                                                                  \
-    const T *rp[MR];                                                                               \
-    for (int r = 0; r < MR; ++r) {                                                                 \
+    for (int r = 0; r < MR; ++r)                                                                   \
       acc[r][0] = acc[r][1] = V{};                                                                 \
-      rp[r] = a + r * lda;                                                                         \
-    }                                                                                              \
-    for (int64_t k = 0; k < kc; ++k) {                                                             \
-      V b0, b1;                                                                                    \
-      memcpy(&b0, b + k * 2 * W, sizeof(V));                                                       \
-      memcpy(&b1, b + k * 2 * W + W, sizeof(V));                                                   \
-      for (int r = 0; r < MR; ++r) {                                                               \
-        V av = rp[r][k] - V{}; /* x - 0 folds: one broadcast load (0 + x is an add) */             \
-        acc[r][0] += av * b0;                                                                      \
-        acc[r][1] += av * b1;                                                                      \
+    if (lda == 0) {                                                                                \
+      for (int64_t k = 0; k < kc; ++k) {                                                           \
+        V b0, b1;                                                                                  \
+        memcpy(&b0, b + k * 2 * W, sizeof(V));                                                     \
+        memcpy(&b1, b + k * 2 * W + W, sizeof(V));                                                 \
+        for (int r = 0; r < MR; ++r) {                                                             \
+          V av = a[k * MR + r] - V{}; /* x - 0 folds: one broadcast load (0 + x is an add) */      \
+          acc[r][0] += av * b0;                                                                    \
+          acc[r][1] += av * b1;                                                                    \
+        }                                                                                          \
+      }                                                                                            \
+    } else {                                                                                       \
+      const T *rp[MR];                                                                             \
+      for (int r = 0; r < MR; ++r)                                                                 \
+        rp[r] = a + r * lda;                                                                       \
+      for (int64_t k = 0; k < kc; ++k) {                                                           \
+        V b0, b1;                                                                                  \
+        memcpy(&b0, b + k * 2 * W, sizeof(V));                                                     \
+        memcpy(&b1, b + k * 2 * W + W, sizeof(V));                                                 \
+        for (int r = 0; r < MR; ++r) {                                                             \
+          V av = rp[r][k] - V{};                                                                   \
+          acc[r][0] += av * b0;                                                                    \
+          acc[r][1] += av * b1;                                                                    \
+        }                                                                                          \
       }                                                                                            \
     }                                                                                              \
     if (rows == MR && cols == 2 * W && sCn == 1) {                                                 \
@@ -243,6 +263,8 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
                                                          const T *bias, T *D) {
   using unroll::cpu::gelu;
   using unroll::cpu::geluGrad;
+  using unroll::cpu::geluGradN;
+  using unroll::cpu::geluN;
   constexpr int W = sizeof(V) / sizeof(T);
   const bool addBias = flags & UNROLL_GEMM_BIAS, toD = flags & UNROLL_GEMM_GELU_AUX,
              grad = flags & UNROLL_GEMM_DGELU;
@@ -262,26 +284,41 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
   for (int64_t i = 0; i < rows; ++i) {
     T *c = C + i * sCm, *d = D ? D + i * sCm : nullptr;
     int64_t j = 0;
-    if (sCn == 1)
-      for (; j + W <= cols; j += W) {
-        V v;
-        memcpy(&v, c + j, sizeof v);
-        if (addBias) {
+    // U vectors at a time: GELU is a ~40-deep dependency chain per vector,
+    // and independent chains side by side keep both FMA pipes busy.
+    constexpr int U = 2; // 4 spills on AVX2 (measured slower than 1)
+    auto vectors = [&](auto u) {
+      constexpr int N = decltype(u)::value;
+      V v[N], x[N];
+      for (int q = 0; q < N; ++q)
+        memcpy(&v[q], c + j + q * W, sizeof(V));
+      if (addBias)
+        for (int q = 0; q < N; ++q) {
           V bv;
-          memcpy(&bv, bias + j, sizeof bv);
-          v += bv;
+          memcpy(&bv, bias + j + q * W, sizeof bv);
+          v[q] += bv;
         }
-        if (grad) {
-          V x;
-          memcpy(&x, d + j, sizeof x);
-          v *= geluGrad(x);
-        }
-        memcpy(c + j, &v, sizeof v);
-        if (toD) {
-          V g = gelu(v);
-          memcpy(d + j, &g, sizeof g);
-        }
+      if (grad) {
+        for (int q = 0; q < N; ++q)
+          memcpy(&x[q], d + j + q * W, sizeof(V));
+        geluGradN<V, N>(x);
+        for (int q = 0; q < N; ++q)
+          v[q] *= x[q];
       }
+      for (int q = 0; q < N; ++q)
+        memcpy(c + j + q * W, &v[q], sizeof(V));
+      if (toD) {
+        geluN<V, N>(v);
+        for (int q = 0; q < N; ++q)
+          memcpy(d + j + q * W, &v[q], sizeof(V));
+      }
+    };
+    if (sCn == 1) {
+      for (; j + U * W <= cols; j += U * W)
+        vectors(std::integral_constant<int, U>{});
+      for (; j + W <= cols; j += W)
+        vectors(std::integral_constant<int, 1>{});
+    }
     for (; j < cols; ++j)
       one(c + j * sCn, d ? d + j * sCn : nullptr, j);
   }
@@ -343,6 +380,7 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
     int64_t nc = std::min<int64_t>(kNC, N - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc);
+      const bool last = pc + kc >= K && epi.flags;
       packB<T, NR>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
@@ -354,7 +392,7 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
         for (int64_t ir = 0; ir < mc; ir += MR) {
           int64_t rows = std::min<int64_t>(MR, mc - ir);
           const T *a = pa + ir * kc;
-          int64_t lda = kc;
+          int64_t lda = 0; // k-major packed
           if (direct && rows == MR) {
             a = A + (ic + ir) * sAm + pc;
             lda = sAm;
@@ -367,8 +405,9 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
                  std::min<int64_t>(NR, nc - jr), accumulate || pc > 0);
         }
         // The last k-block finished this mc x nc block of C: its epilogue
-        // now, while it is in L2.
-        if (pc + kc >= K)
+        // now, while it is in L2 (per block: a call per register tile cost
+        // more than the cache misses it saves).
+        if (last)
           epi.apply(ic, jc, mc, nc, C, sCm, sCn);
       }
     }

@@ -72,20 +72,69 @@ template <typename V> UNROLL_VEC_INLINE V tanhOf(V x) {
   }
 }
 
-// The model's GELU (tanh form, unroll.gelu) and its derivative.
+// The model's GELU (tanh form, unroll.gelu) and its derivative, through the
+// identity ½(1 + tanh u) = σ(2u) = 1 / (1 + e^{−2u}): with e = exp(−2|u|) ≤ 1,
+// σ(2u) = 1 / (1 + e) for u ≥ 0 and e / (1 + e) below — one exp and one
+// division, no tanh polynomial, and no cancellation in 1 + tanh u for
+// u ≪ 0. f64 keeps std::tanh (the reference precision).
 constexpr double kGeluC = 0.7978845608028654, kGeluA = 0.044715;
 
-template <typename V> UNROLL_VEC_INLINE V gelu(V x) {
+/// x[q] ← σ(2u) for u = c(x + a x³), the half-sum ½(1 + tanh u), for N
+/// vectors side by side (independent chains the core can overlap).
+template <typename V, int N> UNROLL_VEC_INLINE void geluGateN(V *x) {
   using T = typename LanesOf<V>::T;
-  return T(0.5) * x * (T(1) + tanhOf(T(kGeluC) * (x + T(kGeluA) * x * x * x)));
+  V u[N];
+  for (int q = 0; q < N; ++q)
+    u[q] = T(kGeluC) * (x[q] + T(kGeluA) * x[q] * x[q] * x[q]);
+  if constexpr (sizeof(T) == 8) {
+    for (int q = 0; q < N; ++q)
+      x[q] = T(0.5) * (T(1) + tanhOf(u[q]));
+  } else {
+    typedef int32_t I __attribute__((vector_size(sizeof(V))));
+    V e[N];
+    for (int q = 0; q < N; ++q) {
+      I bits;
+      std::memcpy(&bits, &u[q], sizeof bits);
+      bits |= int32_t(0x80000000u); // −|u|
+      std::memcpy(&e[q], &bits, sizeof bits);
+      e[q] = expNonPositive(2.0f * e[q]);
+    }
+    for (int q = 0; q < N; ++q)
+      x[q] = (u[q] < 0 ? e[q] : V{} + 1.0f) / (1.0f + e[q]);
+  }
 }
 
-/// d/dx GELU: ½(1 + t) + ½x(1 − t²)·c(1 + 3a x²), t = tanh(c(x + a x³)).
-template <typename V> UNROLL_VEC_INLINE V geluGrad(V x) {
+/// x[q] ← GELU(x[q]) = x σ(2u).
+template <typename V, int N> UNROLL_VEC_INLINE void geluN(V *x) {
+  V s[N];
+  for (int q = 0; q < N; ++q)
+    s[q] = x[q];
+  geluGateN<V, N>(s);
+  for (int q = 0; q < N; ++q)
+    x[q] *= s[q];
+}
+
+/// x[q] ← GELU'(x[q]) = s + 2 x s (1 − s) c (1 + 3a x²) with s = σ(2u) (that
+/// is ½(1 + t) + ½x(1 − t²)·c(1 + 3a x²), t = tanh u).
+template <typename V, int N> UNROLL_VEC_INLINE void geluGradN(V *x) {
   using T = typename LanesOf<V>::T;
-  V t = tanhOf(T(kGeluC) * (x + T(kGeluA) * x * x * x));
-  return T(0.5) * (T(1) + t) +
-         T(0.5) * x * (T(1) - t * t) * T(kGeluC) * (T(1) + T(3 * kGeluA) * x * x);
+  V s[N];
+  for (int q = 0; q < N; ++q)
+    s[q] = x[q];
+  geluGateN<V, N>(s);
+  for (int q = 0; q < N; ++q)
+    x[q] = s[q] + T(2 * kGeluC) * x[q] * s[q] * (T(1) - s[q]) *
+                      (T(1) + T(3 * kGeluA) * x[q] * x[q]);
+}
+
+template <typename V> UNROLL_VEC_INLINE V gelu(V x) {
+  geluN<V, 1>(&x);
+  return x;
+}
+
+template <typename V> UNROLL_VEC_INLINE V geluGrad(V x) {
+  geluGradN<V, 1>(&x);
+  return x;
 }
 
 } // namespace unroll::cpu
