@@ -83,22 +83,25 @@ using unroll::cpu::expNonPositive; // scores minus their row maximum are <= 0
 
 /// Per-thread buffers, grown to the largest head seen.
 template <typename T> struct Scratch {
-  std::vector<T> kt, vt, p, dp, dk, dv, rows, rows2;
+  std::vector<T> kt, vt, p, dp, rows, rows2;
   void reserve(int64_t n, int64_t np, int64_t hd, int R, bool vjp) {
     auto grow = [](std::vector<T> &v, int64_t size) {
       if ((int64_t)v.size() < size)
         v.assign(size, T(0));
     };
     grow(kt, hd * np);
-    grow(p, R * np);
     grow(rows, R * hd);
-    if (vjp) {
-      grow(vt, hd * np);
-      grow(dp, R * np);
-      grow(dk, n * hd);
-      grow(dv, n * hd);
-      grow(rows2, R * hd);
+    if (!vjp) {
+      grow(p, R * np); // a block of rows of P
+      return;
     }
+    // The VJP keeps a head's whole P and dS in row blocks of R, and R rows
+    // more, which a key block's columns past n may read.
+    const int64_t rowsPadded = (n + R - 1) / R * R + R;
+    grow(vt, hd * np);
+    grow(p, rowsPadded * np);
+    grow(dp, rowsPadded * np);
+    grow(rows2, R * hd);
   }
 };
 
@@ -221,24 +224,26 @@ INLINE T softmaxRow(int64_t len, int64_t cols, T *s, bool normalize) {
   return inv;
 }
 
-/// out[r · ldo + e] = Σ_{j < cols} c[r, j] · rows[j · ld + e], r < valid,
-/// e < hd: R rows by NV vectors of features in registers, each vector of
-/// `rows` feeding R rows. c is [R, np], zero where a key does not count;
-/// row r of the result is scaled by rowScale[r] unless that is null.
-template <typename V, int R, int NV, typename T>
-INLINE void combineTile(int64_t cols, int64_t np, const T *c, const T *rows, int64_t ld, T *out,
-                        int64_t ldo, int valid, const T *rowScale) {
+/// out[r · ldo + e] = Σ_{begin ≤ j < end} c(r, j) · rows[j · ld + e], r <
+/// valid, e < hd: R rows by NV vectors of features in registers, each vector
+/// of `rows` feeding R rows. c(r, j) is c[r · np + j] (a block of R rows of
+/// scores, zero where a key does not count), or with Trans c[j · np + r] (R
+/// columns of a head's whole [n, np] matrix: its transpose's rows). Row r
+/// of the result is scaled by rowScale[r] unless that is null.
+template <typename V, int R, int NV, bool Trans, typename T>
+INLINE void combineTile(int64_t begin, int64_t end, int64_t np, const T *c, const T *rows,
+                        int64_t ld, T *out, int64_t ldo, int valid, const T *rowScale) {
   constexpr int W = Lanes<V>::W;
   V acc[R][NV];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v)
       acc[r][v] = V{};
-  for (int64_t j = 0; j < cols; ++j) {
+  for (int64_t j = begin; j < end; ++j) {
     V x[NV];
     for (int v = 0; v < NV; ++v)
       x[v] = load<V>(rows + j * ld + v * W);
     for (int r = 0; r < R; ++r) {
-      V cv = c[r * np + j] - V{};
+      V cv = (Trans ? c[j * np + r] : c[r * np + j]) - V{};
       for (int v = 0; v < NV; ++v)
         acc[r][v] += cv * x[v];
     }
@@ -247,50 +252,22 @@ INLINE void combineTile(int64_t cols, int64_t np, const T *c, const T *rows, int
     for (int v = 0; v < NV; ++v)
       store<V>(out + r * ldo + v * W, rowScale ? acc[r][v] * rowScale[r] : acc[r][v]);
 }
-template <typename V, int R, typename T>
-INLINE void combineBlock(int64_t cols, int64_t np, int64_t hd, const T *c, const T *rows,
-                         int64_t ld, T *out, int64_t ldo, int valid,
+template <typename V, int R, bool Trans = false, typename T>
+INLINE void combineBlock(int64_t begin, int64_t end, int64_t np, int64_t hd, const T *c,
+                         const T *rows, int64_t ld, T *out, int64_t ldo, int valid,
                          const T *rowScale = nullptr) {
   constexpr int W = Lanes<V>::W;
   int64_t e0 = 0;
   for (; e0 + 2 * W <= hd; e0 += 2 * W)
-    combineTile<V, R, 2>(cols, np, c, rows + e0, ld, out + e0, ldo, valid, rowScale);
+    combineTile<V, R, 2, Trans>(begin, end, np, c, rows + e0, ld, out + e0, ldo, valid, rowScale);
   for (; e0 + W <= hd; e0 += W)
-    combineTile<V, R, 1>(cols, np, c, rows + e0, ld, out + e0, ldo, valid, rowScale);
+    combineTile<V, R, 1, Trans>(begin, end, np, c, rows + e0, ld, out + e0, ldo, valid, rowScale);
   for (int64_t e = e0; e < hd; ++e)
     for (int r = 0; r < valid; ++r) {
       T acc = 0;
-      for (int64_t j = 0; j < cols; ++j)
-        acc += c[r * np + j] * rows[j * ld + e];
+      for (int64_t j = begin; j < end; ++j)
+        acc += (Trans ? c[j * np + r] : c[r * np + j]) * rows[j * ld + e];
       out[r * ldo + e] = rowScale ? acc * rowScale[r] : acc;
-    }
-}
-
-/// acc[j · hd + e] += Σ_{r < R} c[r, j] · x[r · ldx + e] for j < cols,
-/// e < hd: a vector of each of the R rows of x in registers, one vector of
-/// acc loaded and stored per key.
-template <typename V, int R, typename T>
-INLINE void scatterBlock(int64_t cols, int64_t np, int64_t hd, const T *c, const T *x, int64_t ldx,
-                         T *acc) {
-  constexpr int W = Lanes<V>::W;
-  int64_t e0 = 0;
-  for (; e0 + W <= hd; e0 += W) {
-    V xr[R];
-    for (int r = 0; r < R; ++r)
-      xr[r] = load<V>(x + r * ldx + e0);
-    for (int64_t j = 0; j < cols; ++j) {
-      V t0 = xr[0] * c[j], t1{};
-      for (int r = 1; r < R; ++r)
-        (r % 2 ? t1 : t0) += xr[r] * c[r * np + j];
-      store<V>(acc + j * hd + e0, load<V>(acc + j * hd + e0) + (t0 + t1));
-    }
-  }
-  for (int64_t e = e0; e < hd; ++e)
-    for (int64_t j = 0; j < cols; ++j) {
-      T a = 0;
-      for (int r = 0; r < R; ++r)
-        a += c[r * np + j] * x[r * ldx + e];
-      acc[j * hd + e] += a;
     }
 }
 
@@ -330,41 +307,37 @@ INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, cons
     T inv[R]; // the rows' 1 / Σ exp, applied to the weighted sums
     for (int r = 0; r < R; ++r)
       inv[r] = softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, p + r * np, false);
-    combineBlock<V, R>(cols, np, hd, p, v, ld, o + i0 * ldo, ldo, valid, inv);
+    combineBlock<V, R>(0, cols, np, hd, p, v, ld, o + i0 * ldo, ldo, valid, inv);
   }
 }
 
 /// The VJP of one (b, h): q, k, v and dO point at token 0 of this head
 /// (token strides ld and ldd); writes dq, dk, dv rows (token stride ldg).
+/// First per block of R query rows: P (recomputed as the forward does), dP
+/// = dO vᵀ, dS and dq = dS k, keeping the head's whole P and dS ([n, np],
+/// in L2); then per block of R keys dk = dSᵀ q and dv = Pᵀ dO as register
+/// tiles over the query rows that see those keys (i ≥ the block's first).
 template <typename V, int R, typename T>
 INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, const T *v,
                     int64_t ld, const T *dO, int64_t ldd, T *dq, T *dk, T *dv, int64_t ldg,
                     Scratch<T> &s) {
   constexpr int W = Lanes<V>::W;
   const T scale = T(1) / std::sqrt(T(hd));
-  T *kt = s.kt.data(), *vt = s.vt.data(), *p = s.p.data(), *dp = s.dp.data();
-  T *dkAcc = s.dk.data(), *dvAcc = s.dv.data();
+  T *kt = s.kt.data(), *vt = s.vt.data();
   transpose<V>(n, np, hd, k, ld, kt);
   transpose<V>(n, np, hd, v, ld, vt);
-  std::fill(dkAcc, dkAcc + n * hd, T(0));
-  std::fill(dvAcc, dvAcc + n * hd, T(0));
   for (int64_t i0 = 0; i0 < n; i0 += R) {
+    T *p = s.p.data() + i0 * np, *dp = s.dp.data() + i0 * np;
     const T *x, *g;
     int64_t ldx, ldgr;
     int valid = rowsAt<R>(n, i0, hd, q, ld, s.rows.data(), x, ldx);
     rowsAt<R>(n, i0, hd, dO, ldd, s.rows2.data(), g, ldgr);
     const int64_t cols = std::min<int64_t>(n, i0 + R);
     const int64_t width = (cols + 2 * W - 1) / (2 * W) * (2 * W);
-    // P (recomputed as the forward does) and dP = dO vᵀ.
     scoreBlock<V, R>(cols, np, hd, x, ldx, kt, scale, p);
     scoreBlock<V, R>(cols, np, hd, g, ldgr, vt, T(1), dp);
-    for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < valid; ++r) {
       T *pr = p + r * np, *dpr = dp + r * np;
-      if (r >= valid) { // a row past n weighs nothing below
-        std::fill(pr, pr + width, T(0));
-        std::fill(dpr, dpr + width, T(0));
-        continue;
-      }
       softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, pr, true);
       // dS = P ∘ (dP − Σ_j P dP), scaled by 1/√hd for dq and dk (P is zero
       // where a key does not count).
@@ -377,13 +350,18 @@ INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, c
       for (int64_t j = 0; j < width; j += W)
         store<V>(dpr + j, load<V>(pr + j) * (load<V>(dpr + j) - rowDot) * scale);
     }
-    combineBlock<V, R>(cols, np, hd, dp, k, ld, dq + i0 * ldg, ldg, valid); // dq = dS k
-    scatterBlock<V, R>(cols, np, hd, dp, x, ldx, dkAcc);                    // dk += dSᵀ q
-    scatterBlock<V, R>(cols, np, hd, p, g, ldgr, dvAcc);                    // dv += Pᵀ dO
+    combineBlock<V, R>(0, cols, np, hd, dp, k, ld, dq + i0 * ldg, ldg, valid); // dq = dS k
   }
-  for (int64_t j = 0; j < n; ++j) {
-    std::memcpy(dk + j * ldg, dkAcc + j * hd, hd * sizeof(T));
-    std::memcpy(dv + j * ldg, dvAcc + j * hd, hd * sizeof(T));
+  // Keys j0 .. j0 + R - 1 are seen by rows i >= j0. The block of row i holds
+  // columns up to at least its own last row, so P and dS are set (or zero)
+  // there for every key of this block below n; columns past n feed only
+  // rows of the result that are not stored.
+  for (int64_t j0 = 0; j0 < n; j0 += R) {
+    int valid = int(std::min<int64_t>(R, n - j0));
+    combineBlock<V, R, true>(j0, n, np, hd, s.dp.data() + j0, q, ld, dk + j0 * ldg, ldg,
+                             valid); // dk = dSᵀ q
+    combineBlock<V, R, true>(j0, n, np, hd, s.p.data() + j0, dO, ldd, dv + j0 * ldg, ldg,
+                             valid); // dv = Pᵀ dO
   }
 }
 

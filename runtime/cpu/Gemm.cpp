@@ -69,6 +69,15 @@ template <typename T> struct Scratch {
   }
 };
 
+/// The operands packed row by row come from memory (a tape slice, an
+/// activation gradient): the packing asks for the row kAhead rows on while
+/// it copies this one (a prefetch past the end of a matrix is harmless).
+constexpr int64_t kAhead = 8;
+template <typename T> inline void prefetchRow(const T *p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 64 / sizeof(T))
+    __builtin_prefetch(p + i);
+}
+
 /// Packs A[ic:ic+mc, pc:pc+kc] as MR-row slivers, k-major: the MR values of
 /// column k of sliver s at out[s·MR·kc + k·MR] (rows past mc are zero), the
 /// order in which the register tile broadcasts them.
@@ -81,6 +90,7 @@ void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out)
     // along k, every row of memory is read once, start to end.
     for (int64_t k = 0; k < kc; ++k) {
       const T *src = A + k * sAk;
+      prefetchRow(src + kAhead * sAk, full);
       for (int64_t i = 0; i < full; i += MR)
         memcpy(out + i * kc + k * MR, src + i, MR * sizeof(T));
     }
@@ -111,6 +121,7 @@ void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out)
     full = nc / NR * NR;
     for (int64_t k = 0; k < kc; ++k) {
       const T *src = B + k * sBk;
+      prefetchRow(src + kAhead * sBk, full);
       for (int64_t j = 0; j < full; j += NR)
         memcpy(out + j * kc + k * NR, src + j, NR * sizeof(T));
     }
