@@ -111,13 +111,26 @@ INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sX
   using V = typename L::V;
   constexpr int W = L::W;
   const double eps = epsOf(epsBits);
-  // The sums over tokens in double: thousands of rows add into each.
+  // The sums over tokens: thousands of rows add into each, so vectors of T
+  // gather kChunk rows at a time and those partial sums add in double.
+  constexpr int kChunk = 16;
   thread_local std::vector<double> dgAcc, dbAcc;
-  thread_local std::vector<T> xhat, ghat;
+  thread_local std::vector<T> xhat, ghat, dgPart, dbPart;
   dgAcc.assign(F, 0.0);
   dbAcc.assign(F, 0.0);
+  dgPart.assign(F, T(0));
+  dbPart.assign(F, T(0));
   xhat.resize(F);
   ghat.resize(F);
+  int pending = 0;
+  auto flush = [&] {
+    for (int64_t e = 0; e < F; ++e) {
+      dgAcc[e] += double(dgPart[e]);
+      dbAcc[e] += double(dbPart[e]);
+      dgPart[e] = dbPart[e] = T(0);
+    }
+    pending = 0;
+  };
   const T invF = T(1.0 / F);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < n; ++i) {
@@ -151,11 +164,20 @@ INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sX
         L::store(dxr + f, (L::load(ghat.data() + f) - m1 - L::load(xhat.data() + f) * m2) * rstd);
       for (; f < F; ++f)
         dxr[f] = (ghat[f] - m1 - xhat[f] * m2) * rstd;
-      for (int64_t e = 0; e < F; ++e) {
-        dgAcc[e] += double(dyr[e]) * double(xhat[e]);
-        dbAcc[e] += double(dyr[e]);
+      f = 0;
+      for (; f + W <= F; f += W) {
+        V d = L::load(dyr + f);
+        L::store(dgPart.data() + f, L::load(dgPart.data() + f) + d * L::load(xhat.data() + f));
+        L::store(dbPart.data() + f, L::load(dbPart.data() + f) + d);
       }
+      for (; f < F; ++f) {
+        dgPart[f] += dyr[f] * xhat[f];
+        dbPart[f] += dyr[f];
+      }
+      if (++pending == kChunk)
+        flush();
     }
+  flush();
   for (int64_t e = 0; e < F; ++e) {
     dg[e] = T(dgAcc[e]);
     db[e] = T(dbAcc[e]);
