@@ -29,14 +29,13 @@ results=()
 for c in "${CONFIGS[@]}"; do
   read -r name d D H L pos loops window points <<< "${ARGS[$c]}"
   so="$OUT/$name.so"
-  if [ ! -f "$so" ] || [ "examples/$name.mlir" -nt "$so" ] || [ "$BIN/unroll-translate" -nt "$so" ] \
-     || [ "$BIN/unroll-opt" -nt "$so" ]; then
-    echo "compiling examples/$name.mlir" >&2
-    "$BIN/unroll-opt" "examples/$name.mlir" --lower-to-cpu -o "$OUT/$name.ll.mlir"
-    "$BIN/unroll-translate" "$OUT/$name.ll.mlir" -o "$so"
-  fi
+  # Compiled every time (seconds): a library kept from an earlier run would
+  # miss a change to the kernels, which unroll-translate links from ../lib.
+  echo "compiling examples/$name.mlir" >&2
+  "$BIN/unroll-opt" "examples/$name.mlir" --lower-to-cpu -o "$OUT/$name.ll.mlir"
+  "$BIN/unroll-translate" "$OUT/$name.ll.mlir" -o "$so"
   base_so="$OUT/$name.base.so"
-  if [ -n "${BENCH_BASE:-}" ] && { [ ! -f "$base_so" ] || [ "$BENCH_BASE/bin/unroll-translate" -nt "$base_so" ]; }; then
+  if [ -n "${BENCH_BASE:-}" ]; then
     echo "compiling examples/$name.mlir with $BENCH_BASE" >&2
     "$BENCH_BASE/bin/unroll-opt" "examples/$name.mlir" --lower-to-cpu -o "$OUT/$name.base.ll.mlir"
     "$BENCH_BASE/bin/unroll-translate" "$OUT/$name.base.ll.mlir" -o "$base_so"
