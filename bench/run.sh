@@ -2,7 +2,8 @@
 # The CPU benchmark: the same training step and forward, for the small and the
 # paper config, with unroll and with PyTorch (OpenBLAS) in one run, on one
 # thread and on all cores (BENCH_THREADS, default 2), plus the machine's GEMM
-# peak measured in the same run. Prints a table and writes OUT/bench.json.
+# peak measured in the same run (before and after the timings; the higher
+# counts). Prints a table and writes OUT/bench.json.
 #   bench/run.sh [BUILD] [OUT] [REPEATS] [CONFIGS...]   (configs: small paper)
 # Each number is the median of at least REPEATS timed runs. The VM's speed
 # drifts, so unroll and PyTorch alternate: BENCH_ROUNDS rounds (default 2),
@@ -25,6 +26,11 @@ declare -A ARGS=(
   [paper]="looped_gpt2 20 256 8 1 203 20 15 41"
 )
 THREAD_COUNTS=(1); [ "$THREADS" -gt 1 ] && THREAD_COUNTS+=("$THREADS")
+echo "measuring the GEMM peak ..." >&2
+declare -A early
+for t in "${THREAD_COUNTS[@]}"; do
+  early[$t]=$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9)
+done
 results=()
 for c in "${CONFIGS[@]}"; do
   read -r name d D H L pos loops window points <<< "${ARGS[$c]}"
@@ -69,10 +75,17 @@ print(json.dumps(m))'
     results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"unroll\": $u, \"torch\": $tr$before}")
   done
 done
-echo "measuring the GEMM peak ..." >&2
+echo "measuring the GEMM peak again ..." >&2
 peaks=()
 for t in "${THREAD_COUNTS[@]}"; do
-  peaks+=("\"$t\": $("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9)")
+  # The higher of the two measurements (before and after the timings): a
+  # peak taken in a slow minute of the VM would flatter every share.
+  late=$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9)
+  peaks+=("\"$t\": $($PY -c 'import json, sys
+a, b = (json.loads(x) for x in sys.argv[1:])
+best = a if a["gflops"] >= b["gflops"] else b
+best["measured_gflops"] = [a["gflops"], b["gflops"]]
+print(json.dumps(best))' "${early[$t]}" "$late")")
 done
 printf '{"runs": [%s], "gemm_peak": {%s}}\n' "$(IFS=,; echo "${results[*]}")" \
   "$(IFS=,; echo "${peaks[*]}")" > "$OUT/bench.json"

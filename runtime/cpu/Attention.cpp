@@ -13,19 +13,22 @@
 // transformer's sizes (n = 2k ≤ 82 tokens, hd = 16 or 32) those were tiny
 // GEMM calls and scalar loops. Here each (b, h) is one pass over blocks of
 // R query rows (R = 8 with AVX-512, 6 otherwise): k is
-// transposed once into a [hd, np] scratch; the block's scores are an R x W
-// register tile (each vector of kt loaded feeds R multiply-adds), the
-// softmax is per row, and the weighted sum of v rows is an R x W tile of
-// features (each vector of v feeds R rows). A row attends to keys 0..i; the
-// block computes keys up to its last row and the softmax zeroes the rest.
+// transposed once into a [hd, np] scratch (8 x 8 register blocks); the
+// block's scores are an R x W register tile (each vector of kt loaded feeds
+// R multiply-adds), the softmax is per row (maximum, exp and sum in
+// vectors), and the weighted sum of v rows is an R x W tile of features
+// (each vector of v feeds R rows), scaled by each row's 1 / Σ as it is
+// stored. A row attends to keys 0..i; the block computes keys up to its
+// last row and the softmax zeroes the rest.
 //
 // Its vector-Jacobian product, for the backward of a training step,
 // unroll_attention_vjp_f32 / _f64, writes all of dqkv (same layout as qkv)
 // from qkv and the output's adjoint dout (layout of out): per block of rows
 // it recomputes the probabilities P as the forward does, then dP = dO vᵀ
-// (the same tile as the scores, with v transposed), dS = P ∘ (dP − Σ_j P dP),
-// dq = dS k / √hd (the weighted-sum tile), and accumulates dk_j += Σ_i dS_ij
-// q_i / √hd and dv_j += Σ_i P_ij dO_i with the block's R rows in registers.
+// (the same tile as the scores, with v transposed), dS = P ∘ (dP − Σ_j P dP)
+// and dq = dS k / √hd (the weighted-sum tile), keeping the head's P and dS;
+// then per block of R keys dk = dSᵀ q / √hd and dv = Pᵀ dO, the same tile
+// reading P and dS by columns, over the rows that see those keys.
 //
 // f32 uses a Cephes-style exp (VecMath.h: range reduction to [-ln2/2,
 // ln2/2], degree-6 polynomial; relative error ~2e-7) on whole vectors; f64
