@@ -78,67 +78,49 @@ template <typename T> inline void prefetchRow(const T *p, int64_t n) {
     __builtin_prefetch(p + i);
 }
 
-/// Packs A[ic:ic+mc, pc:pc+kc] as MR-row slivers, k-major: the MR values of
-/// column k of sliver s at out[s·MR·kc + k·MR] (rows past mc are zero), the
-/// order in which the register tile broadcasts them.
-template <typename T, int MR>
-void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out) {
-  int64_t full = mc / MR * MR;
-  if (sAm == 1 && full > 0) {
-    // Column-major A (the transposed operand of a weight gradient): column k
-    // of the panel is contiguous, and each sliver takes MR of it. Going
-    // along k, every row of memory is read once, start to end.
+/// Packs the slivers both operands are read in: S lanes (rows of A, columns
+/// of B) by kc steps of k, k-major — sliver s holds, for each k, its S
+/// values side by side at out[s·S·kc + k·S] (lanes past len are zero), the
+/// order in which the register tile broadcasts A and loads B. Lane l, step
+/// k is X[l·sLane + k·sK]. Where lanes are contiguous (column-major A,
+/// row-major B) the copy goes along k, so every row of memory is read once,
+/// start to end, with the row kAhead steps on prefetched.
+template <typename T, int S>
+void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, T *out) {
+  int64_t full = 0;
+  if (sLane == 1) {
+    full = len / S * S;
     for (int64_t k = 0; k < kc; ++k) {
-      const T *src = A + k * sAk;
-      prefetchRow(src + kAhead * sAk, full);
-      for (int64_t i = 0; i < full; i += MR)
-        memcpy(out + i * kc + k * MR, src + i, MR * sizeof(T));
+      const T *src = X + k * sK;
+      prefetchRow(src + kAhead * sK, full);
+      for (int64_t l = 0; l < full; l += S)
+        memcpy(out + l * kc + k * S, src + l, S * sizeof(T));
     }
-  } else {
-    full = 0;
   }
-  for (int64_t i = full; i < mc; i += MR) {
-    int64_t rows = std::min<int64_t>(MR, mc - i);
-    T *o = out + i * kc;
-    for (int64_t k = 0; k < kc; ++k) {
-      const T *src = A + i * sAm + k * sAk;
-      int64_t r = 0;
-      for (; r < rows; ++r)
-        o[k * MR + r] = src[r * sAm];
-      for (; r < MR; ++r)
-        o[k * MR + r] = 0;
+  for (int64_t l = full; l < len; l += S) {
+    int64_t lanes = std::min<int64_t>(S, len - l);
+    T *o = out + l * kc;
+    for (int64_t k = 0; k < kc; ++k, o += S) {
+      const T *src = X + l * sLane + k * sK;
+      int64_t c = 0;
+      for (; c < lanes; ++c)
+        o[c] = src[c * sLane];
+      for (; c < S; ++c)
+        o[c] = 0;
     }
   }
 }
 
-/// Packs B[pc:pc+kc, jc:jc+nc] as NR-column slivers: for each k, NR values.
-/// Row-major B is read row by row (each row once, start to end), the other
-/// layouts sliver by sliver.
+/// A[ic:ic+mc, pc:pc+kc] as MR-row slivers.
+template <typename T, int MR>
+void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out) {
+  packSlivers<T, MR>(A, sAm, sAk, mc, kc, out);
+}
+
+/// B[pc:pc+kc, jc:jc+nc] as NR-column slivers.
 template <typename T, int NR>
 void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out) {
-  int64_t full = 0;
-  if (sBn == 1) {
-    full = nc / NR * NR;
-    for (int64_t k = 0; k < kc; ++k) {
-      const T *src = B + k * sBk;
-      prefetchRow(src + kAhead * sBk, full);
-      for (int64_t j = 0; j < full; j += NR)
-        memcpy(out + j * kc + k * NR, src + j, NR * sizeof(T));
-    }
-  }
-  for (int64_t j = full; j < nc; j += NR) {
-    int64_t cols = std::min<int64_t>(NR, nc - j);
-    T *o = out + j * kc;
-    for (int64_t k = 0; k < kc; ++k) {
-      const T *src = B + k * sBk + j * sBn;
-      int64_t c = 0;
-      for (; c < cols; ++c)
-        o[c] = src[c * sBn];
-      for (; c < NR; ++c)
-        o[c] = 0;
-      o += NR;
-    }
-  }
+  packSlivers<T, NR>(B, sBn, sBk, nc, kc, out);
 }
 
 /// The register tile: acc[MR][NR] = Σ_k a[r][k] b[k][c], then C += acc.
