@@ -122,7 +122,8 @@ INLINE void transpose8(f32x8u r[8]) {
   for (int i = 0; i < 8; i += 4)
     for (int h = 0; h < 2; ++h) {
       u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+      u[i + 2 * h + 1] =
+          __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
     }
   for (int c = 0; c < 4; ++c) {
     r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);

@@ -17,9 +17,10 @@
 // MR rows of A. Row-major A is read in place (broadcasts do not need a
 // packed layout, and the many small attention products would otherwise
 // spend as long packing as multiplying); strided A is packed in MC x KC
-// panels of MR-row slivers, k-major (the MR values the tile broadcasts for one k
-// side by side; a column-major A copies them as they are). The register tile is 8 x 32 f32
-// (8 x 16 f64) with AVX-512 and 6 x 16 (6 x 8) with AVX2; the instruction
+// panels of MR-row slivers, k-major (the MR values the tile broadcasts for
+// one k side by side; a column-major A copies them as they are). The
+// register tile is 8 x 32 f32 (8 x 16 f64) with AVX-512 and 6 x 16 (6 x 8)
+// with AVX2; the instruction
 // set is picked once at run time (cpuid), with a scalar tile as fallback.
 // Partial tiles at the edges go through a small buffer.
 //
@@ -373,7 +374,7 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
     int64_t nc = std::min<int64_t>(kNC, N - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc);
-      const bool last = pc + kc >= K && epi.flags;
+      const bool last = pc + kc >= K;
       packB<T, NR>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);

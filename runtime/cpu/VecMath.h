@@ -1,4 +1,4 @@
-//===- VecMath.h - exp, tanh and GELU on vectors for the CPU kernels ------===//
+//===- VecMath.h - exp and GELU on vectors for the CPU kernels ------------===//
 //
 // Internal to libunroll_cpu_kernels.a (Attention.cpp, Gemm.cpp): the
 // transcendental functions the kernels apply to whole vectors. V is a GCC
@@ -51,27 +51,6 @@ template <typename V> UNROLL_VEC_INLINE V expNonPositive(V x) {
   }
 }
 
-/// tanh of every lane. f32: the odd Taylor polynomial to x⁹ below |x| 0.3
-/// (error < 2e-8 there), sign(x) (1 − e) / (1 + e) with e = exp(−2|x|)
-/// above (absolute error ~2e-7).
-template <typename V> UNROLL_VEC_INLINE V tanhOf(V x) {
-  using T = typename LanesOf<V>::T;
-  if constexpr (sizeof(T) == 8) {
-    for (int l = 0; l < LanesOf<V>::W; ++l)
-      x[l] = std::tanh(x[l]);
-    return x;
-  } else {
-    V a = x < 0 ? -x : x;
-    V e = expNonPositive(-2.0f * a);
-    V big = (1.0f - e) / (1.0f + e);
-    big = x < 0 ? -big : big;
-    V x2 = x * x;
-    V small = x * (1.0f +
-                   x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315 + x2 * (62.0f / 2835)))));
-    return a < 0.3f ? small : big;
-  }
-}
-
 // The model's GELU (tanh form, unroll.gelu) and its derivative, through the
 // identity ½(1 + tanh u) = σ(2u) = 1 / (1 + e^{−2u}): with e = exp(−2|u|) ≤ 1,
 // σ(2u) = 1 / (1 + e) for u ≥ 0 and e / (1 + e) below — one exp and one
@@ -88,7 +67,8 @@ template <typename V, int N> UNROLL_VEC_INLINE void geluGateN(V *x) {
     u[q] = T(kGeluC) * (x[q] + T(kGeluA) * x[q] * x[q] * x[q]);
   if constexpr (sizeof(T) == 8) {
     for (int q = 0; q < N; ++q)
-      x[q] = T(0.5) * (T(1) + tanhOf(u[q]));
+      for (int l = 0; l < LanesOf<V>::W; ++l)
+        x[q][l] = T(0.5) * (T(1) + std::tanh(u[q][l]));
   } else {
     typedef int32_t I __attribute__((vector_size(sizeof(V))));
     V e[N];
@@ -123,8 +103,8 @@ template <typename V, int N> UNROLL_VEC_INLINE void geluGradN(V *x) {
     s[q] = x[q];
   geluGateN<V, N>(s);
   for (int q = 0; q < N; ++q)
-    x[q] = s[q] + T(2 * kGeluC) * x[q] * s[q] * (T(1) - s[q]) *
-                      (T(1) + T(3 * kGeluA) * x[q] * x[q]);
+    x[q] =
+        s[q] + T(2 * kGeluC) * x[q] * s[q] * (T(1) - s[q]) * (T(1) + T(3 * kGeluA) * x[q] * x[q]);
 }
 
 template <typename V> UNROLL_VEC_INLINE V gelu(V x) {
