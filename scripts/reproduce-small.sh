@@ -8,7 +8,8 @@
 # L12_LR (default 1e-3) for the 12-layer one, which at 3e-3 stayed at the
 # zero predictor's loss for 3000 steps; icl_linear also trains the
 # weight-tied loop without injection, and the looped and the 12-layer model
-# at twice STEPS (do they still improve?). Every model is
+# at twice STEPS (do they still improve?), for every task or those named
+# in X2_TASKS. Every model is
 # evaluated on 1280 prompts beside the task's baselines; the looped and
 # weight-tied models get loop studies to 100 loops.
 #
@@ -16,7 +17,7 @@
 #   JOBS=2 scripts/reproduce-small.sh ...                 two runs at a time, one thread each
 #
 # Results in OUT/<task>/<model>/ (eval.*, loops.*, metrics.jsonl), the plots
-# OUT/<task>.svg, OUT/loops.svg and OUT/icl_linear.steps.svg, and the table OUT/summary.md
+# OUT/<task>.svg, OUT/loops.svg and OUT/<task>.steps.svg, and the table OUT/summary.md
 # (scripts/reproduce-summary.py). About 45 minutes of one core per task at
 # 12000 steps (the 12-layer model is two thirds of it), plus 1.5 hours for
 # the two runs at twice the steps.
@@ -69,9 +70,13 @@ done
 for task in "${TASKS[@]}"; do
   runs+=("looped $task $STEPS $OUT/$task/looped")
 done
-runs+=("tying icl_linear $STEPS $OUT/icl_linear/tying"
-       "looped icl_linear $((2 * STEPS)) $OUT/icl_linear/looped_x2"
-       "gpt2_L12 icl_linear $((2 * STEPS)) $OUT/icl_linear/gpt2_L12_x2 --lr $L12_LR")
+runs+=("tying icl_linear $STEPS $OUT/icl_linear/tying")
+# Then both models of every task in X2_TASKS at twice the steps, in that
+# order: does the error at k = 2d still improve?
+for task in ${X2_TASKS:-${TASKS[*]}}; do
+  runs+=("gpt2_L12 $task $((2 * STEPS)) $OUT/$task/gpt2_L12_x2 --lr $L12_LR"
+         "looped $task $((2 * STEPS)) $OUT/$task/looped_x2")
+done
 # JOBS runs at a time.
 for r in "${runs[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 5; done
@@ -100,11 +105,14 @@ for task in "${TASKS[@]}"; do
       "$OUT/$task/looped/eval.csv:least_squares:least squares" \
       "$OUT/$task/looped/eval.csv:nearest_neighbors_3:3-NN"
 done
-"$BIN/unroll-plot" "$OUT/icl_linear.steps.svg" --log-y --y-floor 1e-4 \
-    --title "icl_linear, d = 5: $STEPS vs $((2 * STEPS)) training steps" \
-    --xlabel "in-context examples k" --ylabel "normalized squared error" \
-    "$OUT/icl_linear/looped/eval.csv:model:looped, $STEPS steps" \
-    "$OUT/icl_linear/looped_x2/eval.csv:model:looped, $((2 * STEPS)) steps" \
-    "$OUT/icl_linear/gpt2_L12/eval.csv:model:L = 12, $STEPS steps" \
-    "$OUT/icl_linear/gpt2_L12_x2/eval.csv:model:L = 12, $((2 * STEPS)) steps"
+for task in "${TASKS[@]}"; do
+  [ -f "$OUT/$task/looped_x2/eval.csv" ] && [ -f "$OUT/$task/gpt2_L12_x2/eval.csv" ] || continue
+  "$BIN/unroll-plot" "$OUT/$task.steps.svg" --log-y --y-floor 1e-4 \
+      --title "$task, d = 5: $STEPS vs $((2 * STEPS)) training steps" \
+      --xlabel "in-context examples k" --ylabel "normalized squared error" \
+      "$OUT/$task/looped/eval.csv:model:looped, $STEPS steps" \
+      "$OUT/$task/looped_x2/eval.csv:model:looped, $((2 * STEPS)) steps" \
+      "$OUT/$task/gpt2_L12/eval.csv:model:L = 12, $STEPS steps" \
+      "$OUT/$task/gpt2_L12_x2/eval.csv:model:L = 12, $((2 * STEPS)) steps"
+done
 "$PY" scripts/reproduce-summary.py "$OUT" "$STEPS" | tee "$OUT/summary.md"
