@@ -6,15 +6,16 @@
 # of examples/looped_gpt2_small.train.json (warm-up, cosine decay) for STEPS
 # steps, at the peak rate of that file (3e-3) for the looped models and
 # L12_LR (default 1e-3) for the 12-layer one, which at 3e-3 stayed at the
-# zero predictor's loss for 3000 steps; icl_linear also trains the
-# weight-tied loop without injection, and the looped and the 12-layer model
-# at twice STEPS (do they still improve?), for every task or those named
-# in X2_TASKS. Every model is
+# zero predictor's loss for 3000 steps. Each model is trained again at twice
+# the steps while that still improves its error at k = 2d beyond the
+# evaluation's 5-95% band, up to MAX_STEPS (default 2 STEPS: one doubling);
+# icl_linear also trains the weight-tied loop without injection. Every model is
 # evaluated on 1280 prompts beside the task's baselines; the looped and
 # weight-tied models get loop studies to 100 loops.
 #
 #   scripts/reproduce-small.sh [BUILD] [OUT] [STEPS]      (default 12000 steps)
 #   JOBS=2 scripts/reproduce-small.sh ...                 two runs at a time, one thread each
+#   MAX_STEPS=48000 scripts/reproduce-small.sh ...        keep doubling up to 48000 steps
 #
 # Results in OUT/<task>/<model>/ (eval.*, loops.*, metrics.jsonl), the plots
 # OUT/<task>.svg, OUT/loops.svg and OUT/<task>.steps.svg, and the table OUT/summary.md
@@ -25,6 +26,7 @@ set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/reproduce-small}; STEPS=${3:-12000}
 JOBS=${JOBS:-1}
 L12_LR=${L12_LR:-1e-3}
+MAX_STEPS=${MAX_STEPS:-$((2 * STEPS))}
 BIN="$BUILD/bin"
 PY=${PYTHON:-python3}
 CONFIG=examples/looped_gpt2_small.train.json
@@ -62,26 +64,37 @@ run() { # model task steps dir [unroll-run flags]
   echo "$(( $(date +%s) - start ))" > "$dir/seconds"
   echo "done: $task $model ($steps steps, $(cat "$dir/seconds") s)" >&2
 }
-# The 12-layer runs first: they are the longest.
-runs=()
-for task in "${TASKS[@]}"; do
-  runs+=("gpt2_L12 $task $STEPS $OUT/$task/gpt2_L12 --lr $L12_LR")
-done
-for task in "${TASKS[@]}"; do
-  runs+=("looped $task $STEPS $OUT/$task/looped")
-done
-runs+=("tying icl_linear $STEPS $OUT/icl_linear/tying")
-# Then both models of every task in X2_TASKS at twice the steps, in that
-# order: does the error at k = 2d still improve?
-for task in ${X2_TASKS:-${TASKS[*]}}; do
-  runs+=("gpt2_L12 $task $((2 * STEPS)) $OUT/$task/gpt2_L12_x2 --lr $L12_LR"
-         "looped $task $((2 * STEPS)) $OUT/$task/looped_x2")
-done
-# JOBS runs at a time.
-for r in "${runs[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 5; done
-  # shellcheck disable=SC2086
-  run $r &
+# A chain trains one model on one task at STEPS, 2 STEPS, 4 STEPS, ...
+# steps (the schedule stretched each time), until doubling no longer
+# improves the error at k = 2d beyond its band (reproduce-summary.py
+# --improving) or the next run would pass MAX_STEPS.
+chain() { # model task [unroll-run flags]
+  local model=$1 task=$2; shift 2
+  local m=1 dir prev=""
+  while :; do
+    dir="$OUT/$task/$model"
+    [ "$m" -gt 1 ] && dir+="_x$m"
+    run "$model" "$task" $((m * STEPS)) "$dir" "$@"
+    if [ -n "$prev" ] && ! "$PY" scripts/reproduce-summary.py --improving "$prev/eval.json" "$dir/eval.json"; then
+      echo "stopped: $task $model at $((m * STEPS)) steps (no better than at $((m * STEPS / 2)))" >&2
+      return 0
+    fi
+    [ $((2 * m * STEPS)) -le "$MAX_STEPS" ] || return 0
+    prev=$dir; m=$((2 * m))
+  done
+}
+# The 12-layer chains first: they are the longest. JOBS chains at a time.
+chains=()
+for task in "${TASKS[@]}"; do chains+=("gpt2_L12 $task --lr $L12_LR"); done
+for task in "${TASKS[@]}"; do chains+=("looped $task"); done
+for c in "${chains[@]}" "tying icl_linear"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  if [ "${c%% *}" = tying ]; then
+    run tying icl_linear "$STEPS" "$OUT/icl_linear/tying" &
+  else
+    # shellcheck disable=SC2086
+    chain $c &
+  fi
 done
 wait
 
@@ -105,14 +118,19 @@ for task in "${TASKS[@]}"; do
       "$OUT/$task/looped/eval.csv:least_squares:least squares" \
       "$OUT/$task/looped/eval.csv:nearest_neighbors_3:3-NN"
 done
+# Each task's error against k after each of its chains' runs.
 for task in "${TASKS[@]}"; do
-  [ -f "$OUT/$task/looped_x2/eval.csv" ] && [ -f "$OUT/$task/gpt2_L12_x2/eval.csv" ] || continue
+  [ -f "$OUT/$task/looped_x2/eval.csv" ] || [ -f "$OUT/$task/gpt2_L12_x2/eval.csv" ] || continue
+  curves=()
+  for model in looped gpt2_L12; do
+    for m in 1 2 4 8 16 32; do
+      dir="$OUT/$task/$model"; [ "$m" -gt 1 ] && dir+="_x$m"
+      name=looped; [ "$model" = gpt2_L12 ] && name="L = 12"
+      [ -f "$dir/eval.csv" ] && curves+=("$dir/eval.csv:model:$name, $((m * STEPS)) steps")
+    done
+  done
   "$BIN/unroll-plot" "$OUT/$task.steps.svg" --log-y --y-floor 1e-4 \
-      --title "$task, d = 5: $STEPS vs $((2 * STEPS)) training steps" \
-      --xlabel "in-context examples k" --ylabel "normalized squared error" \
-      "$OUT/$task/looped/eval.csv:model:looped, $STEPS steps" \
-      "$OUT/$task/looped_x2/eval.csv:model:looped, $((2 * STEPS)) steps" \
-      "$OUT/$task/gpt2_L12/eval.csv:model:L = 12, $STEPS steps" \
-      "$OUT/$task/gpt2_L12_x2/eval.csv:model:L = 12, $((2 * STEPS)) steps"
+      --title "$task, d = 5: error after each doubling of the training steps" \
+      --xlabel "in-context examples k" --ylabel "normalized squared error" "${curves[@]}"
 done
 "$PY" scripts/reproduce-summary.py "$OUT" "$STEPS" | tee "$OUT/summary.md"

@@ -6,11 +6,32 @@ loop studies; every model trained at twice the steps beside its
 STEPS-step run, with a verdict on whether it still improves.
 
   scripts/reproduce-summary.py OUT STEPS
+  scripts/reproduce-summary.py --improving SHORTER/eval.json LONGER/eval.json
+      (exit status 0 when the longer run still improves on the shorter)
 """
 import json
 import math
 import os
 import sys
+
+def at(e, key, k):
+    v = e[key][k] if key in e and k < len(e[key]) else None
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def improving(one, two, k):
+    """Whether the longer run `two` still improves on the shorter `one` at k:
+    its 5-95% band lies wholly below the other's. (Both are evaluated on the
+    same prompts, so overlapping bands are a conservative test.)"""
+    lo1, hi2 = at(one, "model_p05", k), at(two, "model_p95", k)
+    return None if lo1 is None or hi2 is None else hi2 < lo1
+
+
+if len(sys.argv) == 4 and sys.argv[1] == "--improving":
+    # Exit status 0 when the second evaluation still improves on the first
+    # at the last k (reproduce-small.sh doubles the steps while it does).
+    one, two = (json.load(open(p)) for p in sys.argv[2:])
+    sys.exit(0 if improving(one, two, len(one["k"]) - 1) else 1)
 
 out, steps = sys.argv[1], int(sys.argv[2])
 TASKS = ["icl_linear", "icl_noisy_linear", "icl_sparse_linear", "icl_relu2nn", "icl_decision_tree"]
@@ -29,11 +50,6 @@ def load(*parts):
 def seconds(task, model):
     p = os.path.join(out, task, model, "seconds")
     return int(open(p).read()) if os.path.exists(p) else None
-
-
-def at(e, key, k):
-    v = e[key][k] if key in e and k < len(e[key]) else None
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
 
 def fmt(v):
@@ -73,13 +89,8 @@ if lo:
                 print(f"| {task} | {name} | " + " | ".join(fmt(at(e, "model", k)) for k in ks) + " |")
 
 def verdict(one, two, k):
-    """Still improving when the longer run's band lies wholly below the
-    shorter run's; otherwise the doubling changed nothing the 1280 prompts
-    can resolve."""
-    lo1, hi2 = at(one, "model_p05", k), at(two, "model_p95", k)
-    if lo1 is None or hi2 is None:
-        return "-"
-    return "still improving" if hi2 < lo1 else "stopped (bands overlap)"
+    still = improving(one, two, k)
+    return "-" if still is None else "still improving" if still else "stopped (bands overlap)"
 
 
 print("\nDoes the error at k = 10 still improve when the steps double? A model still improves "
@@ -88,8 +99,8 @@ print("| task | model | steps | error before | error after | ratio | verdict | t
 print("|---|---|---|---|---|---|---|---|")
 for task in TASKS:
     for model, name in (("looped", "looped"), ("gpt2_L12", "L = 12")):
-        chain = [(steps * m, load(task, model + suffix, "eval.json"), model + suffix)
-                 for m, suffix in ((1, ""), (2, "_x2"), (4, "_x4"))]
+        chain = [(steps * m, load(task, model + (f"_x{m}" if m > 1 else ""), "eval.json"),
+                  model + (f"_x{m}" if m > 1 else "")) for m in (1, 2, 4, 8, 16, 32)]
         for (n1, one, _), (n2, two, dir2) in zip(chain, chain[1:]):
             if not one or not two:
                 continue
