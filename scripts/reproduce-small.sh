@@ -58,7 +58,7 @@ run() { # model task steps dir [unroll-run flags]
   mkdir -p "$dir"
   local threads=""
   [ "$JOBS" -gt 1 ] && threads="UNROLL_THREADS=1"
-  local start=$(date +%s)
+  local start; start=$(date +%s)
   env $threads "$BIN/unroll-run" "$OUT/$model.so" --task "$task" --config "$CONFIG" \
       --steps "$steps" --out "$dir" --log-every 1000 --save-every 2000 "$@" > "$dir/run.log" 2>&1
   echo "$(( $(date +%s) - start ))" > "$dir/seconds"
