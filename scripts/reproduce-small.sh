@@ -98,17 +98,23 @@ for c in "${chains[@]}" "tying icl_linear"; do
 done
 wait
 
-for m in looped tying; do
+# Loop studies: the weight-tied model and every run of icl_linear's looped chain.
+loop_curves=()
+for m in looped looped_x2 looped_x4 looped_x8 looped_x16 looped_x32 tying; do
   d="$OUT/icl_linear/$m"
+  [ -d "$d/checkpoint" ] || continue
+  so=${m%%_x*}
   [ -f "$d/loops.json" ] ||
-    "$BIN/unroll-run" "$OUT/$m.so" --task icl_linear --checkpoint "$d/checkpoint" \
+    "$BIN/unroll-run" "$OUT/$so.so" --task icl_linear --checkpoint "$d/checkpoint" \
         --eval-loops 1:20,25:100:5 --eval-prompts 640 --out "$d" > "$d/loops.log"
+  steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$d/config.json" | head -n 1)
+  name="input injection, $steps steps"; [ "$so" = tying ] && name="tying, no injection, $steps steps"
+  loop_curves+=("$d/loops.csv:error_last_position:$name")
 done
 "$BIN/unroll-plot" "$OUT/loops.svg" --log-y --y-floor 1e-3 \
     --title "icl_linear, d = 5, k = 10: error after each loop (trained at b = 10)" \
     --xlabel "loop iterations" --ylabel "normalized squared error at the last position" \
-    "$OUT/icl_linear/looped/loops.csv:error_last_position:input injection" \
-    "$OUT/icl_linear/tying/loops.csv:error_last_position:tying, no injection"
+    "${loop_curves[@]}"
 for task in "${TASKS[@]}"; do
   "$BIN/unroll-plot" "$OUT/$task.svg" --log-y --y-floor 1e-4 \
       --title "$task, d = 5: looped (L = 1, b = 10) vs standard (L = 12), $STEPS steps" \
