@@ -20,8 +20,8 @@
 # Results in OUT/<task>/<model>/ (eval.*, loops.*, metrics.jsonl), the plots
 # OUT/<task>.svg, OUT/loops.svg and OUT/<task>.steps.svg, and the table OUT/summary.md
 # (scripts/reproduce-summary.py). About 45 minutes of one core per task at
-# 12000 steps (the 12-layer model is two thirds of it), plus 1.5 hours for
-# the two runs at twice the steps.
+# 12000 steps (the 12-layer model is two thirds of it) and 70 more at twice
+# the steps: about 5 hours with JOBS=2 on 2 cores.
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/reproduce-small}; STEPS=${3:-12000}
 JOBS=${JOBS:-1}
@@ -106,7 +106,7 @@ for m in looped looped_x2 looped_x4 looped_x8 looped_x16 looped_x32 tying; do
   so=${m%%_x*}
   [ -f "$d/loops.json" ] ||
     "$BIN/unroll-run" "$OUT/$so.so" --task icl_linear --checkpoint "$d/checkpoint" \
-        --eval-loops 1:20,25:100:5 --eval-prompts 640 --out "$d" > "$d/loops.log"
+        --eval-loops 1:20,25:100:5,110:500:10 --eval-prompts 640 --out "$d" > "$d/loops.log"
   steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$d/config.json" | head -n 1)
   name="input injection, $steps steps"; [ "$so" = tying ] && name="tying, no injection, $steps steps"
   loop_curves+=("$d/loops.csv:error_last_position:$name")

@@ -117,7 +117,7 @@ if lo and ty:
           f"(input injection: {model_cell(lo, k)})")
 
 print("\nLoop study (icl_linear, 640 prompts, error at the last position):\n")
-want = [1, 5, 10, 20, 50, 100]
+want = [1, 5, 10, 20, 50, 100, 200, 500]
 print("| loops | " + " | ".join(str(l) for l in want) + " |")
 print("|---|" + "---|" * len(want))
 for model, name in (("looped", "input injection"), ("tying", "weight tying, no injection")):
