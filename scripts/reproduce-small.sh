@@ -58,11 +58,16 @@ run() { # model task steps dir [unroll-run flags]
   mkdir -p "$dir"
   local threads=""
   [ "$JOBS" -gt 1 ] && threads="UNROLL_THREADS=1"
+  # An interrupted run continues from its last checkpoint (every 2000 steps);
+  # its seconds then count only the part after the interruption.
+  local resume=() note=""
+  if [ -d "$dir/checkpoint" ]; then resume=(--resume); note=", resumed"; fi
   local start; start=$(date +%s)
   env $threads "$BIN/unroll-run" "$OUT/$model.so" --task "$task" --config "$CONFIG" \
-      --steps "$steps" --out "$dir" --log-every 1000 --save-every 2000 "$@" > "$dir/run.log" 2>&1
+      --steps "$steps" --out "$dir" --log-every 1000 --save-every 2000 "${resume[@]}" "$@" \
+      >> "$dir/run.log" 2>&1
   echo "$(( $(date +%s) - start ))" > "$dir/seconds"
-  echo "done: $task $model ($steps steps, $(cat "$dir/seconds") s)" >&2
+  echo "done: $task $model ($steps steps, $(cat "$dir/seconds") s$note)" >&2
 }
 # A chain trains one model on one task at STEPS, 2 STEPS, 4 STEPS, ...
 # steps (the schedule stretched each time), until doubling no longer
