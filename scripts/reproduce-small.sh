@@ -11,7 +11,7 @@
 # evaluation's 5-95% band, up to MAX_STEPS (default 2 STEPS: one doubling);
 # icl_linear also trains the weight-tied loop without injection. Every model is
 # evaluated on 1280 prompts beside the task's baselines; the looped and
-# weight-tied models get loop studies to 100 loops.
+# weight-tied models get loop studies to 500 loops.
 #
 #   scripts/reproduce-small.sh [BUILD] [OUT] [STEPS]      (default 12000 steps)
 #   JOBS=2 scripts/reproduce-small.sh ...                 two runs at a time, one thread each
@@ -69,6 +69,12 @@ run() { # model task steps dir [unroll-run flags]
   echo "$(( $(date +%s) - start ))" > "$dir/seconds"
   echo "done: $task $model ($steps steps, $(cat "$dir/seconds") s$note)" >&2
 }
+# The directory of a chain's run at MULT times STEPS.
+rundir() { # model task mult
+  local d="$OUT/$2/$1"
+  [ "$3" -gt 1 ] && d+="_x$3"
+  echo "$d"
+}
 # A chain trains one model on one task at STEPS, 2 STEPS, 4 STEPS, ...
 # steps (the schedule stretched each time), until doubling no longer
 # improves the error at k = 2d beyond its band (reproduce-summary.py
@@ -77,8 +83,7 @@ chain() { # model task [unroll-run flags]
   local model=$1 task=$2; shift 2
   local m=1 dir prev=""
   while :; do
-    dir="$OUT/$task/$model"
-    [ "$m" -gt 1 ] && dir+="_x$m"
+    dir=$(rundir "$model" "$task" "$m")
     run "$model" "$task" $((m * STEPS)) "$dir" "$@"
     if [ -n "$prev" ] && ! "$PY" scripts/reproduce-summary.py --improving "$prev/eval.json" "$dir/eval.json"; then
       echo "stopped: $task $model at $((m * STEPS)) steps (no better than at $((m * STEPS / 2)))" >&2
@@ -103,19 +108,20 @@ for c in "${chains[@]}" "tying icl_linear"; do
 done
 wait
 
-# Loop studies: the weight-tied model and every run of icl_linear's looped chain.
+# Loop studies: every run of icl_linear's looped chain, and the weight-tied model.
 loop_curves=()
-for m in looped looped_x2 looped_x4 looped_x8 looped_x16 looped_x32 tying; do
-  d="$OUT/icl_linear/$m"
-  [ -d "$d/checkpoint" ] || continue
-  so=${m%%_x*}
-  [ -f "$d/loops.json" ] ||
-    "$BIN/unroll-run" "$OUT/$so.so" --task icl_linear --checkpoint "$d/checkpoint" \
-        --eval-loops 1:20,25:100:5,110:500:10 --eval-prompts 640 --out "$d" > "$d/loops.log"
-  steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$d/config.json" | head -n 1)
-  name="input injection, $steps steps"; [ "$so" = tying ] && name="tying, no injection, $steps steps"
-  loop_curves+=("$d/loops.csv:error_last_position:$name")
+loop_study() { # model dir curve-name
+  [ -f "$2/loops.json" ] ||
+    "$BIN/unroll-run" "$OUT/$1.so" --task icl_linear --checkpoint "$2/checkpoint" \
+        --eval-loops 1:20,25:100:5,110:500:10 --eval-prompts 640 --out "$2" > "$2/loops.log"
+  loop_curves+=("$2/loops.csv:error_last_position:$3")
+}
+m=1
+while d=$(rundir looped icl_linear $m) && [ -d "$d/checkpoint" ]; do
+  loop_study looped "$d" "input injection, $((m * STEPS)) steps"
+  m=$((2 * m))
 done
+loop_study tying "$OUT/icl_linear/tying" "tying, no injection, $STEPS steps"
 "$BIN/unroll-plot" "$OUT/loops.svg" --log-y --y-floor 1e-3 \
     --title "icl_linear, d = 5, k = 10: error after each loop (trained at b = 10)" \
     --xlabel "loop iterations" --ylabel "normalized squared error at the last position" \
@@ -134,10 +140,11 @@ for task in "${TASKS[@]}"; do
   [ -f "$OUT/$task/looped_x2/eval.csv" ] || [ -f "$OUT/$task/gpt2_L12_x2/eval.csv" ] || continue
   curves=()
   for model in looped gpt2_L12; do
-    for m in 1 2 4 8 16 32; do
-      dir="$OUT/$task/$model"; [ "$m" -gt 1 ] && dir+="_x$m"
-      name=looped; [ "$model" = gpt2_L12 ] && name="L = 12"
-      [ -f "$dir/eval.csv" ] && curves+=("$dir/eval.csv:model:$name, $((m * STEPS)) steps")
+    name=looped; [ "$model" = gpt2_L12 ] && name="L = 12"
+    m=1
+    while d=$(rundir "$model" "$task" $m) && [ -f "$d/eval.csv" ]; do
+      curves+=("$d/eval.csv:model:$name, $((m * STEPS)) steps")
+      m=$((2 * m))
     done
   done
   "$BIN/unroll-plot" "$OUT/$task.steps.svg" --log-y --y-floor 1e-4 \

@@ -88,6 +88,19 @@ if lo:
             if e:
                 print(f"| {task} | {name} | " + " | ".join(fmt(at(e, "model", k)) for k in ks) + " |")
 
+def chain(task, model, name="eval.json"):
+    """The runs of reproduce-small.sh's chain for (task, model), shortest
+    first: (steps, run directory, the loaded `name`), while they exist."""
+    runs, m = [], 1
+    while True:
+        d = model + (f"_x{m}" if m > 1 else "")
+        j = load(task, d, name)
+        if not j:
+            return runs
+        runs.append((steps * m, d, j))
+        m *= 2
+
+
 def verdict(one, two, k):
     still = improving(one, two, k)
     return "-" if still is None else "still improving" if still else "stopped (bands overlap)"
@@ -99,11 +112,8 @@ print("| task | model | steps | error before | error after | ratio | verdict | t
 print("|---|---|---|---|---|---|---|---|")
 for task in TASKS:
     for model, name in (("looped", "looped"), ("gpt2_L12", "L = 12")):
-        chain = [(steps * m, load(task, model + (f"_x{m}" if m > 1 else ""), "eval.json"),
-                  model + (f"_x{m}" if m > 1 else "")) for m in (1, 2, 4, 8, 16, 32)]
-        for (n1, one, _), (n2, two, dir2) in zip(chain, chain[1:]):
-            if not one or not two:
-                continue
+        runs = chain(task, model)
+        for (n1, _, one), (n2, dir2, two) in zip(runs, runs[1:]):
             k = len(one["k"]) - 1
             a, b = at(one, "model", k), at(two, "model", k)
             ratio = f"{a / b:.2f}x" if a and b else "-"
@@ -120,8 +130,8 @@ print("\nLoop study (icl_linear, 640 prompts, error at the last position):\n")
 want = [1, 5, 10, 20, 50, 100, 200, 500]
 print("| loops | " + " | ".join(str(l) for l in want) + " |")
 print("|---|" + "---|" * len(want))
-for model, name in (("looped", "input injection"), ("tying", "weight tying, no injection")):
-    j = load("icl_linear", model, "loops.json")
-    if j:
-        by = dict(zip(j["loops"], j["error_last_position"]))
-        print(f"| {name} | " + " | ".join(fmt(by.get(l)) for l in want) + " |")
+studies = [(f"input injection, {n} steps", j) for n, _, j in chain("icl_linear", "looped", "loops.json")]
+studies += [(f"weight tying, no injection, {n} steps", j) for n, _, j in chain("icl_linear", "tying", "loops.json")]
+for name, j in studies:
+    by = dict(zip(j["loops"], j["error_last_position"]))
+    print(f"| {name} | " + " | ".join(fmt(by.get(l)) for l in want) + " |")
