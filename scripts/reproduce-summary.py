@@ -3,7 +3,8 @@
 per task, the error at k = 2d of the looped and the 12-layer model (with
 5-95% bands) beside the task's baselines; the weight-tying ablation and the
 loop studies; every model trained at twice the steps beside its
-STEPS-step run, with a verdict on whether it still improves.
+STEPS-step run, with a verdict on whether it still improves; and where each
+chain ended, with the two models compared at the most steps both reached.
 
   scripts/reproduce-summary.py OUT STEPS
   scripts/reproduce-summary.py --improving SHORTER/eval.json LONGER/eval.json
@@ -135,3 +136,36 @@ studies += [(f"weight tying, no injection, {n} steps", j) for n, _, j in chain("
 for name, j in studies:
     by = dict(zip(j["loops"], j["error_last_position"]))
     print(f"| {name} | " + " | ".join(fmt(by.get(l)) for l in want) + " |")
+
+
+def chain_end(runs):
+    """The last run of a chain and how the chain ended: 'stopped' when the
+    last doubling no longer improved, 'still improving' when it did (the
+    chain hit MAX_STEPS or is still training), '-' for a single run."""
+    n, _, e = runs[-1]
+    if len(runs) < 2:
+        return n, e, "-"
+    k = len(e["k"]) - 1
+    still = improving(runs[-2][2], e, k)
+    return n, e, "-" if still is None else "still improving" if still else f"stopped (no better than {n // 2})"
+
+
+print("\nWhere each chain ended, and the two models at the most steps both were trained for:\n")
+print("| task | looped, L = 1: steps, error | ended | L = 12: steps, error | ended "
+      "| at equal steps: looped / L = 12 |")
+print("|---|---|---|---|---|---|")
+for task in TASKS:
+    lo_runs, st_runs = chain(task, "looped"), chain(task, "gpt2_L12")
+    if not lo_runs or not st_runs:
+        continue
+    cells = []
+    for runs in (lo_runs, st_runs):
+        n, e, how = chain_end(runs)
+        cells += [f"{n}: {model_cell(e, len(e['k']) - 1)}", how]
+    common = min(len(lo_runs), len(st_runs)) - 1
+    n, _, a = lo_runs[common]
+    b = st_runs[common][2]
+    k = len(a["k"]) - 1
+    ratio = at(a, "model", k) / at(b, "model", k) if at(b, "model", k) else None
+    cells.append(f"{ratio:.2f}x at {n}" if ratio else "-")
+    print(f"| {task} | " + " | ".join(cells) + " |")
