@@ -102,9 +102,15 @@ def chain(task, model, name="eval.json"):
         m *= 2
 
 
-def verdict(one, two, k):
+def verdict(one, two, k, stopped="stopped (bands overlap)"):
     still = improving(one, two, k)
-    return "-" if still is None else "still improving" if still else "stopped (bands overlap)"
+    return "-" if still is None else "still improving" if still else stopped
+
+
+def ratio_cell(one, two, k):
+    """one's error at k over two's, as '2.00x' ('-' when either is missing)."""
+    a, b = at(one, "model", k), at(two, "model", k)
+    return f"{a / b:.2f}x" if a and b else "-"
 
 
 print("\nDoes the error at k = 10 still improve when the steps double? A model still improves "
@@ -116,10 +122,8 @@ for task in TASKS:
         runs = chain(task, model)
         for (n1, _, one), (n2, dir2, two) in zip(runs, runs[1:]):
             k = len(one["k"]) - 1
-            a, b = at(one, "model", k), at(two, "model", k)
-            ratio = f"{a / b:.2f}x" if a and b else "-"
             print(f"| {task} | {name} | {n1} → {n2} | {model_cell(one, k)} | {model_cell(two, k)} | "
-                  f"{ratio} | {verdict(one, two, k)} | {seconds(task, dir2)} s |")
+                  f"{ratio_cell(one, two, k)} | {verdict(one, two, k)} | {seconds(task, dir2)} s |")
 
 ty = load("icl_linear", "tying", "eval.json")
 if lo and ty:
@@ -145,9 +149,7 @@ def chain_end(runs):
     n, _, e = runs[-1]
     if len(runs) < 2:
         return n, e, "-"
-    k = len(e["k"]) - 1
-    still = improving(runs[-2][2], e, k)
-    return n, e, "-" if still is None else "still improving" if still else f"stopped (no better than {n // 2})"
+    return n, e, verdict(runs[-2][2], e, len(e["k"]) - 1, f"stopped (no better than {n // 2})")
 
 
 print("\nWhere each chain ended, and the two models at the most steps both were trained for:\n")
@@ -164,8 +166,5 @@ for task in TASKS:
         cells += [f"{n}: {model_cell(e, len(e['k']) - 1)}", how]
     common = min(len(lo_runs), len(st_runs)) - 1
     n, _, a = lo_runs[common]
-    b = st_runs[common][2]
-    k = len(a["k"]) - 1
-    ratio = at(a, "model", k) / at(b, "model", k) if at(b, "model", k) else None
-    cells.append(f"{ratio:.2f}x at {n}" if ratio else "-")
+    cells.append(f"{ratio_cell(a, st_runs[common][2], len(a['k']) - 1)} at {n}")
     print(f"| {task} | " + " | ".join(cells) + " |")
