@@ -8,20 +8,26 @@
 # L12_LR (default 1e-3) for the 12-layer one, which at 3e-3 stayed at the
 # zero predictor's loss for 3000 steps. Each model is trained again at twice
 # the steps while that still improves its error at k = 2d beyond the
-# evaluation's 5-95% band, up to MAX_STEPS (default 2 STEPS: one doubling);
-# icl_linear also trains the weight-tied loop without injection. Every model is
+# evaluation's 5-95% band, up to MAX_STEPS (default 2 STEPS: one doubling).
+# The tasks P2 states loop settings for that differ from the small config's
+# (linear regression b = 20, T = 15; sparse linear regression b = 20, T = 10)
+# also get a chain of the same looped block run at P2's settings (looped_b20),
+# and icl_linear trains the weight-tied loop without injection. Every model is
 # evaluated on 1280 prompts beside the task's baselines; the looped and
-# weight-tied models get loop studies to 500 loops.
+# weight-tied models of icl_linear get loop studies to 500 loops.
 #
 #   scripts/reproduce-small.sh [BUILD] [OUT] [STEPS]      (default 12000 steps)
 #   JOBS=2 scripts/reproduce-small.sh ...                 two runs at a time, one thread each
 #   MAX_STEPS=48000 scripts/reproduce-small.sh ...        keep doubling up to 48000 steps
+#   CHAINS="looped_b20/icl_linear gpt2_L12/icl_sparse_linear" scripts/reproduce-small.sh ...
+#                                                         only these chains, in this order
 #
 # Results in OUT/<task>/<model>/ (eval.*, loops.*, metrics.jsonl), the plots
 # OUT/<task>.svg, OUT/loops.svg and OUT/<task>.steps.svg, and the table OUT/summary.md
 # (scripts/reproduce-summary.py). About 45 minutes of one core per task at
 # 12000 steps (the 12-layer model is two thirds of it) and 70 more at twice
-# the steps: about 5 hours with JOBS=2 on 2 cores.
+# the steps, and for each b = 20 chain about 30 and 60 minutes: about 6.5
+# hours with JOBS=2 on 2 cores.
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/reproduce-small}; STEPS=${3:-12000}
 JOBS=${JOBS:-1}
@@ -52,7 +58,7 @@ gen tying --loops 10 --window 5 --injection none
 gen gpt2_L12 --layers 12 --loops 1 --window 1
 
 # One training run + evaluation (skipped when its eval.json exists).
-run() { # model task steps dir [unroll-run flags]
+run() { # library task steps dir [unroll-run flags]
   local model=$1 task=$2 steps=$3 dir=$4; shift 4
   [ -f "$dir/eval.json" ] && return 0
   mkdir -p "$dir"
@@ -67,10 +73,11 @@ run() { # model task steps dir [unroll-run flags]
       --steps "$steps" --out "$dir" --log-every 1000 --save-every 2000 "${resume[@]}" "$@" \
       >> "$dir/run.log" 2>&1
   echo "$(( $(date +%s) - start ))" > "$dir/seconds"
-  echo "done: $task $model ($steps steps, $(cat "$dir/seconds") s$note)" >&2
+  local name=${dir##*/}
+  echo "done: $task ${name%_x*} ($steps steps, $(cat "$dir/seconds") s$note)" >&2
 }
 # The directory of a chain's run at MULT times STEPS.
-rundir() { # model task mult
+rundir() { # chain-name task mult
   local d="$OUT/$2/$1"
   [ "$3" -gt 1 ] && d+="_x$3"
   echo "$d"
@@ -79,36 +86,53 @@ rundir() { # model task mult
 # steps (the schedule stretched each time), until doubling no longer
 # improves the error at k = 2d beyond its band (reproduce-summary.py
 # --improving) or the next run would pass MAX_STEPS.
-chain() { # model task [unroll-run flags]
-  local model=$1 task=$2; shift 2
+chain() { # chain-name task library [unroll-run flags]
+  local name=$1 task=$2 model=$3; shift 3
   local m=1 dir prev=""
   while :; do
-    dir=$(rundir "$model" "$task" "$m")
+    dir=$(rundir "$name" "$task" "$m")
     run "$model" "$task" $((m * STEPS)) "$dir" "$@"
     if [ -n "$prev" ] && ! "$PY" scripts/reproduce-summary.py --improving "$prev/eval.json" "$dir/eval.json"; then
-      echo "stopped: $task $model at $((m * STEPS)) steps (no better than at $((m * STEPS / 2)))" >&2
+      echo "stopped: $task $name at $((m * STEPS)) steps (no better than at $((m * STEPS / 2)))" >&2
       return 0
     fi
     [ $((2 * m * STEPS)) -le "$MAX_STEPS" ] || return 0
     prev=$dir; m=$((2 * m))
   done
 }
-# The 12-layer chains first: they are the longest. JOBS chains at a time.
+# Every chain as "name/task library [unroll-run flags]" (name: its run
+# directories' name, library: OUT/library.so); the 12-layer
+# chains first, as they are the longest. The weight-tied model is one run.
+declare -A P2_LOOPS=([icl_linear]="--loops 20 --window 15" [icl_sparse_linear]="--loops 20 --window 10")
 chains=()
-for task in "${TASKS[@]}"; do chains+=("gpt2_L12 $task --lr $L12_LR"); done
-for task in "${TASKS[@]}"; do chains+=("looped $task"); done
-for c in "${chains[@]}" "tying icl_linear"; do
+for task in "${TASKS[@]}"; do chains+=("gpt2_L12/$task gpt2_L12 --lr $L12_LR"); done
+for task in "${TASKS[@]}"; do
+  [ -n "${P2_LOOPS[$task]:-}" ] && chains+=("looped_b20/$task looped ${P2_LOOPS[$task]}")
+done
+for task in "${TASKS[@]}"; do chains+=("looped/$task looped"); done
+chains+=("tying/icl_linear tying")
+if [ -n "${CHAINS:-}" ]; then # the named chains only, in CHAINS's order
+  picked=()
+  for want in $CHAINS; do
+    found=""
+    for c in "${chains[@]}"; do [ "${c%% *}" = "$want" ] && picked+=("$c") && found=1; done
+    [ -n "$found" ] || { echo "reproduce-small.sh: no chain named '$want' in CHAINS (names: ${chains[*]%% *})" >&2; exit 2; }
+  done
+  chains=("${picked[@]}")
+fi
+for c in "${chains[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
-  if [ "${c%% *}" = tying ]; then
+  name=${c%% *}; rest=${c#* }
+  if [ "$name" = tying/icl_linear ]; then
     run tying icl_linear "$STEPS" "$OUT/icl_linear/tying" &
   else
     # shellcheck disable=SC2086
-    chain $c &
+    chain "${name%%/*}" "${name#*/}" $rest &
   fi
 done
 wait
 
-# Loop studies: every run of icl_linear's looped chain, and the weight-tied model.
+# Loop studies: every finished run of icl_linear's looped chains, and the weight-tied model.
 loop_curves=()
 loop_study() { # model dir curve-name
   [ -f "$2/loops.json" ] ||
@@ -116,17 +140,24 @@ loop_study() { # model dir curve-name
         --eval-loops 1:20,25:100:5,110:500:10 --eval-prompts 640 --out "$2" > "$2/loops.log"
   loop_curves+=("$2/loops.csv:error_last_position:$3")
 }
-m=1
-while d=$(rundir looped icl_linear $m) && [ -d "$d/checkpoint" ]; do
-  loop_study looped "$d" "input injection, $((m * STEPS)) steps"
-  m=$((2 * m))
+for name in looped looped_b20; do
+  b=10; [ "$name" = looped_b20 ] && b=20
+  m=1
+  while d=$(rundir $name icl_linear $m) && [ -f "$d/eval.json" ]; do
+    loop_study looped "$d" "input injection, b = $b, $((m * STEPS)) steps"
+    m=$((2 * m))
+  done
 done
-loop_study tying "$OUT/icl_linear/tying" "tying, no injection, $STEPS steps"
-"$BIN/unroll-plot" "$OUT/loops.svg" --log-y --y-floor 1e-3 \
-    --title "icl_linear, d = 5, k = 10: error after each loop (trained at b = 10)" \
-    --xlabel "loop iterations" --ylabel "normalized squared error at the last position" \
-    "${loop_curves[@]}"
+[ -f "$OUT/icl_linear/tying/eval.json" ] &&
+  loop_study tying "$OUT/icl_linear/tying" "tying, no injection, $STEPS steps"
+[ ${#loop_curves[@]} -gt 0 ] &&
+  "$BIN/unroll-plot" "$OUT/loops.svg" --log-y --y-floor 1e-3 \
+      --title "icl_linear, d = 5, k = 10: error after each loop (trained at b = 10 or 20)" \
+      --xlabel "loop iterations" --ylabel "normalized squared error at the last position" \
+      "${loop_curves[@]}"
+# (With CHAINS, the plots of the runs that exist.)
 for task in "${TASKS[@]}"; do
+  [ -f "$OUT/$task/looped/eval.csv" ] && [ -f "$OUT/$task/gpt2_L12/eval.csv" ] || continue
   "$BIN/unroll-plot" "$OUT/$task.svg" --log-y --y-floor 1e-4 \
       --title "$task, d = 5: looped (L = 1, b = 10) vs standard (L = 12), $STEPS steps" \
       --xlabel "in-context examples k" --ylabel "normalized squared error" \
@@ -137,10 +168,10 @@ for task in "${TASKS[@]}"; do
 done
 # Each task's error against k after each of its chains' runs.
 for task in "${TASKS[@]}"; do
-  [ -f "$OUT/$task/looped_x2/eval.csv" ] || [ -f "$OUT/$task/gpt2_L12_x2/eval.csv" ] || continue
+  ls "$OUT/$task"/*_x2/eval.csv > /dev/null 2>&1 || continue
   curves=()
-  for model in looped gpt2_L12; do
-    name=looped; [ "$model" = gpt2_L12 ] && name="L = 12"
+  for model in looped looped_b20 gpt2_L12; do
+    case $model in looped) name="looped, b = 10";; looped_b20) name="looped, b = 20";; *) name="L = 12";; esac
     m=1
     while d=$(rundir "$model" "$task" $m) && [ -f "$d/eval.csv" ]; do
       curves+=("$d/eval.csv:model:$name, $((m * STEPS)) steps")

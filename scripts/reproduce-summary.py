@@ -4,7 +4,9 @@ per task, the error at k = 2d of the looped and the 12-layer model (with
 5-95% bands) beside the task's baselines; the weight-tying ablation and the
 loop studies; every model trained at twice the steps beside its
 STEPS-step run, with a verdict on whether it still improves; and where each
-chain ended, with the two models compared at the most steps both reached.
+chain ended (the looped block at the small config's b = 10 and, where
+trained, at P2's b = 20, and the 12-layer model), each looped model
+compared with the 12-layer one at the most steps both reached.
 
   scripts/reproduce-summary.py OUT STEPS
   scripts/reproduce-summary.py --improving SHORTER/eval.json LONGER/eval.json
@@ -41,6 +43,10 @@ BASELINES = {
     "lasso_0.01": "Lasso (α 0.01)", "tree_depth4": "tree, depth 4", "tree_unlimited": "tree, unlimited",
     "boosted_trees": "boosted trees", "relu_net_adam": "2-layer ReLU net (Adam)",
 }
+
+
+# The chains of reproduce-small.sh: run-directory name, row label.
+MODELS = [("looped", "looped, b = 10"), ("looped_b20", "looped, b = 20"), ("gpt2_L12", "L = 12")]
 
 
 def load(*parts):
@@ -118,7 +124,7 @@ print("\nDoes the error at k = 10 still improve when the steps double? A model s
 print("| task | model | steps | error before | error after | ratio | verdict | time of the longer run |")
 print("|---|---|---|---|---|---|---|---|")
 for task in TASKS:
-    for model, name in (("looped", "looped"), ("gpt2_L12", "L = 12")):
+    for model, name in MODELS:
         runs = chain(task, model)
         for (n1, _, one), (n2, dir2, two) in zip(runs, runs[1:]):
             k = len(one["k"]) - 1
@@ -135,7 +141,8 @@ print("\nLoop study (icl_linear, 640 prompts, error at the last position):\n")
 want = [1, 5, 10, 20, 50, 100, 200, 500]
 print("| loops | " + " | ".join(str(l) for l in want) + " |")
 print("|---|" + "---|" * len(want))
-studies = [(f"input injection, {n} steps", j) for n, _, j in chain("icl_linear", "looped", "loops.json")]
+studies = [(f"input injection, b = 10, {n} steps", j) for n, _, j in chain("icl_linear", "looped", "loops.json")]
+studies += [(f"input injection, b = 20, {n} steps", j) for n, _, j in chain("icl_linear", "looped_b20", "loops.json")]
 studies += [(f"weight tying, no injection, {n} steps", j) for n, _, j in chain("icl_linear", "tying", "loops.json")]
 for name, j in studies:
     by = dict(zip(j["loops"], j["error_last_position"]))
@@ -152,19 +159,20 @@ def chain_end(runs):
     return n, e, verdict(runs[-2][2], e, len(e["k"]) - 1, f"stopped (no better than {n // 2})")
 
 
-print("\nWhere each chain ended, and the two models at the most steps both were trained for:\n")
-print("| task | looped, L = 1: steps, error | ended | L = 12: steps, error | ended "
-      "| at equal steps: looped / L = 12 |")
-print("|---|---|---|---|---|---|")
+print("\nWhere each chain ended, and each looped model against the 12-layer one at the most "
+      "steps both were trained for:\n")
+print("| task | model | last run: steps, error | ended | at equal steps: / L = 12 |")
+print("|---|---|---|---|---|")
 for task in TASKS:
-    lo_runs, st_runs = chain(task, "looped"), chain(task, "gpt2_L12")
-    if not lo_runs or not st_runs:
-        continue
-    cells = []
-    for runs in (lo_runs, st_runs):
+    l12 = chain(task, "gpt2_L12")
+    for model, name in MODELS:
+        runs = chain(task, model)
+        if not runs:
+            continue
         n, e, how = chain_end(runs)
-        cells += [f"{n}: {model_cell(e, len(e['k']) - 1)}", how]
-    common = min(len(lo_runs), len(st_runs)) - 1
-    n, _, a = lo_runs[common]
-    cells.append(f"{ratio_cell(a, st_runs[common][2], len(a['k']) - 1)} at {n}")
-    print(f"| {task} | " + " | ".join(cells) + " |")
+        vs = "-"
+        if model != "gpt2_L12" and l12:
+            common = min(len(runs), len(l12)) - 1
+            a = runs[common][2]
+            vs = f"{ratio_cell(a, l12[common][2], len(a['k']) - 1)} at {runs[common][0]}"
+        print(f"| {task} | {name} | {n}: {model_cell(e, len(e['k']) - 1)} | {how} | {vs} |")
