@@ -57,7 +57,9 @@ compile looped examples/looped_gpt2_small.mlir
 gen tying --loops 10 --window 5 --injection none
 gen gpt2_L12 --layers 12 --loops 1 --window 1
 
-# One training run + evaluation (skipped when its eval.json exists).
+# One training run + evaluation (skipped when its eval.json exists). A run
+# that ends without its evaluation (a signal, an error) fails, and its
+# chain stops there.
 run() { # library task steps dir [unroll-run flags]
   local model=$1 task=$2 steps=$3 dir=$4; shift 4
   [ -f "$dir/eval.json" ] && return 0
@@ -68,12 +70,17 @@ run() { # library task steps dir [unroll-run flags]
   # its seconds then count only the part after the interruption.
   local resume=() note=""
   if [ -d "$dir/checkpoint" ]; then resume=(--resume); note=", resumed"; fi
-  local start; start=$(date +%s)
+  local start rc=0 name=${dir##*/}
+  start=$(date +%s)
   env $threads "$BIN/unroll-run" "$OUT/$model.so" --task "$task" --config "$CONFIG" \
       --steps "$steps" --out "$dir" --log-every 1000 --save-every 2000 "${resume[@]}" "$@" \
-      >> "$dir/run.log" 2>&1
+      >> "$dir/run.log" 2>&1 || rc=$?
   echo "$(( $(date +%s) - start ))" > "$dir/seconds"
-  local name=${dir##*/}
+  if [ ! -f "$dir/eval.json" ]; then
+    echo "interrupted: $task ${name%_x*} at $steps steps (exit $rc after $(cat "$dir/seconds") s;" \
+         "$dir/run.log; the same command resumes it)" >&2
+    return 1
+  fi
   echo "done: $task ${name%_x*} ($steps steps, $(cat "$dir/seconds") s$note)" >&2
 }
 # The directory of a chain's run at MULT times STEPS.
@@ -91,7 +98,7 @@ chain() { # chain-name task library [unroll-run flags]
   local m=1 dir prev=""
   while :; do
     dir=$(rundir "$name" "$task" "$m")
-    run "$model" "$task" $((m * STEPS)) "$dir" "$@"
+    run "$model" "$task" $((m * STEPS)) "$dir" "$@" || return 0
     if [ -n "$prev" ] && ! "$PY" scripts/reproduce-summary.py --improving "$prev/eval.json" "$dir/eval.json"; then
       echo "stopped: $task $name at $((m * STEPS)) steps (no better than at $((m * STEPS / 2)))" >&2
       return 0
