@@ -185,7 +185,8 @@ for task in "${TASKS[@]}"; do
       m=$((2 * m))
     done
   done
-  [ "$task" = icl_sparse_linear ] && curves+=("$OUT/$task/looped/eval.csv:lasso_0.01:Lasso")
+  # Lasso from the first run's file (every run's has the task's baselines).
+  [ "$task" = icl_sparse_linear ] && curves+=("${curves[0]%%:*}:lasso_0.01:Lasso")
   "$BIN/unroll-plot" "$OUT/$task.steps.svg" --log-y --y-floor 1e-4 \
       --title "$task, d = 5: error after each doubling of the training steps" \
       --xlabel "in-context examples k" --ylabel "normalized squared error" "${curves[@]}"
