@@ -173,12 +173,19 @@ for task in "${TASKS[@]}"; do
       "$OUT/$task/looped/eval.csv:least_squares:least squares" \
       "$OUT/$task/looped/eval.csv:nearest_neighbors_3:3-NN"
 done
+label() { # a chain's name in the plots' legends
+  case $1 in
+    looped) echo "looped, b = 10";; looped_b20) echo "looped, b = 20";; gpt2_L12) echo "L = 12";;
+    least_squares) echo "least squares";; lasso_0.01) echo "Lasso";;
+    relu_net_adam) echo "2-layer ReLU net (Adam)";; nearest_neighbors_3) echo "3-NN";; *) echo "$1";;
+  esac
+}
 # Each task's error against k after each of its chains' runs.
 for task in "${TASKS[@]}"; do
   ls "$OUT/$task"/*_x2/eval.csv > /dev/null 2>&1 || continue
   curves=()
   for model in looped looped_b20 gpt2_L12; do
-    case $model in looped) name="looped, b = 10";; looped_b20) name="looped, b = 20";; *) name="L = 12";; esac
+    name=$(label "$model")
     m=1
     while d=$(rundir "$model" "$task" $m) && [ -f "$d/eval.csv" ]; do
       curves+=("$d/eval.csv:model:$name, $((m * STEPS)) steps")
@@ -190,5 +197,20 @@ for task in "${TASKS[@]}"; do
   "$BIN/unroll-plot" "$OUT/$task.steps.svg" --log-y --y-floor 1e-4 \
       --title "$task, d = 5: error after each doubling of the training steps" \
       --xlabel "in-context examples k" --ylabel "normalized squared error" "${curves[@]}"
+done
+# Each task's error at k = 2d against the training steps, a curve per chain:
+# where a chain flattens, doubling stopped helping.
+"$PY" scripts/reproduce-summary.py --convergence "$OUT" "$STEPS"
+for task in "${TASKS[@]}"; do
+  csv=$OUT/$task.convergence.csv
+  [ -f "$csv" ] || continue
+  curves=()
+  for col in $(head -1 "$csv" | tr , ' '); do
+    # the chains and the task's reference baseline, not the bands
+    case $col in steps|*_p05|*_p95) ;; *) curves+=("$csv:$col:$(label "$col")");; esac
+  done
+  "$BIN/unroll-plot" "$OUT/$task.convergence.svg" --log-x --log-y \
+      --title "$task, d = 5: error at k = 10 against training steps" \
+      --xlabel "training steps" --ylabel "normalized squared error at k = 10" "${curves[@]}"
 done
 "$PY" scripts/reproduce-summary.py "$OUT" "$STEPS" | tee "$OUT/summary.md"

@@ -11,6 +11,10 @@ compared with the 12-layer one at the most steps both reached.
   scripts/reproduce-summary.py OUT STEPS
   scripts/reproduce-summary.py --improving SHORTER/eval.json LONGER/eval.json
       (exit status 0 when the longer run still improves on the shorter)
+  scripts/reproduce-summary.py --convergence OUT STEPS
+      (writes OUT/<task>.convergence.csv: each chain's error at k = 2d with
+      its band against the training steps, and the task's reference
+      baseline, for the plot of whether and where each chain stopped)
 """
 import json
 import math
@@ -36,6 +40,9 @@ if len(sys.argv) == 4 and sys.argv[1] == "--improving":
     one, two = (json.load(open(p)) for p in sys.argv[2:])
     sys.exit(0 if improving(one, two, len(one["k"]) - 1) else 1)
 
+convergence = len(sys.argv) == 4 and sys.argv[1] == "--convergence"
+if convergence:
+    del sys.argv[1]
 out, steps = sys.argv[1], int(sys.argv[2])
 TASKS = ["icl_linear", "icl_noisy_linear", "icl_sparse_linear", "icl_relu2nn", "icl_decision_tree"]
 BASELINES = {
@@ -52,6 +59,62 @@ MODELS = [("looped", "looped, b = 10"), ("looped_b20", "looped, b = 20"), ("gpt2
 def load(*parts):
     p = os.path.join(out, *parts)
     return json.load(open(p)) if os.path.exists(p) else None
+
+
+def chain(task, model, name="eval.json"):
+    """The runs of reproduce-small.sh's chain for (task, model), shortest
+    first: (steps, run directory, the loaded `name`), while they exist."""
+    runs, m = [], 1
+    while True:
+        d = model + (f"_x{m}" if m > 1 else "")
+        j = load(task, d, name)
+        if not j:
+            return runs
+        runs.append((steps * m, d, j))
+        m *= 2
+
+# The baseline each task's convergence plot shows beside the models (least
+# squares is exact on the noiseless tasks, so it has no place on a log axis).
+REFERENCE = {"icl_noisy_linear": "least_squares", "icl_sparse_linear": "lasso_0.01",
+             "icl_relu2nn": "relu_net_adam", "icl_decision_tree": "nearest_neighbors_3"}
+
+
+def write_convergence(task):
+    """OUT/<task>.convergence.csv: a row per step count any chain reached,
+    a column (and its 5-95% band) per chain, empty where a chain has no run."""
+    chains = [(model, chain(task, model)) for model, _ in MODELS]
+    chains = [(model, runs) for model, runs in chains if runs]
+    if not chains:
+        return None
+    by_steps = {}
+    for model, runs in chains:
+        for n, _, e in runs:
+            k = len(e["k"]) - 1
+            by_steps.setdefault(n, {})[model] = [at(e, key, k) for key in ("model", "model_p05", "model_p95")]
+    first = chains[0][1][0][2]
+    ref = REFERENCE.get(task)
+    ref_value = at(first, ref, len(first["k"]) - 1) if ref else None
+    header = ["steps"] + [f"{m}{sfx}" for m, _ in chains for sfx in ("", "_p05", "_p95")]
+    header += [ref] if ref_value is not None else []
+    path = os.path.join(out, f"{task}.convergence.csv")
+    with open(path + ".tmp", "w") as f:
+        f.write(",".join(header) + "\n")
+        for n in sorted(by_steps):
+            row = [str(n)]
+            for model, _ in chains:
+                row += ["" if v is None else repr(v) for v in by_steps[n].get(model, [None] * 3)]
+            row += [repr(ref_value)] if ref_value is not None else []
+            f.write(",".join(row) + "\n")
+    os.replace(path + ".tmp", path)
+    return path
+
+
+if convergence:
+    for task in TASKS:
+        path = write_convergence(task)
+        if path:
+            print(f"wrote {path}")
+    sys.exit(0)
 
 
 def seconds(task, model):
@@ -94,18 +157,6 @@ if lo:
             e = load(task, model, "eval.json")
             if e:
                 print(f"| {task} | {name} | " + " | ".join(fmt(at(e, "model", k)) for k in ks) + " |")
-
-def chain(task, model, name="eval.json"):
-    """The runs of reproduce-small.sh's chain for (task, model), shortest
-    first: (steps, run directory, the loaded `name`), while they exist."""
-    runs, m = [], 1
-    while True:
-        d = model + (f"_x{m}" if m > 1 else "")
-        j = load(task, d, name)
-        if not j:
-            return runs
-        runs.append((steps * m, d, j))
-        m *= 2
 
 
 def verdict(one, two, k, stopped="stopped (bands overlap)"):

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -31,8 +32,27 @@ std::string esc(const std::string &s) {
 
 std::string num(double v) {
   char b[32];
-  snprintf(b, sizeof b, "%.4g", v);
+  snprintf(b, sizeof b, "%.6g", v); // 10^(log10(2) + 4) is 19999.99...
+  v = strtod(b, nullptr);
+  if (v == std::round(v) && std::abs(v) < 1e7)
+    snprintf(b, sizeof b, "%.0f", v); // 20000, not 2e+04
+  else
+    snprintf(b, sizeof b, "%.4g", v);
   return b;
+}
+
+/// Ticks of a log-10 axis over [lo, hi] (exponents): 1, 2 and 5 times each
+/// power of 10 when the range spans at most 3 decades, else the powers only.
+std::vector<double> logTicks(double lo, double hi) {
+  std::vector<double> t;
+  bool fine = hi - lo <= 3;
+  for (double e = std::floor(lo); e <= std::ceil(hi); ++e)
+    for (double m : {1.0, 2.0, 5.0}) {
+      double v = e + std::log10(m);
+      if ((m == 1.0 || fine) && v >= lo - 1e-9 && v <= hi + 1e-9)
+        t.push_back(v);
+    }
+  return t;
 }
 
 /// About `n` "nice" ticks covering [lo, hi].
@@ -60,13 +80,17 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
       y = std::max(y, spec.yFloor);
     return spec.logY ? std::log10(y) : y;
   };
+  auto trX = [&](double x) { return spec.logX ? std::log10(x) : x; };
+  auto usable = [&](double x, double y) {
+    return std::isfinite(x) && std::isfinite(y) && (!spec.logY || y > 0) && (!spec.logX || x > 0);
+  };
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (auto &s : spec.series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (spec.logY && s.y[i] <= 0))
+      if (!usable(s.x[i], s.y[i]))
         continue;
-      x0 = std::min(x0, s.x[i]);
-      x1 = std::max(x1, s.x[i]);
+      x0 = std::min(x0, trX(s.x[i]));
+      x1 = std::max(x1, trX(s.x[i]));
       y0 = std::min(y0, tr(s.y[i]));
       y1 = std::max(y1, tr(s.y[i]));
     }
@@ -87,7 +111,13 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
   double pad = 0.05 * (y1 - y0);
   y0 -= pad;
   y1 += pad;
-  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  if (spec.logX) { // room for the end points' markers
+    pad = 0.03 * (x1 - x0);
+    x0 -= pad;
+    x1 += pad;
+  }
+  auto pxT = [&](double tx) { return L + (tx - x0) / (x1 - x0) * (W - L - R); };
+  auto px = [&](double x) { return pxT(trX(x)); };
   auto py = [&](double y) { return H - B - (tr(y) - y0) / (y1 - y0) * (H - T - B); };
   auto pyT = [&](double ty) { return H - B - (ty - y0) / (y1 - y0) * (H - T - B); };
 
@@ -98,10 +128,24 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
     << "<text x=\"" << (L + (W - L - R) / 2)
     << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << esc(spec.title) << "</text>\n";
   // Grid and ticks.
-  for (double t : niceTicks(x0, x1, 8)) {
-    o << "<line x1=\"" << px(t) << "\" x2=\"" << px(t) << "\" y1=\"" << T << "\" y2=\"" << H - B
-      << "\" stroke=\"#eee\"/><text x=\"" << px(t) << "\" y=\"" << H - B + 16
-      << "\" text-anchor=\"middle\">" << num(t) << "</text>\n";
+  // A log x axis with few distinct x (steps that double, say) ticks at them.
+  std::vector<double> xTicks;
+  if (spec.logX) {
+    for (auto &s : spec.series)
+      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+        if (usable(s.x[i], s.y[i]))
+          xTicks.push_back(trX(s.x[i]));
+    std::sort(xTicks.begin(), xTicks.end());
+    xTicks.erase(std::unique(xTicks.begin(), xTicks.end()), xTicks.end());
+    if (xTicks.size() > 8)
+      xTicks = logTicks(x0, x1);
+  } else {
+    xTicks = niceTicks(x0, x1, 8);
+  }
+  for (double t : xTicks) {
+    o << "<line x1=\"" << pxT(t) << "\" x2=\"" << pxT(t) << "\" y1=\"" << T << "\" y2=\"" << H - B
+      << "\" stroke=\"#eee\"/><text x=\"" << pxT(t) << "\" y=\"" << H - B + 16
+      << "\" text-anchor=\"middle\">" << num(spec.logX ? std::pow(10, t) : t) << "</text>\n";
   }
   for (double t : niceTicks(y0, y1, 6)) {
     std::string label = spec.logY ? "1e" + num(t) : num(t);
@@ -114,7 +158,7 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
     << H - T - B << "\" fill=\"none\" stroke=\"#333\"/>\n"
     << "<text x=\"" << (L + (W - L - R) / 2) << "\" y=\"" << H - 14 << "\" text-anchor=\"middle\">"
-    << esc(spec.xLabel) << "</text>\n"
+    << esc(spec.xLabel) << (spec.logX ? " (log scale)" : "") << "</text>\n"
     << "<text transform=\"translate(18," << (T + (H - T - B) / 2)
     << ") rotate(-90)\" text-anchor=\"middle\">" << esc(spec.yLabel)
     << (spec.logY ? (spec.yFloor > 0 ? " (log, floor " + num(spec.yFloor) + ")" : " (log scale)")
@@ -126,11 +170,11 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
     const char *c = kColors[k % 8];
     o << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\" points=\"";
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && (!spec.logY || s.y[i] > 0))
+      if (usable(s.x[i], s.y[i]))
         o << px(s.x[i]) << "," << py(s.y[i]) << " ";
     o << "\"/>\n";
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && (!spec.logY || s.y[i] > 0))
+      if (usable(s.x[i], s.y[i]))
         o << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"2.5\" fill=\""
           << c << "\"/>\n";
     double ly = T + 14 + 20 * k;

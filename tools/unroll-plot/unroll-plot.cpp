@@ -1,7 +1,7 @@
 //===- unroll-plot.cpp - curves from CSV files into one SVG ---------------===//
 //
 //   unroll-plot OUT.svg [--title T] [--x COL] [--xlabel L] [--ylabel L]
-//               [--log-y] [--y-floor V] FILE.csv:COLUMN[:LABEL] ...
+//               [--log-x] [--log-y] [--y-floor V] FILE.csv:COLUMN[:LABEL] ...
 //
 // Puts columns of the CSV files unroll-run writes (eval.csv, loops.csv) on
 // one plot, e.g. the loop studies of two models. Empty cells are skipped.
@@ -28,7 +28,8 @@ against a shared x column into one SVG.
   --x COL         the x column (default: the first column of each file)
   --xlabel L      x axis label (default: the x column)
   --ylabel L      y axis label
-  --log-y         logarithmic y axis
+  --log-x         logarithmic x axis (points with x <= 0 are skipped)
+  --log-y         logarithmic y axis (points with y <= 0 are skipped)
   --y-floor V     with --log-y, draw values below V at V
 )";
 
@@ -62,6 +63,8 @@ int main(int argc, char **argv) {
     const char *v = nullptr;
     if (a == "--log-y")
       spec.logY = true;
+    else if (a == "--log-x")
+      spec.logX = true;
     else if (a == "--title" || a == "--x" || a == "--xlabel" || a == "--ylabel" ||
              a == "--y-floor") {
       if (!(v = value()))

@@ -1,7 +1,7 @@
 //===- Plot.h - small SVG line plots ---------------------------*- C++ -*-===//
 //
 // Enough of a plotting library for what unroll-run reports: one or more
-// named series on linear or log-10 y axes, with ticks, a legend and a title,
+// named series on linear or log-10 axes, with ticks, a legend and a title,
 // written as a standalone SVG (atomically).
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +21,10 @@ struct Series {
 struct PlotSpec {
   std::string title, xLabel, yLabel;
   bool logY = false;
+  /// Logarithmic x axis: ticks at the data's x values when there are at
+  /// most 8 distinct ones, else at 1, 2 and 5 times the powers of 10;
+  /// points with x <= 0 are skipped.
+  bool logX = false;
   /// With logY: values below are drawn at the floor (0 = no floor).
   double yFloor = 0;
   std::vector<Series> series;
