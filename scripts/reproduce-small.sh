@@ -173,12 +173,8 @@ for task in "${TASKS[@]}"; do
       "$OUT/$task/looped/eval.csv:least_squares:least squares" \
       "$OUT/$task/looped/eval.csv:nearest_neighbors_3:3-NN"
 done
-label() { # a chain's name in the plots' legends
-  case $1 in
-    looped) echo "looped, b = 10";; looped_b20) echo "looped, b = 20";; gpt2_L12) echo "L = 12";;
-    least_squares) echo "least squares";; lasso_0.01) echo "Lasso";;
-    relu_net_adam) echo "2-layer ReLU net (Adam)";; nearest_neighbors_3) echo "3-NN";; *) echo "$1";;
-  esac
+label() { # a chain's or a baseline's name in the plots' legends, as the tables write it
+  "$PY" scripts/reproduce-summary.py --label "$1"
 }
 # Each task's error against k after each of its chains' runs.
 for task in "${TASKS[@]}"; do
@@ -193,7 +189,7 @@ for task in "${TASKS[@]}"; do
     done
   done
   # Lasso from the first run's file (every run's has the task's baselines).
-  [ "$task" = icl_sparse_linear ] && curves+=("${curves[0]%%:*}:lasso_0.01:Lasso")
+  [ "$task" = icl_sparse_linear ] && curves+=("${curves[0]%%:*}:lasso_0.01:$(label lasso_0.01)")
   "$BIN/unroll-plot" "$OUT/$task.steps.svg" --log-y --y-floor 1e-4 \
       --title "$task, d = 5: error after each doubling of the training steps" \
       --xlabel "in-context examples k" --ylabel "normalized squared error" "${curves[@]}"

@@ -15,6 +15,9 @@ compared with the 12-layer one at the most steps both reached.
       (writes OUT/<task>.convergence.csv: each chain's error at k = 2d with
       its band against the training steps, and the task's reference
       baseline, for the plot of whether and where each chain stopped)
+  scripts/reproduce-summary.py --label NAME
+      (prints a chain's or a baseline's name as the tables and the plots'
+      legends write it: looped_b20 -> "looped, b = 20"; NAME when unknown)
 """
 import json
 import math
@@ -40,10 +43,6 @@ if len(sys.argv) == 4 and sys.argv[1] == "--improving":
     one, two = (json.load(open(p)) for p in sys.argv[2:])
     sys.exit(0 if improving(one, two, len(one["k"]) - 1) else 1)
 
-convergence = len(sys.argv) == 4 and sys.argv[1] == "--convergence"
-if convergence:
-    del sys.argv[1]
-out, steps = sys.argv[1], int(sys.argv[2])
 TASKS = ["icl_linear", "icl_noisy_linear", "icl_sparse_linear", "icl_relu2nn", "icl_decision_tree"]
 BASELINES = {
     "least_squares": "least squares", "averaging": "averaging", "nearest_neighbors_3": "3-NN",
@@ -54,6 +53,15 @@ BASELINES = {
 
 # The chains of reproduce-small.sh: run-directory name, row label.
 MODELS = [("looped", "looped, b = 10"), ("looped_b20", "looped, b = 20"), ("gpt2_L12", "L = 12")]
+
+if len(sys.argv) == 3 and sys.argv[1] == "--label":
+    print(dict(MODELS).get(sys.argv[2], BASELINES.get(sys.argv[2], sys.argv[2])))
+    sys.exit(0)
+
+convergence = len(sys.argv) == 4 and sys.argv[1] == "--convergence"
+if convergence:
+    del sys.argv[1]
+out, steps = sys.argv[1], int(sys.argv[2])
 
 
 def load(*parts):
