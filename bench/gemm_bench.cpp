@@ -3,6 +3,9 @@
 //   unroll-gemm-bench --check            random shapes and strides (all
 //                                        transposes, edge tiles) against a
 //                                        plain triple loop in double
+//   unroll-gemm-bench --check-bf16       the same with bf16 operands
+//                                        (AVX512_BF16) against the loop on
+//                                        the rounded operands
 //   unroll-gemm-bench --check-attention  the causal attention kernel
 //                                        (runtime/cpu/Attention.cpp) on
 //                                        random sizes and strides against a
@@ -66,8 +69,21 @@ double geluGradRef(double x) {
   return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x);
 }
 
-/// One random case; returns max |got - want| / max |want|.
-template <typename T> double checkOne(std::mt19937_64 &rng) {
+/// x rounded to bfloat16's 8 significant bits, ties to even (normal x; in
+/// double, independently of the kernel's bit arithmetic and vcvtneps2bf16).
+double roundBf16(double x) {
+  int e;
+  double m = std::frexp(x, &e); // |m| in [0.5, 1)
+  return std::ldexp(std::nearbyint(m * 256) / 256, e);
+}
+
+/// One random case; returns max |got - want| / max |want|. With bf16 (the
+/// kernel set to bf16 operands), want is the product of the operands
+/// rounded to bf16, except where the narrow f32 kernel computes it (N = 16
+/// or 32, unit column strides); *vsF32 gets the error against the exact f32
+/// product (how far bf16 is from f32).
+template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
+                                      double *vsF32 = nullptr) {
   // Half the cases small enough for the unpacked path, half blocked.
   std::uniform_int_distribution<int64_t> dim(1, rng() % 2 ? 40 : 300);
   int64_t M = dim(rng), N = dim(rng), K = rng() % 4 == 0 ? dim(rng) * 3 : dim(rng);
@@ -103,31 +119,65 @@ template <typename T> double checkOne(std::mt19937_64 &rng) {
     v = nd(rng);
   for (T &v : D)
     v = nd(rng);
-  std::vector<double> want(M * N), wantD(M * N);
+  bool narrow = sBn == 1 && sCn == 1 && (N == 16 || N == 32);
+  bool rounded = bf16 && !narrow && K > 0;
+  std::vector<double> want(M * N), wantD(M * N), exact(M * N);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      double s = acc ? C[i * sCm + j * sCn] : 0.0;
-      for (int64_t k = 0; k < K; ++k)
-        s += double(A[i * sAm + k * sAk]) * double(B[k * sBk + j * sBn]);
+      double s = acc ? C[i * sCm + j * sCn] : 0.0, x = s;
+      for (int64_t k = 0; k < K; ++k) {
+        double a = A[i * sAm + k * sAk], b = B[k * sBk + j * sBn];
+        s += rounded ? roundBf16(a) * roundBf16(b) : a * b;
+        x += a * b;
+      }
       if (flags & UNROLL_GEMM_BIAS)
-        s += bias[j];
+        s += bias[j], x += bias[j];
       if (flags & UNROLL_GEMM_DGELU)
-        s *= geluGradRef(D[i * sCm + j * sCn]);
+        s *= geluGradRef(D[i * sCm + j * sCn]), x *= geluGradRef(D[i * sCm + j * sCn]);
       want[i * N + j] = s;
       wantD[i * N + j] = geluRef(s);
+      exact[i * N + j] = x;
     }
   call<T>(ex, M, N, K, A.data(), sAm, sAk, B.data(), sBk, sBn, C.data(), sCm, sCn, acc, flags,
           flags & UNROLL_GEMM_BIAS ? bias.data() : nullptr,
           flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU) ? D.data() : nullptr);
-  double err = 0, scale = 0;
+  double err = 0, scale = 0, errF32 = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       err = std::max(err, std::abs(C[i * sCm + j * sCn] - want[i * N + j]));
+      errF32 = std::max(errF32, std::abs(C[i * sCm + j * sCn] - exact[i * N + j]));
       scale = std::max(scale, std::abs(want[i * N + j]));
       if (flags & UNROLL_GEMM_GELU_AUX)
         err = std::max(err, std::abs(D[i * sCm + j * sCn] - wantD[i * N + j]));
     }
+  if (vsF32)
+    *vsF32 = errF32 / std::max(scale, 1e-30);
   return err / std::max(scale, 1e-30);
+}
+
+/// bf16 operands: the kernel against the product of the rounded operands in
+/// double (f32 accumulation is all that may differ), and a check that bf16
+/// is in effect at all (the error against the exact product is bf16's).
+int checkBf16() {
+  if (!unroll_cpu_set_precision(1)) {
+    printf("GEMM bf16: unavailable (no AVX512_BF16, or UNROLL_GEMM_ISA forces a narrower "
+           "instruction set); nothing to check\nSKIP\n");
+    return 0;
+  }
+  std::mt19937_64 rng(7);
+  double e = 0, vsF32 = 0;
+  for (int c = 0; c < 240; ++c) {
+    double f = 0;
+    e = std::max(e, checkOne<float>(rng, true, &f));
+    vsF32 = std::max(vsF32, f);
+  }
+  unroll_cpu_set_precision(0);
+  bool ok = e <= 1e-5 && vsF32 >= 1e-4;
+  printf("GEMM bf16 operands vs plain loops on the bf16-rounded operands, 240 random "
+         "shapes/strides: max rel. error %.2e (tolerance 1e-05); vs the exact f32 product %.2e "
+         "(bf16's rounding: at least 1e-04)\n%s\n",
+         e, vsF32, ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
 }
 
 int check() {
@@ -527,15 +577,18 @@ const char *const kUsage =
     "usage: unroll-gemm-bench MODE\n"
     "  --check                           the GEMM kernel (all transposes, edge tiles, the\n"
     "                                    epilogues) against a plain loop in double\n"
+    "  --check-bf16                      the same with bf16 operands (AVX512_BF16) against\n"
+    "                                    the loop on the rounded operands\n"
     "  --check-attention                 the attention kernel and its VJP against plain\n"
     "                                    softmax loops and central differences\n"
     "  --check-layer-norm                the layer-norm kernels likewise\n"
     "  --time-attention B n H hd [--repeats R]\n"
     "                                    median time and GFLOP/s of the f32 attention\n"
     "                                    kernel and its VJP\n"
-    "  M N K [--ta] [--tb] [--repeats R] [--threads T]\n"
-    "                                    GFLOP/s of C += A B (f32): the machine's peak\n"
-    "                                    for bench/run.sh's share-of-peak column\n"
+    "  M N K [--ta] [--tb] [--repeats R] [--threads T] [--bf16]\n"
+    "                                    GFLOP/s of C += A B (f32; --bf16: bf16 operands):\n"
+    "                                    the machine's peak for bench/run.sh's share-of-peak\n"
+    "                                    column\n"
     "UNROLL_GEMM_ISA=avx2|plain forces a narrower instruction set.\n";
 
 int main(int argc, char **argv) {
@@ -547,6 +600,8 @@ int main(int argc, char **argv) {
     return checkLayerNorm();
   if (argc >= 2 && !strcmp(argv[1], "--time-attention"))
     return timeAttention(argc, argv);
+  if (argc >= 2 && !strcmp(argv[1], "--check-bf16"))
+    return checkBf16();
   if (argc >= 2 && !strcmp(argv[1], "--check"))
     return check();
   if (argc >= 2 && !strcmp(argv[1], "--check-attention"))
@@ -556,7 +611,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]), repeats = 5, threads = 1;
-  bool ta = false, tb = false; // A stored [K, M] / B stored [N, K]
+  bool ta = false, tb = false, bf16 = false; // A stored [K, M] / B stored [N, K]
   for (int i = 4; i < argc; ++i) {
     if (!strcmp(argv[i], "--ta"))
       ta = true;
@@ -566,6 +621,17 @@ int main(int argc, char **argv) {
       repeats = atoll(argv[++i]);
     else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
       threads = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "--bf16"))
+      bf16 = true;
+    else {
+      fprintf(stderr, "unroll-gemm-bench: unknown option '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+  if (bf16 && !unroll_cpu_set_precision(1)) {
+    fprintf(stderr, "unroll-gemm-bench: --bf16 needs AVX512_BF16 (vdpbf16ps), which this CPU "
+                    "lacks\n");
+    return 2;
   }
   // Each thread multiplies its own matrices (as unroll's threads over the
   // batch do); GFLOP/s counts all threads.
@@ -596,8 +662,8 @@ int main(int argc, char **argv) {
   double med = secs[secs.size() / 2];
   double gflops = 2.0 * M * N * K * threads / med / 1e9;
   printf("{\"M\": %lld, \"N\": %lld, \"K\": %lld, \"A\": \"%s\", \"B\": \"%s\", "
-         "\"threads\": %lld, \"median_s\": %.6g, \"gflops\": %.2f}\n",
+         "\"threads\": %lld, \"operands\": \"%s\", \"median_s\": %.6g, \"gflops\": %.2f}\n",
          (long long)M, (long long)N, (long long)K, ta ? "transposed" : "row-major",
-         tb ? "transposed" : "row-major", (long long)threads, med, gflops);
+         tb ? "transposed" : "row-major", (long long)threads, bf16 ? "bf16" : "f32", med, gflops);
   return 0;
 }

@@ -12,6 +12,9 @@
 # BENCH_BASE=OTHER_BUILD also compiles the models with another build's
 # unroll-opt/unroll-translate (e.g. the commit before a change) and times
 # those libraries in the same rounds: the table then has a before column.
+# BENCH_BF16=1 also times unroll with bf16 GEMM operands (UNROLL_CPU_PRECISION
+# =bf16, the same library; needs AVX512_BF16) in the same rounds, and the
+# bf16 GEMM peak beside the f32 one: the table then has bf16 columns.
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/bench}; REPEATS=${3:-7}; shift $(( $# > 3 ? 3 : $# ))
 CONFIGS=("$@"); [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(small paper)
@@ -27,9 +30,17 @@ declare -A ARGS=(
 )
 THREAD_COUNTS=(1); [ "$THREADS" -gt 1 ] && THREAD_COUNTS+=("$THREADS")
 echo "measuring the GEMM peak ..." >&2
+BF16=${BENCH_BF16:-0}
+if [ "$BF16" = 1 ] && ! "$BIN/unroll-gemm-bench" 64 64 64 --bf16 --repeats 1 > /dev/null; then
+  echo "bench/run.sh: BENCH_BF16=1 needs AVX512_BF16, which this CPU lacks" >&2
+  exit 2
+fi
+PEAK_KINDS=(""); [ "$BF16" = 1 ] && PEAK_KINDS+=(--bf16)
 declare -A early
 for t in "${THREAD_COUNTS[@]}"; do
-  early[$t]=$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9)
+  for k in "${PEAK_KINDS[@]}"; do
+    early[$t$k]=$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9 $k)
+  done
 done
 results=()
 for c in "${CONFIGS[@]}"; do
@@ -47,7 +58,7 @@ for c in "${CONFIGS[@]}"; do
     "$BENCH_BASE/bin/unroll-translate" "$OUT/$name.base.ll.mlir" -o "$base_so"
   fi
   for t in "${THREAD_COUNTS[@]}"; do
-    us=(); trs=(); bs=()
+    us=(); trs=(); bs=(); hs=()
     for r in $(seq "$ROUNDS"); do
       if [ -n "${BENCH_BASE:-}" ]; then
         echo "timing $c: unroll before ($t threads, round $r/$ROUNDS) ..." >&2
@@ -55,6 +66,10 @@ for c in "${CONFIGS[@]}"; do
       fi
       echo "timing $c: unroll ($t threads, round $r/$ROUNDS) ..." >&2
       us+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND")")
+      if [ "$BF16" = 1 ]; then
+        echo "timing $c: unroll bf16 ($t threads, round $r/$ROUNDS) ..." >&2
+        hs+=("$(UNROLL_CPU_PRECISION=bf16 UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND")")
+      fi
       echo "timing $c: PyTorch ($t threads, round $r/$ROUNDS) ..." >&2
       trs+=("$(OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t $PY bench/torch_bench.py "$d" "$D" "$H" "$L" \
                "$pos" "$loops" "$window" "$points" 64 "$PER_ROUND" "$t")")
@@ -72,20 +87,23 @@ print(json.dumps(m))'
     u=$($PY -c "$merge" "${us[@]}"); tr=$($PY -c "$merge" "${trs[@]}")
     before=""
     [ ${#bs[@]} -gt 0 ] && before=", \"before\": $($PY -c "$merge" "${bs[@]}")"
+    [ ${#hs[@]} -gt 0 ] && before+=", \"bf16\": $($PY -c "$merge" "${hs[@]}")"
     results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"unroll\": $u, \"torch\": $tr$before}")
   done
 done
 echo "measuring the GEMM peak again ..." >&2
 peaks=()
 for t in "${THREAD_COUNTS[@]}"; do
-  # The higher of the two measurements (before and after the timings): a
-  # peak taken in a slow minute of the VM would flatter every share.
-  late=$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9)
-  peaks+=("\"$t\": $($PY -c 'import json, sys
+  for k in "${PEAK_KINDS[@]}"; do
+    # The higher of the two measurements (before and after the timings): a
+    # peak taken in a slow minute of the VM would flatter every share.
+    late=$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9 $k)
+    peaks+=("\"$t${k:+-bf16}\": $($PY -c 'import json, sys
 a, b = (json.loads(x) for x in sys.argv[1:])
 best = a if a["gflops"] >= b["gflops"] else b
 best["measured_gflops"] = [a["gflops"], b["gflops"]]
-print(json.dumps(best))' "${early[$t]}" "$late")")
+print(json.dumps(best))' "${early[$t$k]}" "$late")")
+  done
 done
 printf '{"runs": [%s], "gemm_peak": {%s}}\n' "$(IFS=,; echo "${results[*]}")" \
   "$(IFS=,; echo "${peaks[*]}")" > "$OUT/bench.json"

@@ -3,7 +3,8 @@
 config, thread count and entry (training step, forward) unroll's and
 PyTorch's medians, the speed-up, GFLOP/s from the model's FLOPs, the GEMM
 peak measured in the same run and the share of it, and with BENCH_BASE the
-other build's times.
+other build's times, and with BENCH_BF16=1 unroll's times with bf16 GEMM
+operands against the bf16 GEMM peak of the same run.
 
   bench/table.py OUT/bench.json
 """
@@ -22,9 +23,12 @@ def flops(d, D, H, L, loops, window, points, batch):
     return batch * (loops * it + io), batch * ((loops + 2 * window) * it + io)
 
 has_before = any("before" in r for r in j["runs"])
+has_bf16 = any("bf16" in r for r in j["runs"])
 extra = " before (s) | before: share of peak |" if has_before else ""
+extra += " bf16 (s) | bf16 vs f32 | bf16 GEMM peak GFLOP/s | bf16: share of bf16 peak |" if has_bf16 else ""
 print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | GEMM peak GFLOP/s | share of GEMM peak | PyTorch GFLOP/s |" + extra)
-print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if has_before else ""))
+print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if has_before else "")
+      + ("---|---|---|---|" if has_bf16 else ""))
 for r in j["runs"]:
     d, D, H, L, loops, window, points = r["dims"]
     b = r["unroll"]["batch"]
@@ -37,11 +41,16 @@ for r in j["runs"]:
         if has_before:
             bt = r["before"][key]
             row += f" {bt:.4f} | {100*f/bt/1e9/peak:.0f}% |"
+        if has_bf16:
+            ht = r["bf16"][key]
+            hp = j["gemm_peak"][f"{r['threads']}-bf16"]["gflops"]
+            row += f" {ht:.4f} | {u/ht:.2f}x | {hp:.0f} | {100*f/ht/1e9/hp:.0f}% |"
         print(row)
 def peak_text(k, v):
     both = v.get("measured_gflops")
     seen = f" (higher of {both[0]:.0f} and {both[1]:.0f}, before and after)" if both else ""
-    return f"{k} thread{'s' if k != '1' else ''}: {v['gflops']:.0f} GFLOP/s{seen}"
+    t, _, kind = k.partition("-")
+    return f"{t} thread{'s' if t != '1' else ''}{' ' + kind if kind else ''}: {v['gflops']:.0f} GFLOP/s{seen}"
 pk = ", ".join(peak_text(k, v) for k, v in j["gemm_peak"].items())
 t0 = j["runs"][0]["torch"]
 n = len(j["runs"][0]["unroll"]["train_step_s"])

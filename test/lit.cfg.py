@@ -61,6 +61,13 @@ try:
 except Exception:
     pass
 
+# bf16 GEMM operands (--cpu-precision bf16) need AVX512_BF16 (vdpbf16ps).
+try:
+    if "avx512_bf16" in open("/proc/cpuinfo").read().split():
+        config.available_features.add("avx512bf16")
+except OSError:
+    pass
+
 # The CUDA toolkit (libdevice, ptxas) for --lower-to-gpu, and a usable GPU
 # (asked through unroll's own runtime: driver, device, context) for running.
 cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"

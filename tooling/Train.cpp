@@ -59,6 +59,7 @@ nlohmann::json TrainConfig::toJson() const {
           {"eval_batch", evalBatch},
           {"optimizer", optimizer},
           {"gpu_graphs", gpuGraphs},
+          {"cpu_precision", cpuPrecision},
           {"baseline_prompts", baselinePrompts},
           {"gradient", gradient},
           {"loops_random", loopsRandomLo > 0 ? nlohmann::json::array({loopsRandomLo, loopsRandomHi})
@@ -205,6 +206,12 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
         gpuGraphs = v.get<bool>();
       else
         error = "config key 'gpu_graphs' expects true or false, got " + v.dump();
+    } else if (k == "cpu_precision") {
+      ok = v.is_string() && (v == "f32" || v == "bf16");
+      if (ok)
+        cpuPrecision = v.get<std::string>();
+      else
+        error = "config key 'cpu_precision' expects \"f32\" or \"bf16\", got " + v.dump();
     } else if (k == "gradient") {
       GradientMode g;
       ok = v.is_string() &&
@@ -327,6 +334,32 @@ static std::string hms(double s) {
   else
     snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
   return b;
+}
+
+bool unroll::applyCpuPrecision(const Model &m, const std::string &precision, std::string &error) {
+  auto set = reinterpret_cast<int32_t (*)(int32_t)>(m.symbol("unroll_cpu_set_precision"));
+  if (precision != "bf16") {
+    if (set)
+      set(0);
+    return true;
+  }
+  const std::string what = "--cpu-precision bf16 (config cpu_precision): ";
+  if (m.gpu())
+    error = what + m.path() + " is a GPU library; bf16 operands are a CPU option";
+  else if (m.info().value("element_type", "f32") != "f32")
+    error = what + m.path() + " computes in " + m.info().value("element_type", "") +
+            "; bf16 operands are for f32 libraries";
+  else if (!set)
+    error = what + m.path() +
+            " has no unroll_cpu_set_precision (built before bf16 support): rebuild it with this "
+            "unroll-translate";
+  else if (!set(1))
+    error = what + "this CPU lacks AVX512_BF16 (the vdpbf16ps instruction; /proc/cpuinfo "
+                   "flag avx512_bf16), or UNROLL_GEMM_ISA forces a narrower instruction set; "
+                   "use --cpu-precision f32";
+  else
+    return true;
+  return false;
 }
 
 namespace {
@@ -541,12 +574,14 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
                                 : std::to_string(cfg.loops);
     fprintf(stderr,
             "training %s on %s: %lld steps, batch %lld, lr %g%s, b %s, T %lld, %s curriculum; "
-            "%lld parameters; Adam %s\n",
+            "%lld parameters; Adam %s%s\n",
             mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
             (long long)cfg.batch, cfg.lr, scheduleText.c_str(), loopsText.c_str(),
             (long long)cfg.window, cfg.curriculum ? "with" : "no", (long long)run.numParams(),
             compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled")
-                     : "on the host");
+                     : "on the host",
+            cfg.cpuPrecision == "bf16" ? "; GEMM operands bf16 (f32 accumulation and weights)"
+                                       : "");
     fprintf(stderr, "gradient: %s; activations kept per prompt at b %lld, %lld points: %s\n",
             gm.str().c_str(), (long long)cfg.loops, (long long)cfg.points.end,
             kept < 0 ? "unknown" : (std::to_string((kept + 1023) / 1024) + " KiB").c_str());

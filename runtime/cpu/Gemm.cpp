@@ -30,13 +30,24 @@
 // all of C before the product (the bias broadcast) and one after (the GELU)
 // — `unroll-cpu-gemm` folds those into the call.
 //
+// bf16 operands (unroll_cpu_set_precision(1), or UNROLL_CPU_PRECISION=bf16;
+// `unroll-run --cpu-precision bf16`): on CPUs with AVX512_BF16 the blocked
+// f32 path packs both operands rounded to bfloat16 (round to nearest even),
+// k-pairs side by side in 32-bit words, and an 8 x 32 register tile
+// accumulates in f32 with vdpbf16ps, two products of k per instruction.
+// Products of bf16 values are exact in f32, so C differs from the product of
+// the rounded operands by f32 accumulation only. The narrow unpacked kernel
+// (attention-sized N) and f64 stay in their own precision.
+//
 // Summation order differs from the plain loop nest (k is blocked by KC), so
 // results differ from it by rounding only; the tests compare with f32/f64
 // tolerances against independent references.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -44,6 +55,8 @@
 #include "Isa.h"
 #include "VecMath.h"
 #include "unroll/runtime/CpuKernels.h"
+
+#include <immintrin.h>
 
 namespace {
 
@@ -408,6 +421,170 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
   }
 }
 
+/// bf16 operands: k-pairs of bfloat16 in 32-bit words (the low half the
+/// even k), the layout vdpbf16ps multiplies.
+#define UNROLL_BF16 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,fma")))
+
+constexpr int kBfMR = 8;  // rows of the bf16 register tile
+constexpr int kBfNR = 32; // columns: two vectors of 16 f32 accumulators
+
+/// f32 -> bf16, round to nearest even (NaNs stay NaNs), for the ragged edges
+/// of the packing (the vector paths convert with vcvtneps2bf16).
+inline uint32_t toBf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+/// Packs X (lane l, step k at X[l·sLane + k·sK]; len lanes, kc steps) as the
+/// slivers the bf16 tile reads: S lanes by kp = ⌈kc/2⌉ pairs, sliver s at
+/// out[s·S·kp], word p·S + l holding steps 2p and 2p+1 of lane l (zeros
+/// past len and past kc).
+UNROLL_BF16 void packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc,
+                           int S, uint32_t *out) {
+  const int64_t kp = (kc + 1) / 2, lanes = (len + S - 1) / S * S;
+  // Lane l's word for pair p is lane(l)[p·S].
+  auto lane = [&](int64_t l) { return out + (l / S) * S * kp + l % S; };
+  auto word = [&](int64_t l, int64_t p) -> uint32_t & { return lane(l)[p * S]; };
+  if (sK == 1) {
+    // Each lane's steps are contiguous: 32 at a time become 16 words.
+    for (int64_t l = 0; l < len; ++l) {
+      const float *x = X + l * sLane;
+      uint32_t *o = lane(l);
+      int64_t p = 0;
+      for (; 2 * p + 32 <= kc; p += 16) {
+        __m512bh v =
+            _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 2 * p + 16), _mm512_loadu_ps(x + 2 * p));
+        alignas(64) uint32_t w[16];
+        _mm512_store_si512(w, (__m512i)v);
+        for (int i = 0; i < 16; ++i)
+          o[(p + i) * S] = w[i];
+      }
+      for (; p < kp; ++p)
+        o[p * S] = toBf16(x[2 * p]) | (2 * p + 1 < kc ? toBf16(x[2 * p + 1]) << 16 : 0u);
+    }
+  } else if (sLane == 1 && S % 8 == 0) {
+    // Lanes contiguous: 8 lanes of two steps become 8 words.
+    int64_t full = len / 8 * 8;
+    for (int64_t p = 0; p < kp; ++p) {
+      const float *x0 = X + 2 * p * sK, *x1 = x0 + sK;
+      bool odd = 2 * p + 1 >= kc;
+      for (int64_t l = 0; l < full; l += 8) {
+        __m256i lo = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_loadu_ps(x0 + l)));
+        __m256i hi = odd ? _mm256_setzero_si256()
+                         : _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_loadu_ps(x1 + l)));
+        _mm256_storeu_si256((__m256i *)&word(l, p), _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16)));
+      }
+      for (int64_t l = full; l < len; ++l)
+        word(l, p) = toBf16(x0[l]) | (odd ? 0u : toBf16(x1[l]) << 16);
+    }
+  } else {
+    for (int64_t l = 0; l < len; ++l)
+      for (int64_t p = 0; p < kp; ++p)
+        word(l, p) = toBf16(X[l * sLane + 2 * p * sK]) |
+                     (2 * p + 1 < kc ? toBf16(X[l * sLane + (2 * p + 1) * sK]) << 16 : 0u);
+  }
+  for (int64_t l = len; l < lanes; ++l)
+    for (int64_t p = 0; p < kp; ++p)
+      word(l, p) = 0;
+}
+
+/// acc[8][32] = Σ_p a[p][r] · b[p][c] over kp k-pairs (vdpbf16ps), then C
+/// (+)= acc on rows x cols of it.
+UNROLL_BF16 void tileBf16(int64_t kp, const uint32_t *a, const uint32_t *b, float *C, int64_t sCm,
+                          int64_t sCn, int64_t rows, int64_t cols, bool add) {
+  __m512 acc[kBfMR][2];
+  for (int r = 0; r < kBfMR; ++r)
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kp; ++p) {
+    __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + p * kBfNR);
+    __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + p * kBfNR + 16);
+    for (int r = 0; r < kBfMR; ++r) {
+      __m512bh av = (__m512bh)_mm512_set1_epi32(int(a[p * kBfMR + r]));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+    }
+  }
+  if (rows == kBfMR && cols == kBfNR && sCn == 1) {
+    for (int r = 0; r < kBfMR; ++r) {
+      __m512 c0 = acc[r][0], c1 = acc[r][1];
+      if (add) {
+        c0 = _mm512_add_ps(c0, _mm512_loadu_ps(C + r * sCm));
+        c1 = _mm512_add_ps(c1, _mm512_loadu_ps(C + r * sCm + 16));
+      }
+      _mm512_storeu_ps(C + r * sCm, c0);
+      _mm512_storeu_ps(C + r * sCm + 16, c1);
+    }
+    return;
+  }
+  alignas(64) float tile[kBfMR][kBfNR];
+  for (int r = 0; r < kBfMR; ++r) {
+    _mm512_store_ps(tile[r], acc[r][0]);
+    _mm512_store_ps(tile[r] + 16, acc[r][1]);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      C[r * sCm + c * sCn] = add ? C[r * sCm + c * sCn] + tile[r][c] : tile[r][c];
+}
+
+/// The blocked product with bf16 operands: gemm()'s loops, both operands
+/// packed (rounding is a copy anyway), K > 0.
+void gemmBf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
+              const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
+              bool accumulate, const Epilogue<float> &epi) {
+  thread_local Scratch<uint32_t> scratch;
+  const int64_t kpMax = kKC / 2, ncMax = std::min<int64_t>(kNC, N);
+  uint32_t *pb = scratch.bufB(size_t(kpMax) * ((ncMax + kBfNR - 1) / kBfNR) * kBfNR);
+  uint32_t *pa =
+      scratch.bufA(size_t(kpMax) * ((std::min<int64_t>(kMC, M) + kBfMR - 1) / kBfMR) * kBfMR);
+  for (int64_t jc = 0; jc < N; jc += kNC) {
+    int64_t nc = std::min<int64_t>(kNC, N - jc);
+    for (int64_t pc = 0; pc < K; pc += kKC) {
+      int64_t kc = std::min<int64_t>(kKC, K - pc), kp = (kc + 1) / 2;
+      const bool last = pc + kc >= K;
+      packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kBfNR, pb);
+      for (int64_t ic = 0; ic < M; ic += kMC) {
+        int64_t mc = std::min<int64_t>(kMC, M - ic);
+        packPairs(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, kBfMR, pa);
+        for (int64_t ir = 0; ir < mc; ir += kBfMR)
+          for (int64_t jr = 0; jr < nc; jr += kBfNR)
+            tileBf16(kp, pa + ir * kp, pb + jr * kp, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm,
+                     sCn, std::min<int64_t>(kBfMR, mc - ir), std::min<int64_t>(kBfNR, nc - jr),
+                     accumulate || pc > 0);
+        if (last)
+          epi.apply(ic, jc, mc, nc, C, sCm, sCn);
+      }
+    }
+  }
+}
+
+bool cpuHasBf16() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return unroll::cpu::detectIsa() == unroll::cpu::Isa::Avx512 &&
+           __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+}
+
+/// The f32 GEMM's operand precision: 1 = bf16. Starts from
+/// $UNROLL_CPU_PRECISION; bf16 only where the CPU has it.
+std::atomic<int> &precisionBf16() {
+  static std::atomic<int> bf16{[] {
+    const char *e = getenv("UNROLL_CPU_PRECISION");
+    if (!e || strcmp(e, "bf16"))
+      return 0;
+    if (cpuHasBf16())
+      return 1;
+    fprintf(stderr, "unroll: UNROLL_CPU_PRECISION=bf16 ignored: this CPU lacks AVX512_BF16 "
+                    "(vdpbf16ps); the GEMMs run in f32\n");
+    return 0;
+  }()};
+  return bf16;
+}
+
 using unroll::cpu::Isa;
 
 /// The kernels of one precision, per instruction set.
@@ -445,6 +622,9 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
       return;
     }
   }
+  if constexpr (std::is_same_v<T, float>)
+    if (K > 0 && precisionBf16().load(std::memory_order_relaxed))
+      return gemmBf16(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
   switch (isa) {
   case Isa::Avx512:
     return gemm<T, 8, 2 * w512>(Kn::tile512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc,
@@ -485,6 +665,20 @@ void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_
                         int64_t sCn, int64_t accumulate, int64_t flags, const double *bias,
                         double *D) {
   dispatch<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0, flags, bias, D);
+}
+
+#define UNROLL_EXPORT __attribute__((visibility("default")))
+
+UNROLL_EXPORT int32_t unroll_cpu_bf16_supported(void) { return cpuHasBf16() ? 1 : 0; }
+
+UNROLL_EXPORT int32_t unroll_cpu_set_precision(int32_t bf16) {
+  int on = bf16 && cpuHasBf16() ? 1 : 0;
+  precisionBf16().store(on, std::memory_order_relaxed);
+  return on;
+}
+
+UNROLL_EXPORT int32_t unroll_cpu_precision(void) {
+  return precisionBf16().load(std::memory_order_relaxed);
 }
 
 } // extern "C"

@@ -75,6 +75,9 @@ Training and evaluation (models):
                          library's own Adam step on weights and moments kept in
                          its resident buffers (on a GPU they never leave it);
                          auto (default): compiled for GPU libraries, else host
+  --cpu-precision P      CPU libraries: f32 (default) or bf16, the f32 GEMMs' operands
+                         rounded to bfloat16 (f32 accumulation, f32 weights and Adam;
+                         attention and layer norms stay f32); needs AVX512_BF16
   --gpu-graphs on|off    GPU libraries: capture each shape's training step (loss,
                          gradient, Adam) once as a CUDA graph and replay it
                          (default on)
@@ -335,6 +338,10 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
         return false;
       }
       o.train["gpu_graphs"] = std::string(v) == "on";
+    } else if (a == "--cpu-precision") {
+      if (!(v = value()))
+        return false;
+      o.train["cpu_precision"] = v;
     } else if (a == "--optimizer") {
       if (!(v = value()))
         return false;
@@ -868,6 +875,8 @@ int runModel(const Options &o, const Model &m, const std::string &task,
   } else if (!resolveConfig(o, *mi, task, energyOfModel, cfg, err)) {
     return die(err);
   }
+  if (!applyCpuPrecision(m, cfg.cpuPrecision, err))
+    return die(err);
   if (!cfg.gradient.empty()) {
     GradientMode g;
     if (!parseGradientMode(cfg.gradient, g, err) || !run.setGradient(g, err))

@@ -11,6 +11,7 @@
  *   unroll_gemm_<f32|f64>           C (+)= A · B, strided (runtime/cpu/Gemm.cpp)
  *   unroll_gemm_ex_<f32|f64>        the same with the epilogues of GemmFlags.h (bias,
  *                                   GELU, GELU's gradient) applied to the output tile
+ *   unroll_cpu_set_precision        bf16 operands for the f32 GEMMs (AVX512_BF16)
  *   unroll_attention_<f32|f64>      causal multi-head attention forward
  *   unroll_attention_vjp_<f32|f64>  and its VJP (runtime/cpu/Attention.cpp)
  *   unroll_layer_norm_<f32|f64>     LayerNorm over the last dimension, one pass per row
@@ -53,6 +54,16 @@ void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_
                         const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm,
                         int64_t sCn, int64_t accumulate, int64_t flags, const double *bias,
                         double *D);
+
+/* The operand precision of the f32 GEMMs' blocked path: 0 = f32, 1 = bf16
+ * (operands rounded to bfloat16 as they are packed, products accumulated
+ * in f32 with vdpbf16ps; the narrow kernel and f64 are unchanged). bf16
+ * needs AVX512_BF16: unroll_cpu_set_precision returns the precision now in
+ * effect (0 when bf16 was asked for on a CPU without it). The initial value
+ * comes from $UNROLL_CPU_PRECISION (f32 or bf16). */
+int32_t unroll_cpu_bf16_supported(void);
+int32_t unroll_cpu_set_precision(int32_t bf16);
+int32_t unroll_cpu_precision(void);
 
 /* out[b, i, h·hd + e] = Σ_{j ≤ i} softmax_j(q_i·k_j / √hd) v_j[e] for qkv
  * [B, n, 3·H·hd] (q | k | v, heads contiguous); strides of the batch and

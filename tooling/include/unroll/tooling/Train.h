@@ -40,6 +40,10 @@ struct TrainConfig {
   /// (the library's @M_adam on resident state: on a GPU, weights and moments
   /// never leave it) or "auto" (compiled for GPU libraries, else host).
   std::string optimizer = "auto";
+  /// CPU libraries: the f32 GEMMs' operand precision, "f32" or "bf16"
+  /// (bfloat16 operands, f32 accumulation and f32 weights; needs
+  /// AVX512_BF16). Applied with applyCpuPrecision.
+  std::string cpuPrecision = "f32";
   /// GPU libraries with the compiled optimizer: each shape's loss-and-
   /// gradient call captured once as a CUDA graph and replayed.
   bool gpuGraphs = true;
@@ -71,6 +75,12 @@ struct TrainConfig {
   /// Fills unset values from the model info and checks the whole config.
   bool finish(const nlohmann::json &modelInfo, std::string &error);
 };
+
+/// Sets the CPU library's f32 GEMM operand precision ("f32" or "bf16",
+/// TrainConfig::cpuPrecision). False with the reason where bf16 cannot run:
+/// a GPU or f64 library, a library built before bf16 support, a CPU without
+/// AVX512_BF16.
+bool applyCpuPrecision(const Model &m, const std::string &precision, std::string &error);
 
 /// Trains (from scratch, or from the checkpoint in out/checkpoint when
 /// `resume`), then evaluates. Returns a process exit code.
