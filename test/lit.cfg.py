@@ -17,6 +17,7 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixe
 config.substitutions.append(("%examples", os.path.join(config.unroll_src_root, "examples")))
 config.substitutions.append(("%unroll_scripts", os.path.join(config.unroll_src_root, "scripts")))
 config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("%unroll_lib", os.path.join(config.unroll_obj_root, "lib")))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CC"])
 llvm_config.use_default_substitutions()

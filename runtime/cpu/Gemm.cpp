@@ -275,7 +275,11 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
   constexpr int W = sizeof(V) / sizeof(T);
   const bool addBias = flags & UNROLL_GEMM_BIAS, toD = flags & UNROLL_GEMM_GELU_AUX,
              grad = flags & UNROLL_GEMM_DGELU;
-  auto one = [&](T *c, T *d, int64_t j) {
+  // The lambdas are always inlined: compiled on their own they would not
+  // get the caller's target attribute, and a 512-bit GCC vector would be
+  // emulated with SSE2 (the AVX-512 GELU epilogue was: 13% of the paper
+  // step on a Zen 4 host).
+  auto one = [&](T *c, T *d, int64_t j) __attribute__((always_inline)) {
     V v{}, x{};
     v[0] = *c;
     if (addBias)
@@ -294,7 +298,7 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
     // U vectors at a time: GELU is a ~40-deep dependency chain per vector,
     // and independent chains side by side keep both FMA pipes busy.
     constexpr int U = 2; // 4 spills on AVX2 (measured slower than 1)
-    auto vectors = [&](auto u) {
+    auto vectors = [&](auto u) __attribute__((always_inline)) {
       constexpr int N = decltype(u)::value;
       V v[N], x[N];
       for (int q = 0; q < N; ++q)
