@@ -425,9 +425,8 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
   }
 }
 
-/// bf16 operands: k-pairs of bfloat16 in 32-bit words (the low half the
-/// even k), the layout vdpbf16ps multiplies.
-#define UNROLL_BF16 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,fma")))
+// bf16 operands: k-pairs of bfloat16 in 32-bit words (the low half the
+// even k), the layout vdpbf16ps multiplies.
 
 constexpr int kBfMR = 8;  // rows of the bf16 register tile
 constexpr int kBfNR = 32; // columns: two vectors of 16 f32 accumulators
@@ -446,7 +445,7 @@ inline uint32_t toBf16(float f) {
 /// slivers the bf16 tile reads: S lanes by kp = ⌈kc/2⌉ pairs, sliver s at
 /// out[s·S·kp], word p·S + l holding steps 2p and 2p+1 of lane l (zeros
 /// past len and past kc).
-UNROLL_BF16 void packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc,
+UNROLL_AVX512_BF16 void packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc,
                            int S, uint32_t *out) {
   const int64_t kp = (kc + 1) / 2, lanes = (len + S - 1) / S * S;
   // Lane l's word for pair p is lane(l)[p·S].
@@ -497,7 +496,7 @@ UNROLL_BF16 void packPairs(const float *X, int64_t sLane, int64_t sK, int64_t le
 
 /// acc[8][32] = Σ_p a[p][r] · b[p][c] over kp k-pairs (vdpbf16ps), then C
 /// (+)= acc on rows x cols of it.
-UNROLL_BF16 void tileBf16(int64_t kp, const uint32_t *a, const uint32_t *b, float *C, int64_t sCm,
+UNROLL_AVX512_BF16 void tileBf16(int64_t kp, const uint32_t *a, const uint32_t *b, float *C, int64_t sCm,
                           int64_t sCn, int64_t rows, int64_t cols, bool add) {
   __m512 acc[kBfMR][2];
   for (int r = 0; r < kBfMR; ++r)
@@ -564,15 +563,6 @@ void gemmBf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int6
   }
 }
 
-bool cpuHasBf16() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return unroll::cpu::detectIsa() == unroll::cpu::Isa::Avx512 &&
-           __builtin_cpu_supports("avx512bf16");
-  }();
-  return has;
-}
-
 /// The f32 GEMM's operand precision: 1 = bf16. Starts from
 /// $UNROLL_CPU_PRECISION; bf16 only where the CPU has it.
 std::atomic<int> &precisionBf16() {
@@ -580,7 +570,7 @@ std::atomic<int> &precisionBf16() {
     const char *e = getenv("UNROLL_CPU_PRECISION");
     if (!e || strcmp(e, "bf16"))
       return 0;
-    if (cpuHasBf16())
+    if (unroll::cpu::hasBf16())
       return 1;
     fprintf(stderr, "unroll: UNROLL_CPU_PRECISION=bf16 ignored: this CPU lacks AVX512_BF16 "
                     "(vdpbf16ps); the GEMMs run in f32\n");
@@ -673,10 +663,10 @@ void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_
 
 #define UNROLL_EXPORT __attribute__((visibility("default")))
 
-UNROLL_EXPORT int32_t unroll_cpu_bf16_supported(void) { return cpuHasBf16() ? 1 : 0; }
+UNROLL_EXPORT int32_t unroll_cpu_bf16_supported(void) { return unroll::cpu::hasBf16() ? 1 : 0; }
 
 UNROLL_EXPORT int32_t unroll_cpu_set_precision(int32_t bf16) {
-  int on = bf16 && cpuHasBf16() ? 1 : 0;
+  int on = bf16 && unroll::cpu::hasBf16() ? 1 : 0;
   precisionBf16().store(on, std::memory_order_relaxed);
   return on;
 }

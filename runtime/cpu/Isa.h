@@ -2,7 +2,8 @@
 //
 // The CPU kernels (Gemm.cpp, Attention.cpp, LayerNorm.cpp) are compiled for
 // AVX-512, AVX2 and the baseline; detectIsa() picks one once per process,
-// from cpuid, and dispatchIsa() calls that variant.
+// from cpuid, and dispatchIsa() calls that variant; hasBf16() says whether
+// the bf16 GEMM (Gemm.cpp) can run.
 // UNROLL_GEMM_ISA=avx2|plain forces a narrower one (tests, benchmarks).
 //
 //===----------------------------------------------------------------------===//
@@ -36,6 +37,13 @@ inline Isa detectIsa() {
   return isa;
 }
 
+/// Whether the AVX-512 variant runs (detectIsa) and the CPU has AVX512_BF16
+/// (vdpbf16ps): the bf16 GEMM operands of Gemm.cpp.
+inline bool hasBf16() {
+  static const bool has = detectIsa() == Isa::Avx512 && __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
 /// Calls the variant of a kernel for this machine's instruction set.
 template <typename... A>
 void dispatchIsa(void (*avx512)(A...), void (*avx2)(A...), void (*plain)(A...), A... args) {
@@ -55,5 +63,8 @@ void dispatchIsa(void (*avx512)(A...), void (*avx2)(A...), void (*plain)(A...), 
 // detectIsa() requires for it, AVX2 with FMA.
 #define UNROLL_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma")))
 #define UNROLL_AVX2 __attribute__((target("avx2,fma")))
+// The bf16 GEMM: AVX-512 as above plus AVX512_BF16 (hasBf16()).
+#define UNROLL_AVX512_BF16                                                                          \
+  __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,fma")))
 
 #endif
