@@ -86,7 +86,7 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
                                       double *vsF32 = nullptr) {
   // Half the cases small enough for the unpacked path, half blocked.
   std::uniform_int_distribution<int64_t> dim(1, rng() % 2 ? 40 : 300);
-  int64_t M = dim(rng), N = dim(rng), K = rng() % 4 == 0 ? dim(rng) * 3 : dim(rng);
+  int64_t M = dim(rng), N = dim(rng), K = rng() % 4 == 0 ? dim(rng) * 4 : dim(rng); // K > kKC = 512: several k-blocks
   if (rng() % 10 == 0)
     K = 0;
   if (rng() % 4 == 0)
