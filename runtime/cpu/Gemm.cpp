@@ -67,8 +67,8 @@
 namespace {
 
 // The k-block: C is read and written once per kKC steps of k. 512 rather
-// than 256 made the model's K = 1024 and K = 5248 products 4-7% faster on
-// a Zen 4 host (5248 x 256 x 1024: 95 -> 105 GFLOP/s), with the peak shape
+// than 256 made the model's K = 1024 products 3-6% faster on
+// a Zen 4 host (5248 x 256 x 1024: 99-102 -> 105 GFLOP/s), with the peak shape
 // (K = 256, one block either way) unchanged. A register tile's MR rows of
 // A (16 KB at f32) stay in L1 across the slivers of B, which stream from
 // L2 (64 KB each).
