@@ -86,7 +86,8 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
                                       double *vsF32 = nullptr) {
   // Half the cases small enough for the unpacked path, half blocked.
   std::uniform_int_distribution<int64_t> dim(1, rng() % 2 ? 40 : 300);
-  int64_t M = dim(rng), N = dim(rng), K = rng() % 4 == 0 ? dim(rng) * 4 : dim(rng); // K > kKC = 512: several k-blocks
+  // A quarter of the cases with K up to 1200: several of the kernel's k-blocks (512).
+  int64_t M = dim(rng), N = dim(rng), K = rng() % 4 == 0 ? dim(rng) * 4 : dim(rng);
   if (rng() % 10 == 0)
     K = 0;
   if (rng() % 4 == 0)
