@@ -16,10 +16,11 @@
 // transposed once into a [hd, np] scratch (8 x 8 register blocks); the
 // block's scores are an R x W register tile (each vector of kt loaded feeds
 // R multiply-adds), the softmax is per row (maximum, exp and sum in
-// vectors), and the weighted sum of v rows is an R x W tile of features
-// (each vector of v feeds R rows), scaled by each row's 1 / Σ as it is
-// stored. A row attends to keys 0..i; the block computes keys up to its
-// last row and the softmax zeroes the rest.
+// vectors, their lanes reduced by halving), and the weighted sum of v rows
+// is an R x W tile of features (each vector of v feeds R rows), scaled by
+// each row's 1 / Σ as it is stored. A row attends to keys 0..i; the block
+// computes keys up to its last row, rounded up to whole vectors, and the
+// softmax zeroes the rest.
 //
 // Its vector-Jacobian product, for the backward of a training step,
 // unroll_attention_vjp_f32 / _f64, writes all of dqkv (same layout as qkv)
@@ -44,6 +45,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "Isa.h"
@@ -163,40 +165,90 @@ INLINE void transpose(int64_t n, int64_t np, int64_t hd, const T *k, int64_t ld,
 // vector of keys (or values) loaded feeds R multiply-adds: register tiles of
 // R rows by 2 vectors, as the GEMM kernel's. Rows are x + r · ldx.
 
-/// s[r, j] = (x_r · kt[., j]) · scale, r < R, for the blocks of 2 W keys
-/// covering j < cols (kt is k transposed, [hd, np], zero past n).
+/// Keys the score tiles cover for a block whose last key is cols - 1: cols
+/// rounded up to whole vectors (the scores past cols are zero or masked).
+template <typename V> INLINE int64_t keyWidth(int64_t cols) {
+  constexpr int W = Lanes<V>::W;
+  return (cols + W - 1) / W * W;
+}
+
+/// s[r, j] = (x_r · kt[., j]) · scale, r < R, for the keys j < keyWidth(cols)
+/// (kt is k transposed, [hd, np], zero past n): register tiles of R rows by
+/// NV vectors of keys, two vectors while they fit and one for an odd last.
+template <typename V, int R, int NV, typename T>
+INLINE void scoreTile(int64_t j0, int64_t np, int64_t hd, const T *x, int64_t ldx, const T *kt,
+                      T scale, T *s) {
+  constexpr int W = Lanes<V>::W;
+  V acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = V{};
+  const T *col = kt + j0;
+  for (int64_t e = 0; e < hd; ++e) {
+    V k[NV];
+    for (int v = 0; v < NV; ++v)
+      k[v] = load<V>(col + e * np + v * W);
+    for (int r = 0; r < R; ++r) {
+      V xv = x[r * ldx + e] - V{}; // a broadcast load (0 + x would be an add too)
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] += xv * k[v];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v)
+      store<V>(s + r * np + j0 + v * W, acc[r][v] * scale);
+}
 template <typename V, int R, typename T>
 INLINE void scoreBlock(int64_t cols, int64_t np, int64_t hd, const T *x, int64_t ldx, const T *kt,
                        T scale, T *s) {
   constexpr int W = Lanes<V>::W;
-  for (int64_t j0 = 0; j0 < cols; j0 += 2 * W) {
-    V acc[R][2];
-    for (int r = 0; r < R; ++r)
-      acc[r][0] = acc[r][1] = V{};
-    const T *col = kt + j0;
-    for (int64_t e = 0; e < hd; ++e) {
-      V k0 = load<V>(col + e * np), k1 = load<V>(col + e * np + W);
-      for (int r = 0; r < R; ++r) {
-        V xv = x[r * ldx + e] - V{}; // a broadcast load (0 + x would be an add too)
-        acc[r][0] += xv * k0;
-        acc[r][1] += xv * k1;
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      store<V>(s + r * np + j0, acc[r][0] * scale);
-      store<V>(s + r * np + j0 + W, acc[r][1] * scale);
-    }
+  const int64_t width = keyWidth<V>(cols);
+  int64_t j0 = 0;
+  for (; j0 + 2 * W <= width; j0 += 2 * W)
+    scoreTile<V, R, 2>(j0, np, hd, x, ldx, kt, scale, s);
+  if (j0 < width)
+    scoreTile<V, R, 1>(j0, np, hd, x, ldx, kt, scale, s);
+}
+
+/// The maximum and the sum of a vector's lanes, by halving (log2 W
+/// dependent steps instead of W - 1; rows are short, and these reductions
+/// were a large share of the softmax).
+template <int LaneBytes, int Bytes> struct IndexVec;
+template <int Bytes> struct IndexVec<4, Bytes> {
+  typedef int32_t I __attribute__((vector_size(Bytes)));
+};
+template <int Bytes> struct IndexVec<8, Bytes> {
+  typedef int64_t I __attribute__((vector_size(Bytes)));
+};
+/// v with lane l taken from lane l ^ half.
+template <typename V, size_t... L>
+INLINE V swapHalves(V v, int half, std::index_sequence<L...>) {
+  using T = typename Lanes<V>::T;
+  using I = typename IndexVec<sizeof(T), sizeof(V)>::I;
+  return __builtin_shuffle(v, I{decltype(I{}[0])(L ^ half)...});
+}
+template <typename V> INLINE auto laneMax(V v) {
+  constexpr int W = Lanes<V>::W;
+  for (int half = W / 2; half >= 1; half /= 2) {
+    V o = swapHalves(v, half, std::make_index_sequence<W>{});
+    v = o > v ? o : v;
   }
+  return v[0];
+}
+template <typename V> INLINE auto laneSum(V v) {
+  constexpr int W = Lanes<V>::W;
+  for (int half = W / 2; half >= 1; half /= 2)
+    v += swapHalves(v, half, std::make_index_sequence<W>{});
+  return v[0];
 }
 
 /// Row s (scores of keys 0..len-1, len >= 1) becomes exp(s - max), zero
-/// from len to the end of the last block of 2 W keys covering cols; returns
-/// 1 / its sum, by which the row is also scaled when `normalize` (else the
-/// caller scales what it computes from the row).
-template <typename V, typename T>
-INLINE T softmaxRow(int64_t len, int64_t cols, T *s, bool normalize) {
+/// from len to keyWidth(cols); returns 1 / its sum, by which the caller
+/// scales what it computes from the row (the forward its weighted sums, the
+/// VJP the row as it reads it).
+template <typename V, typename T> INLINE T softmaxRow(int64_t len, int64_t cols, T *s) {
   constexpr int W = Lanes<V>::W;
-  const int64_t blocks = (cols + 2 * W - 1) / (2 * W) * 2;
+  const int64_t blocks = keyWidth<V>(cols) / W;
   V lane;
   for (int l = 0; l < W; ++l)
     lane[l] = T(l);
@@ -208,9 +260,7 @@ INLINE T softmaxRow(int64_t len, int64_t cols, T *s, bool normalize) {
     x = lane + T(jb * W) < T(len) ? x : lowest;
     mv = x > mv ? x : mv;
   }
-  T m = mv[0];
-  for (int l = 1; l < W; ++l)
-    m = mv[l] > m ? mv[l] : m;
+  const T m = laneMax(mv);
   V sum{};
   for (int64_t jb = 0; jb < blocks; ++jb) {
     V x = expNonPositive(load<V>(s + jb * W) - m);
@@ -218,14 +268,7 @@ INLINE T softmaxRow(int64_t len, int64_t cols, T *s, bool normalize) {
     sum += x;
     store<V>(s + jb * W, x);
   }
-  T total = 0;
-  for (int l = 0; l < W; ++l)
-    total += sum[l];
-  const T inv = T(1) / total;
-  if (normalize)
-    for (int64_t jb = 0; jb < blocks; ++jb)
-      store<V>(s + jb * W, load<V>(s + jb * W) * inv);
-  return inv;
+  return T(1) / laneSum(sum);
 }
 
 /// out[r · ldo + e] = Σ_{begin ≤ j < end} c(r, j) · rows[j · ld + e], r <
@@ -252,9 +295,18 @@ INLINE void combineTile(int64_t begin, int64_t end, int64_t np, const T *c, cons
         acc[r][v] += cv * x[v];
     }
   }
-  for (int r = 0; r < valid; ++r)
+  // A whole block stores with a constant trip count: with `valid` alone the
+  // accumulators were kept on the stack for the loop to index.
+  auto put = [&](int r) __attribute__((always_inline)) {
     for (int v = 0; v < NV; ++v)
       store<V>(out + r * ldo + v * W, rowScale ? acc[r][v] * rowScale[r] : acc[r][v]);
+  };
+  if (valid == R)
+    for (int r = 0; r < R; ++r)
+      put(r);
+  else
+    for (int r = 0; r < valid; ++r)
+      put(r);
 }
 template <typename V, int R, bool Trans = false, typename T>
 INLINE void combineBlock(int64_t begin, int64_t end, int64_t np, int64_t hd, const T *c,
@@ -310,7 +362,7 @@ INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, cons
     scoreBlock<V, R>(cols, np, hd, x, ldx, kt, scale, p);
     T inv[R]; // the rows' 1 / Σ exp, applied to the weighted sums
     for (int r = 0; r < R; ++r)
-      inv[r] = softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, p + r * np, false);
+      inv[r] = softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, p + r * np);
     combineBlock<V, R>(0, cols, np, hd, p, v, ld, o + i0 * ldo, ldo, valid, inv);
   }
 }
@@ -337,20 +389,22 @@ INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, c
     int valid = rowsAt<R>(n, i0, hd, q, ld, s.rows.data(), x, ldx);
     rowsAt<R>(n, i0, hd, dO, ldd, s.rows2.data(), g, ldgr);
     const int64_t cols = std::min<int64_t>(n, i0 + R);
-    const int64_t width = (cols + 2 * W - 1) / (2 * W) * (2 * W);
+    const int64_t width = keyWidth<V>(cols);
     scoreBlock<V, R>(cols, np, hd, x, ldx, kt, scale, p);
     scoreBlock<V, R>(cols, np, hd, g, ldgr, vt, T(1), dp);
     for (int r = 0; r < valid; ++r) {
       T *pr = p + r * np, *dpr = dp + r * np;
-      softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, pr, true);
+      // P = exp(s - max) / Σ, normalized here as the dot product reads it.
+      const T inv = softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, pr);
       // dS = P ∘ (dP − Σ_j P dP), scaled by 1/√hd for dq and dk (P is zero
       // where a key does not count).
       V dot{};
-      for (int64_t j = 0; j < width; j += W)
-        dot += load<V>(pr + j) * load<V>(dpr + j);
-      T rowDot = 0;
-      for (int l = 0; l < W; ++l)
-        rowDot += dot[l];
+      for (int64_t j = 0; j < width; j += W) {
+        V pv = load<V>(pr + j) * inv;
+        store<V>(pr + j, pv);
+        dot += pv * load<V>(dpr + j);
+      }
+      const T rowDot = laneSum(dot);
       for (int64_t j = 0; j < width; j += W)
         store<V>(dpr + j, load<V>(pr + j) * (load<V>(dpr + j) - rowDot) * scale);
     }
