@@ -110,9 +110,14 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
   // Half the cases through unroll_gemm_ex with an epilogue (as the compiler
   // calls it: overwriting C), D at C's strides.
   bool ex = rng() & 1;
-  const int64_t kFlags[] = {0, UNROLL_GEMM_BIAS, UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX,
-                            UNROLL_GEMM_GELU_AUX, UNROLL_GEMM_DGELU};
-  int64_t flags = ex ? kFlags[rng() % 5] : 0;
+  const int64_t kFlags[] = {0,
+                            UNROLL_GEMM_BIAS,
+                            UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX,
+                            UNROLL_GEMM_GELU_AUX,
+                            UNROLL_GEMM_DGELU,
+                            UNROLL_GEMM_ADD_D,
+                            UNROLL_GEMM_BIAS | UNROLL_GEMM_ADD_D};
+  int64_t flags = ex ? kFlags[rng() % 7] : 0;
   if (flags)
     acc = false;
   std::vector<T> bias(N), D(C.size());
@@ -133,6 +138,8 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
       }
       if (flags & UNROLL_GEMM_BIAS)
         s += bias[j], x += bias[j];
+      if (flags & UNROLL_GEMM_ADD_D)
+        s += D[i * sCm + j * sCn], x += D[i * sCm + j * sCn];
       if (flags & UNROLL_GEMM_DGELU)
         s *= geluGradRef(D[i * sCm + j * sCn]), x *= geluGradRef(D[i * sCm + j * sCn]);
       want[i * N + j] = s;
@@ -141,7 +148,8 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
     }
   call<T>(ex, M, N, K, A.data(), sAm, sAk, B.data(), sBk, sBn, C.data(), sCm, sCn, acc, flags,
           flags & UNROLL_GEMM_BIAS ? bias.data() : nullptr,
-          flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU) ? D.data() : nullptr);
+          flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D) ? D.data()
+                                                                                : nullptr);
   double err = 0, scale = 0, errF32 = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -190,8 +198,8 @@ int check() {
   }
   bool ok = e32 <= 1e-5 && e64 <= 1e-13;
   const char *isa = getenv("UNROLL_GEMM_ISA");
-  printf("GEMM (%s) vs plain loops, 240 random shapes/strides each (half with a bias, GELU or "
-         "GELU-gradient epilogue): max rel. error f32 %.2e "
+  printf("GEMM (%s) vs plain loops, 240 random shapes/strides each (half with a bias, GELU, "
+         "GELU-gradient or residual epilogue): max rel. error f32 %.2e "
          "(tolerance 1e-05), f64 %.2e (tolerance 1e-13)\n%s\n",
          isa ? isa : "detected ISA", e32, e64, ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;

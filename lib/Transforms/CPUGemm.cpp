@@ -76,9 +76,12 @@ struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
       if (op.getNumDpsInputs() == 2 && mlir::unroll::isMulAdd(op))
         generics.push_back(op);
     });
-    for (linalg::GenericOp op : generics)
+    for (linalg::GenericOp op : generics) {
+      if (mlir::unroll::forwardProductIntoSum(op))
+        ++numResidualSums;
       if (succeeded(rewrite(op)))
         ++numCalls;
+    }
   }
 
   /// The op right after `fill` writes every element of the filled buffer and
@@ -121,6 +124,9 @@ struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
     call.epilogueArg = true;
     call.geluFlag = UNROLL_GEMM_GELU_AUX;
     call.dgeluFlag = UNROLL_GEMM_DGELU;
+    // A residual sum after the product (r = x + (A·B + b)): the call
+    // writes r, adding x to each block of it as it completes.
+    call.addFlag = UNROLL_GEMM_ADD_D;
     return mlir::unroll::rewriteContraction(op, call);
   }
 };

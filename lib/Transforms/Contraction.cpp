@@ -264,6 +264,106 @@ static linalg::GenericOp findGeluGrad(Operation *op, Value c) {
   return g;
 }
 
+/// The elementwise sum `out = a + b` (identity maps, no reductions) that is
+/// the first operation after `op` touching memory, past operations without
+/// memory effects and allocations of sizes defined before `op`; null if the
+/// first is anything else.
+static linalg::GenericOp nextSum(Operation *op) {
+  for (Operation *p = op->getNextNode(); p; p = p->getNextNode()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(p)) {
+      if (!llvm::all_of(alloc->getOperands(), [&](Value v) { return definedBefore(v, op); }))
+        return {};
+      continue;
+    }
+    if (isMemoryEffectFree(p))
+      continue;
+    auto g = dyn_cast<linalg::GenericOp>(p);
+    if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
+        g.getNumReductionLoops() != 0 ||
+        !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+      return {};
+    Block &body = g.getRegion().front();
+    auto add =
+        cast<linalg::YieldOp>(body.getTerminator()).getOperand(0).getDefiningOp<arith::AddFOp>();
+    Value a = body.getArgument(0), b = body.getArgument(1);
+    if (body.getOperations().size() != 2 || !add ||
+        !((add.getLhs() == a && add.getRhs() == b) || (add.getLhs() == b && add.getRhs() == a)))
+      return {};
+    return g;
+  }
+  return {};
+}
+
+/// The summand of `sum` that is not `c`, if exactly one of its two inputs is
+/// `c`; null otherwise.
+static Value otherSummand(linalg::GenericOp sum, Value c) {
+  Value in0 = sum.getDpsInputs()[0], in1 = sum.getDpsInputs()[1];
+  if ((in0 == c) == (in1 == c))
+    return {};
+  return in0 == c ? in1 : in0;
+}
+
+bool mlir::unroll::forwardProductIntoSum(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !isMulAdd(op))
+    return false;
+  Value c = op.getDpsInits()[0];
+  auto cAlloc = c.getDefiningOp<memref::AllocOp>();
+  if (!cAlloc || cAlloc->getBlock() != op->getBlock())
+    return false;
+  // What c starts from, right before the product: a fill or a broadcast
+  // (a generic that writes c without reading it).
+  Operation *pre = op->getPrevNode();
+  while (pre && isMemoryEffectFree(pre) && pre->getNumRegions() == 0)
+    pre = pre->getPrevNode();
+  auto fill = dyn_cast_or_null<linalg::FillOp>(pre);
+  auto broadcast = dyn_cast_or_null<linalg::GenericOp>(pre);
+  bool fills = fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == c;
+  bool broadcasts = broadcast && broadcast.hasPureBufferSemantics() &&
+                    broadcast.getNumDpsInputs() == 1 && broadcast.getNumDpsInits() == 1 &&
+                    broadcast.getDpsInits()[0] == c && broadcast.getNumReductionLoops() == 0 &&
+                    !broadcast.payloadUsesValueFromOperand(broadcast.getDpsInitOperand(0));
+  if (!fills && !broadcasts)
+    return false;
+  linalg::GenericOp sum = nextSum(op);
+  Value x = sum ? otherSummand(sum, c) : Value();
+  if (!x)
+    return false;
+  Value r = sum.getDpsInits()[0];
+  auto cType = cast<MemRefType>(c.getType());
+  auto rType = dyn_cast<MemRefType>(r.getType());
+  if (!rType || !isStrided(rType) || rType.getShape() != cType.getShape() ||
+      rType.getElementType() != cType.getElementType())
+    return false;
+  // Nothing else reads c; the product's inputs, x and the broadcast's
+  // source are other buffers than r.
+  for (Operation *user : c.getUsers())
+    if (user != pre && user != op.getOperation() && user != sum.getOperation() &&
+        !isa<memref::DeallocOp>(user))
+      return false;
+  Value rRoot = viewRoot(r);
+  SmallVector<Value> read{op.getDpsInputs()[0], op.getDpsInputs()[1], x};
+  if (broadcasts)
+    read.push_back(broadcast.getDpsInputs()[0]);
+  if (llvm::any_of(read, [&](Value v) { return viewRoot(v) == rRoot; }))
+    return false;
+  // r must exist where c is first written (an allocation after the
+  // product, of sizes known by then, moves up).
+  if (!definedBefore(r, pre)) {
+    auto rAlloc = r.getDefiningOp<memref::AllocOp>();
+    if (!rAlloc || rAlloc->getBlock() != op->getBlock() ||
+        !llvm::all_of(rAlloc->getOperands(), [&](Value v) { return definedBefore(v, pre); }))
+      return false;
+    rAlloc->moveBefore(pre);
+  }
+  for (Operation *user : {pre, op.getOperation(), sum.getOperation()})
+    user->replaceUsesOfWith(c, r);
+  for (Operation *user : llvm::make_early_inc_range(c.getUsers()))
+    user->erase(); // its deallocations
+  cAlloc.erase();
+  return true;
+}
+
 static void declare(ModuleOp module, StringRef name, unsigned numArgs) {
   if (module.lookupSymbol(name))
     return;
@@ -500,15 +600,28 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     if (auto alloc = gelu.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
         alloc && op->isBeforeInBlock(alloc))
       alloc->moveBefore(op); // its sizes are defined before op (findGelu)
-  // The GELU argument: GELU's output D, or GELU's input x for its gradient.
+  // C = C + x right after an overwritten C (a residual sum): C = A·B (+ b)
+  // + x in the call, x in the epilogue argument.
+  linalg::GenericOp sum;
+  Value summand;
+  if (call.addFlag && !gelu && !dgelu && epilogueLayout &&
+      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0)
+    if (linalg::GenericOp s = nextSum(op); s && s.getDpsInits()[0] == ops[2])
+      if (Value x = otherSummand(s, ops[2]);
+          x && definedBefore(x, op) && unroll::viewRoot(x) != unroll::viewRoot(ops[2]))
+        sum = s, summand = x;
+  // The epilogue argument: GELU's output D, GELU's input x for its
+  // gradient, or the summand.
   Value geluAddr;
   int64_t flagsGelu = 0;
-  if (Value d = gelu ? gelu.getDpsInits()[0] : dgelu ? dgelu.getDpsInputs()[0] : Value()) {
+  if (Value d = gelu    ? gelu.getDpsInits()[0]
+                : dgelu ? dgelu.getDpsInputs()[0]
+                        : summand) {
     auto dm = b.create<memref::ExtractStridedMetadataOp>(loc, d);
     geluAddr =
         b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, d),
                                 b.create<arith::MulIOp>(loc, dm.getOffset(), cst(bytes)));
-    flagsGelu = gelu ? call.geluFlag : call.dgeluFlag;
+    flagsGelu = gelu ? call.geluFlag : dgelu ? call.dgeluFlag : call.addFlag;
     // Where C's strides or d's are known only when the call runs, they must
     // be equal then (else the loop nests).
     if (collapsible || d.getType() != ops[2].getType())
@@ -584,6 +697,8 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
             eb.clone(*gelu.getOperation());
           if (dgelu)
             eb.clone(*dgelu.getOperation());
+          if (sum)
+            eb.clone(*sum.getOperation());
           eb.create<scf::YieldOp>(el);
         });
   }
@@ -593,6 +708,8 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     gelu.erase();
   if (dgelu)
     dgelu.erase();
+  if (sum)
+    sum.erase();
   op.erase();
   return success();
 }

@@ -38,7 +38,20 @@ struct ContractionCall {
   /// when `dgeluFlag` is set: the GELU gradient (unroll.gelu_vjp) of a
   /// fresh, zero-filled C is folded, the call writing its output.
   int64_t dgeluFlag = 0;
+  /// ... and takes there a matrix x with C's strides, computing C = A·B (+
+  /// b) + x, when `addFlag` is set: a sum C = C + x right after an
+  /// overwritten, row-major C (what forwardProductIntoSum makes of a
+  /// residual connection) is folded. 0: never fold.
+  int64_t addFlag = 0;
 };
+
+/// `c = 0 or a bias broadcast; c += A·B; r = c + x` with c a fresh buffer
+/// that nothing else reads (a linear layer and the residual sum after it):
+/// the product goes into r itself (`r = ...; r += A·B; r = r + x`), so that
+/// rewriteContraction can fold the sum into the call (ContractionCall::
+/// addFlag) instead of leaving a pass over three matrices. Returns whether
+/// it changed `op`.
+bool forwardProductIntoSum(linalg::GenericOp op);
 
 /// The buffer a memref is a view of (through view-like ops and casts): an
 /// allocation, a function argument or whatever else defined it.

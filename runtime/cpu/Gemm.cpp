@@ -31,7 +31,8 @@
 // GFLOP/s on one thread of a Zen 4 host).
 //
 // unroll_gemm_ex_* adds the epilogues of GemmFlags.h (a bias row, GELU into
-// a second output, GELU's gradient): each mc x nc block of C gets them as
+// a second output, GELU's gradient, a residual matrix added to the
+// product): each mc x nc block of C gets them as
 // soon as its last k-block is done, while it is in L2, instead of a pass over
 // all of C before the product (the bias broadcast) and one after (the GELU)
 // — `unroll-cpu-gemm` folds those into the call.
@@ -273,7 +274,7 @@ UNROLL_NARROW(narrowF64Avx512, double, f64x8, 8, AVX512)
 UNROLL_NARROW(narrowF64Avx2, double, f64x4, 4, AVX2)
 
 /// The epilogue of unroll_gemm_ex on rows [0, rows) x columns [0, cols) of
-/// a finished block of C (and D at C's strides): C += bias, then D =
+/// a finished block of C (and D at C's strides): C += bias, then C += D, D =
 /// GELU(C) or C ∘= GELU'(D), while the block is still in cache. V is the
 /// instruction set's vector of T; contiguous rows go W at a time.
 template <typename V, typename T>
@@ -286,7 +287,7 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
   using unroll::cpu::geluN;
   constexpr int W = sizeof(V) / sizeof(T);
   const bool addBias = flags & UNROLL_GEMM_BIAS, toD = flags & UNROLL_GEMM_GELU_AUX,
-             grad = flags & UNROLL_GEMM_DGELU;
+             grad = flags & UNROLL_GEMM_DGELU, addD = flags & UNROLL_GEMM_ADD_D;
   // The lambdas are always inlined: compiled on their own they would not
   // get the caller's target attribute, and a 512-bit GCC vector would be
   // emulated with SSE2 (the AVX-512 GELU epilogue was: 13% of the paper
@@ -296,6 +297,8 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
     v[0] = *c;
     if (addBias)
       v[0] += bias[j];
+    if (addD)
+      v[0] += *d;
     if (grad) {
       x[0] = *d;
       v[0] *= geluGrad(x)[0];
@@ -320,6 +323,12 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
           V bv;
           memcpy(&bv, bias + j + q * W, sizeof bv);
           v[q] += bv;
+        }
+      if (addD)
+        for (int q = 0; q < N; ++q) {
+          V dv;
+          memcpy(&dv, d + j + q * W, sizeof dv);
+          v[q] += dv;
         }
       if (grad) {
         for (int q = 0; q < N; ++q)
@@ -633,7 +642,9 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
   using Kn = Kernels<T>;
   constexpr int64_t w512 = 64 / sizeof(T), w2 = 32 / sizeof(T), wPlain = 16 / sizeof(T);
   Isa isa = unroll::cpu::detectIsa();
-  Epilogue<T> epi{flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU), bias, D,
+  Epilogue<T> epi{flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU |
+                           UNROLL_GEMM_ADD_D),
+                  bias, D,
                   isa == Isa::Avx512 ? Kn::epi512
                   : isa == Isa::Avx2 ? Kn::epi2
                                      : Kn::epiPlain};

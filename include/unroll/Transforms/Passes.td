@@ -112,13 +112,19 @@ def UnrollCPUGemm : Pass<"unroll-cpu-gemm", "ModuleOp"> {
     `unroll_gemm_f32` / `unroll_gemm_f64` (runtime/cpu/Gemm.cpp; linked into
     the library by unroll-translate) with the groups collapsed to M, N, K
     and the transposes expressed as strides. Contractions with batch or
-    broadcast dimensions keep their loop nests. See docs/performance.md.
+    broadcast dimensions keep their loop nests. What surrounds a linear
+    layer becomes the call's epilogue (GemmFlags.h): the bias broadcast
+    before it, a GELU or GELU gradient after it, and a residual sum after
+    it (`r = x + (A·B + b)` with the product in a buffer nothing else reads:
+    the call writes r, adding x block by block). See docs/performance.md.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
   let statistics = [
     Statistic<"numCalls", "calls", "Contractions turned into GEMM calls">,
-    Statistic<"numDeadFills", "dead-fills", "Fills removed because the next op overwrites them">
+    Statistic<"numDeadFills", "dead-fills", "Fills removed because the next op overwrites them">,
+    Statistic<"numResidualSums", "residual-sums",
+              "Products written straight into the residual sum after them">
   ];
 }
 

@@ -22,5 +22,10 @@
  * read (cuBLASLt's DGELU epilogue with D as the aux matrix; C row-major,
  * accumulate = 0, no bias). */
 #define UNROLL_GEMM_DGELU 8
+/* ... or C += D after the bias (D, C's strides, read): a residual sum r = x
+ * + (A·B + b) written by the call that forms the product, C = r and D = x,
+ * instead of a pass of its own. Not with GELU_AUX or DGELU (D is theirs).
+ * CPU only (unroll-cpu-gemm); the GPU GEMM pass does not emit it. */
+#define UNROLL_GEMM_ADD_D 16
 
 #endif /* UNROLL_RUNTIME_GEMMFLAGS_H */
