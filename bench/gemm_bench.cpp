@@ -116,15 +116,24 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
                             UNROLL_GEMM_GELU_AUX,
                             UNROLL_GEMM_DGELU,
                             UNROLL_GEMM_ADD_D,
-                            UNROLL_GEMM_BIAS | UNROLL_GEMM_ADD_D};
-  int64_t flags = ex ? kFlags[rng() % 7] : 0;
-  if (flags)
-    acc = false;
+                            UNROLL_GEMM_BIAS | UNROLL_GEMM_ADD_D,
+                            UNROLL_GEMM_ROWSUM_A};
+  int64_t flags = ex ? kFlags[rng() % 8] : 0;
+  if (flags & ~UNROLL_GEMM_ROWSUM_A)
+    acc = false; // (the row sums go with C += A·B, as for a weight gradient)
   std::vector<T> bias(N), D(C.size());
   for (T &v : bias)
     v = nd(rng);
   for (T &v : D)
     v = nd(rng);
+  // ROWSUM_A: D[m] += Σ_k A[m, k] (D a vector of M, its first M values).
+  std::vector<double> wantSums(M);
+  for (int64_t i = 0; i < M; ++i) {
+    double s = D[i];
+    for (int64_t k = 0; k < K; ++k)
+      s += A[i * sAm + k * sAk];
+    wantSums[i] = s;
+  }
   bool narrow = sBn == 1 && sCn == 1 && (N == 16 || N == 32);
   bool rounded = bf16 && !narrow && K > 0;
   std::vector<double> want(M * N), wantD(M * N), exact(M * N);
@@ -148,8 +157,10 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
     }
   call<T>(ex, M, N, K, A.data(), sAm, sAk, B.data(), sBk, sBn, C.data(), sCm, sCn, acc, flags,
           flags & UNROLL_GEMM_BIAS ? bias.data() : nullptr,
-          flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D) ? D.data()
-                                                                                : nullptr);
+          flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D |
+                   UNROLL_GEMM_ROWSUM_A)
+              ? D.data()
+              : nullptr);
   double err = 0, scale = 0, errF32 = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -158,6 +169,11 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
       scale = std::max(scale, std::abs(want[i * N + j]));
       if (flags & UNROLL_GEMM_GELU_AUX)
         err = std::max(err, std::abs(D[i * sCm + j * sCn] - wantD[i * N + j]));
+    }
+  if (flags & UNROLL_GEMM_ROWSUM_A)
+    for (int64_t i = 0; i < M; ++i) {
+      err = std::max(err, std::abs(D[i] - wantSums[i]));
+      scale = std::max(scale, std::abs(wantSums[i]));
     }
   if (vsF32)
     *vsF32 = errF32 / std::max(scale, 1e-30);
@@ -199,7 +215,7 @@ int check() {
   bool ok = e32 <= 1e-5 && e64 <= 1e-13;
   const char *isa = getenv("UNROLL_GEMM_ISA");
   printf("GEMM (%s) vs plain loops, 240 random shapes/strides each (half with a bias, GELU, "
-         "GELU-gradient or residual epilogue): max rel. error f32 %.2e "
+         "GELU-gradient, residual or row-sum epilogue): max rel. error f32 %.2e "
          "(tolerance 1e-05), f64 %.2e (tolerance 1e-13)\n%s\n",
          isa ? isa : "detected ISA", e32, e64, ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;

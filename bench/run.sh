@@ -3,7 +3,8 @@
 # paper config, with unroll and with PyTorch (OpenBLAS) in one run, on one
 # thread and on all cores (BENCH_THREADS, default 2), plus the machine's GEMM
 # peak measured in the same run (before and after the timings; the higher
-# counts). Prints a table and writes OUT/bench.json.
+# counts) and once per round right before unroll's timings (each round's
+# share against its own peak). Prints a table and writes OUT/bench.json.
 #   bench/run.sh [BUILD] [OUT] [REPEATS] [CONFIGS...]   (configs: small paper)
 # Each number is the median of at least REPEATS timed runs. The VM's speed
 # drifts, so unroll and PyTorch alternate: BENCH_ROUNDS rounds (default 2),
@@ -58,8 +59,12 @@ for c in "${CONFIGS[@]}"; do
     "$BENCH_BASE/bin/unroll-translate" "$OUT/$name.base.ll.mlir" -o "$base_so"
   fi
   for t in "${THREAD_COUNTS[@]}"; do
-    us=(); trs=(); bs=(); hs=()
+    us=(); trs=(); bs=(); hs=(); rps=()
     for r in $(seq "$ROUNDS"); do
+      # The GEMM peak of this round, right before its timings: the VM's
+      # speed drifts within minutes (a busy neighbour on the core halves the
+      # FMA rate), so each round's share is taken against its own peak.
+      rps+=("$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9 | $PY -c 'import json, sys; print(json.load(sys.stdin)["gflops"])')")
       if [ -n "${BENCH_BASE:-}" ]; then
         echo "timing $c: unroll before ($t threads, round $r/$ROUNDS) ..." >&2
         bs+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$base_so" --points "$points" --repeats "$PER_ROUND")")
@@ -88,7 +93,7 @@ print(json.dumps(m))'
     before=""
     [ ${#bs[@]} -gt 0 ] && before=", \"before\": $($PY -c "$merge" "${bs[@]}")"
     [ ${#hs[@]} -gt 0 ] && before+=", \"bf16\": $($PY -c "$merge" "${hs[@]}")"
-    results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"unroll\": $u, \"torch\": $tr$before}")
+    results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"round_peaks\": [$(IFS=,; echo "${rps[*]}")], \"unroll\": $u, \"torch\": $tr$before}")
   done
 done
 echo "measuring the GEMM peak again ..." >&2

@@ -2,14 +2,34 @@
 """The table of bench/run.sh's OUT/bench.json (markdown on stdout): per
 config, thread count and entry (training step, forward) unroll's and
 PyTorch's medians, the speed-up, GFLOP/s from the model's FLOPs, the GEMM
-peak measured in the same run and the share of it, and with BENCH_BASE the
+peak measured in the same run and the share of it (against the higher of
+the peaks before and after all timings, and the median over rounds of the
+share against the peak measured right before that round), and with BENCH_BASE the
 other build's times, and with BENCH_BF16=1 unroll's times with bf16 GEMM
 operands against the bf16 GEMM peak of the same run.
 
   bench/table.py OUT/bench.json
 """
-import json, sys
+import json, statistics, sys
 j = json.load(open(sys.argv[1]))
+
+def round_shares(r, side, key, f):
+    """Each round's share of its own GEMM peak: the side's median time in
+    that round (its runs are in round order, an equal number per round)
+    against the peak measured right before the round; None without them."""
+    peaks = r.get("round_peaks")
+    times = r[side][key.replace("_median", "")] if side in r else None
+    if not peaks or not times or len(times) % len(peaks):
+        return None
+    per = len(times) // len(peaks)
+    return [f / statistics.median(times[i * per:(i + 1) * per]) / 1e9 / p
+            for i, p in enumerate(peaks)]
+
+def share_text(shares):
+    if not shares:
+        return "–"
+    return (f"{100 * statistics.median(shares):.0f}% "
+            f"({100 * min(shares):.0f}–{100 * max(shares):.0f}%)")
 
 def flops(d, D, H, L, loops, window, points, batch):
     """Model FLOPs (multiply-adds x 2) of one forward over `loops` iterations
@@ -24,10 +44,10 @@ def flops(d, D, H, L, loops, window, points, batch):
 
 has_before = any("before" in r for r in j["runs"])
 has_bf16 = any("bf16" in r for r in j["runs"])
-extra = " before (s) | before: share of peak |" if has_before else ""
+extra = " before (s) | before: share of peak | before: share of round peaks |" if has_before else ""
 extra += " bf16 (s) | bf16 vs f32 | bf16 GEMM peak GFLOP/s | bf16: share of bf16 peak |" if has_bf16 else ""
-print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | GEMM peak GFLOP/s | share of GEMM peak | PyTorch GFLOP/s |" + extra)
-print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if has_before else "")
+print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | GEMM peak GFLOP/s | share of GEMM peak | share of round peaks, median (range) | PyTorch GFLOP/s |" + extra)
+print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if has_before else "")
       + ("---|---|---|---|" if has_bf16 else ""))
 for r in j["runs"]:
     d, D, H, L, loops, window, points = r["dims"]
@@ -37,10 +57,11 @@ for r in j["runs"]:
     for what, key, f in (("training step", "train_step_median_s", ft), ("forward", "forward_median_s", ff)):
         u, t = r["unroll"][key], r["torch"][key]
         row = (f"| {r['config']} (b={loops}, T={window}, k={points}, batch {b}) | {r['threads']} | {what} "
-               f"| {u:.4f} | {t:.4f} | {t/u:.2f}x | {f/u/1e9:.1f} | {peak:.0f} | {100*f/u/1e9/peak:.0f}% | {f/t/1e9:.1f} |")
+               f"| {u:.4f} | {t:.4f} | {t/u:.2f}x | {f/u/1e9:.1f} | {peak:.0f} | {100*f/u/1e9/peak:.0f}% "
+               f"| {share_text(round_shares(r, 'unroll', key, f))} | {f/t/1e9:.1f} |")
         if has_before:
             bt = r["before"][key]
-            row += f" {bt:.4f} | {100*f/bt/1e9/peak:.0f}% |"
+            row += f" {bt:.4f} | {100*f/bt/1e9/peak:.0f}% | {share_text(round_shares(r, 'before', key, f))} |"
         if has_bf16:
             ht = r["bf16"][key]
             hp = j["gemm_peak"][f"{r['threads']}-bf16"]["gflops"]
@@ -54,5 +75,9 @@ def peak_text(k, v):
 pk = ", ".join(peak_text(k, v) for k, v in j["gemm_peak"].items())
 t0 = j["runs"][0]["torch"]
 n = len(j["runs"][0]["unroll"]["train_step_s"])
-print(f"(median of {n} runs each, unroll and PyTorch alternating in {j['runs'][0]['unroll']['rounds']} rounds; GEMM peak = unroll's f32 GEMM kernel on 2048x2048x256 in the same run: {pk}; "
+rp = "; ".join(f"{r['config']}, {r['threads']} thread{'s' if r['threads'] != 1 else ''}: "
+               + ", ".join(f"{p:.0f}" for p in r["round_peaks"])
+               for r in j["runs"] if r.get("round_peaks"))
+rp = f"; the peaks measured right before each round (GFLOP/s): {rp}" if rp else ""
+print(f"(median of {n} runs each, unroll and PyTorch alternating in {j['runs'][0]['unroll']['rounds']} rounds; GEMM peak = unroll's f32 GEMM kernel on 2048x2048x256 in the same run: {pk}{rp}; "
       f"PyTorch {t0['torch']}, BLAS: {t0['blas']})")

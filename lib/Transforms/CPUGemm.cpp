@@ -127,6 +127,9 @@ struct CPUGemm : public mlir::unroll::impl::UnrollCPUGemmBase<CPUGemm> {
     // A residual sum after the product (r = x + (A·B + b)): the call
     // writes r, adding x to each block of it as it completes.
     call.addFlag = UNROLL_GEMM_ADD_D;
+    // The bias gradient after a weight gradient (db += Σ dy after dW +=
+    // dyᵀ·x): summed while the call packs dy.
+    call.rowSumFlag = UNROLL_GEMM_ROWSUM_A;
     return mlir::unroll::rewriteContraction(op, call);
   }
 };

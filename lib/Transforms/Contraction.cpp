@@ -33,6 +33,8 @@
 
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <optional>
+
 using namespace mlir;
 
 void mlir::unroll::generalizeMatmuls(Operation *root) {
@@ -301,6 +303,77 @@ static Value otherSummand(linalg::GenericOp sum, Value c) {
   if ((in0 == c) == (in1 == c))
     return {};
   return in0 == c ? in1 : in0;
+}
+
+/// The elements [first, last] of its buffer a memref with a static shape
+/// and layout covers; none if any of them is dynamic.
+static std::optional<std::pair<int64_t, int64_t>> staticExtent(Type type) {
+  auto t = dyn_cast<MemRefType>(type);
+  SmallVector<int64_t> st;
+  int64_t off;
+  if (!t || !t.hasStaticShape() || failed(getStridesAndOffset(t, st, off)) ||
+      ShapedType::isDynamic(off) || llvm::any_of(st, ShapedType::isDynamic))
+    return std::nullopt;
+  int64_t last = off;
+  for (auto [size, stride] : llvm::zip(t.getShape(), st))
+    last += (size - 1) * stride;
+  return std::make_pair(off, last);
+}
+
+/// Whether `a` and `b` are views of different buffers, or of one buffer at
+/// static places that do not overlap (two slices of a flat gradient).
+static bool disjoint(Value a, Value b) {
+  if (unroll::viewRoot(a) != unroll::viewRoot(b))
+    return true;
+  auto ea = staticExtent(a.getType()), eb = staticExtent(b.getType());
+  return ea && eb && (ea->second < eb->first || eb->second < ea->first);
+}
+
+/// The reduction `s[m...] += Σ_k... a[..]` of all of `a` over the positions
+/// `aK` of its shape into a rank-1, unit-stride `s` indexed by the single
+/// position `aM` (the bias gradient db[o] += Σ_{b,i} dy[b, i, o] after the
+/// weight gradient dW += dyᵀ·x that reads dy as its A): the first operation
+/// after `op` touching memory, past those without memory effects; null if
+/// the first is anything else, or if s may overlap one of `others`.
+static linalg::GenericOp findRowSum(Operation *op, Value a, ArrayRef<unsigned> aM,
+                                    ArrayRef<unsigned> aK, ArrayRef<Value> others) {
+  auto aType = cast<MemRefType>(a.getType());
+  if (aM.size() != 1 || aType.getRank() != int64_t(aM.size() + aK.size()))
+    return {};
+  Operation *p = op->getNextNode();
+  while (p && isMemoryEffectFree(p) && p->getNumRegions() == 0)
+    p = p->getNextNode();
+  auto g = dyn_cast_or_null<linalg::GenericOp>(p);
+  if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+      g.getDpsInputs()[0] != a || !unroll::addsToInit(g) ||
+      g.getRegion().front().getOperations().size() != 2)
+    return {};
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  auto iters = g.getIteratorTypesArray();
+  AffineMap out = maps[1];
+  if (!maps[0].isIdentity() || out.getNumResults() != 1 ||
+      out.getResult(0) != getAffineDimExpr(aM.front(), op->getContext()))
+    return {};
+  for (unsigned d = 0; d < iters.size(); ++d)
+    if ((iters[d] == utils::IteratorType::reduction) != llvm::is_contained(aK, d))
+      return {};
+  Value s = g.getDpsInits()[0];
+  auto sType = cast<MemRefType>(s.getType());
+  SmallVector<int64_t> st;
+  int64_t off;
+  if (sType.getRank() != 1 || failed(getStridesAndOffset(sType, st, off)) || st[0] != 1)
+    return {};
+  for (Value v : others)
+    if (!disjoint(v, s))
+      return {};
+  // s must exist at the call: defined before `op`, or a view made between
+  // the two from values that are (it moves up).
+  if (Operation *def = s.getDefiningOp(); def && !definedBefore(s, op))
+    if (def->getBlock() != op->getBlock() || !isMemoryEffectFree(def) ||
+        def->getNumRegions() != 0 ||
+        !llvm::all_of(def->getOperands(), [&](Value v) { return definedBefore(v, op); }))
+      return {};
+  return g;
 }
 
 bool mlir::unroll::forwardProductIntoSum(linalg::GenericOp op) {
@@ -610,6 +683,23 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
       if (Value x = otherSummand(s, ops[2]);
           x && definedBefore(x, op) && unroll::viewRoot(x) != unroll::viewRoot(ops[2]))
         sum = s, summand = x;
+  // A's sums over k right after (a weight gradient's bias gradient): the
+  // call adds them while it packs A, into the vector in the epilogue
+  // argument.
+  linalg::GenericOp rowSum;
+  Value rowSumAddr;
+  if (call.rowSumFlag && !gelu && !dgelu && !sum && bDims.empty() &&
+      llvm::all_of(maps[0].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); }))
+    rowSum = findRowSum(op, ops[0], aM, aK, {ops[0], ops[1], ops[2]});
+  if (rowSum) {
+    Value v = rowSum.getDpsInits()[0];
+    if (!definedBefore(v, op))
+      v.getDefiningOp()->moveBefore(op); // a view of values defined before op (findRowSum)
+    auto vm = b.create<memref::ExtractStridedMetadataOp>(loc, v);
+    rowSumAddr =
+        b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, v),
+                                b.create<arith::MulIOp>(loc, vm.getOffset(), cst(bytes)));
+  }
   // The epilogue argument: GELU's output D, GELU's input x for its
   // gradient, or the summand.
   Value geluAddr;
@@ -650,13 +740,16 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     SmallVector<Value> args{M,          N,          K,          addr[0],    strides[0],
                             strides[1], addr[1],    strides[2], strides[3], addr[2],
                             strides[4], strides[5], accumulate};
+    int64_t flagsRowSum = rowSum ? call.rowSumFlag : 0;
     for (auto [i, extra] : llvm::enumerate(call.extraArgs))
-      args.push_back(
-          nb.create<arith::ConstantIndexOp>(loc, i == 0 ? extra | flagsBias | flagsGelu : extra));
+      args.push_back(nb.create<arith::ConstantIndexOp>(
+          loc, i == 0 ? extra | flagsBias | flagsGelu | flagsRowSum : extra));
     if (call.biasArg)
       args.push_back(biasAddr ? biasAddr : nb.create<arith::ConstantIndexOp>(loc, 0).getResult());
-    if (call.epilogueArg)
-      args.push_back(geluAddr ? geluAddr : nb.create<arith::ConstantIndexOp>(loc, 0).getResult());
+    if (call.epilogueArg) {
+      Value d = geluAddr ? geluAddr : rowSumAddr;
+      args.push_back(d ? d : nb.create<arith::ConstantIndexOp>(loc, 0).getResult());
+    }
     assert(args.size() == call.numArgs && "the ABI header declares another signature");
     nb.create<func::CallOp>(loc, name, TypeRange{}, args);
   };
@@ -699,6 +792,8 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
             eb.clone(*dgelu.getOperation());
           if (sum)
             eb.clone(*sum.getOperation());
+          if (rowSum)
+            eb.clone(*rowSum.getOperation());
           eb.create<scf::YieldOp>(el);
         });
   }
@@ -710,6 +805,8 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     dgelu.erase();
   if (sum)
     sum.erase();
+  if (rowSum)
+    rowSum.erase();
   op.erase();
   return success();
 }

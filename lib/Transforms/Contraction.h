@@ -43,6 +43,11 @@ struct ContractionCall {
   /// overwritten, row-major C (what forwardProductIntoSum makes of a
   /// residual connection) is folded. 0: never fold.
   int64_t addFlag = 0;
+  /// ... and takes there a contiguous vector s of M, adding A's row sums to
+  /// it (s[m] += Σ_k A[m, k]), when `rowSumFlag` is set: a reduction of A
+  /// over its k dims right after the contraction (the bias gradient after a
+  /// weight gradient) is folded. 0: never fold.
+  int64_t rowSumFlag = 0;
 };
 
 /// `c = 0 or a bias broadcast; c += A·B; r = c + x` with c a fresh buffer

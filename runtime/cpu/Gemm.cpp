@@ -112,8 +112,11 @@ template <typename T, int Write = 0> inline void prefetchRow(const T *p, int64_t
 /// k is X[l·sLane + k·sK]. Where lanes are contiguous (column-major A,
 /// row-major B) the copy goes along k, so every row of memory is read once,
 /// start to end, with the row kAhead steps on prefetched.
+/// With `sums`, also sums[l] += Σ_k X[l·sLane + k·sK] for each lane (the
+/// values pass through the registers anyway).
 template <typename T, int S>
-void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, T *out) {
+void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, T *out,
+                 T *sums = nullptr) {
   int64_t full = 0;
   if (sLane == 1) {
     full = len / S * S;
@@ -122,6 +125,9 @@ void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc,
       prefetchRow(src + kAhead * sK, full);
       for (int64_t l = 0; l < full; l += S)
         memcpy(out + l * kc + k * S, src + l, S * sizeof(T));
+      if (sums)
+        for (int64_t l = 0; l < full; ++l)
+          sums[l] += src[l];
     }
   }
   for (int64_t l = full; l < len; l += S) {
@@ -134,14 +140,29 @@ void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc,
         o[c] = src[c * sLane];
       for (; c < S; ++c)
         o[c] = 0;
+      if (sums)
+        for (c = 0; c < lanes; ++c)
+          sums[l + c] += src[c * sLane];
     }
   }
 }
 
-/// A[ic:ic+mc, pc:pc+kc] as MR-row slivers.
+/// A[ic:ic+mc, pc:pc+kc] as MR-row slivers (and its row sums into `sums`).
 template <typename T, int MR>
-void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out) {
-  packSlivers<T, MR>(A, sAm, sAk, mc, kc, out);
+void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out,
+           T *sums = nullptr) {
+  packSlivers<T, MR>(A, sAm, sAk, mc, kc, out, sums);
+}
+
+/// sums[m] += Σ_k A[m, k] on its own (where the product does not pack A).
+template <typename T>
+void rowSums(int64_t M, int64_t K, const T *A, int64_t sAm, int64_t sAk, T *sums) {
+  for (int64_t i = 0; i < M; ++i) {
+    T s = 0;
+    for (int64_t k = 0; k < K; ++k)
+      s += A[i * sAm + k * sAk];
+    sums[i] += s;
+  }
 }
 
 /// B[pc:pc+kc, jc:jc+nc] as NR-column slivers.
@@ -378,6 +399,9 @@ template <typename T> struct Epilogue {
   const T *bias = nullptr;
   T *D = nullptr;
   EpilogueFn<T> fn = nullptr;
+  /// ROWSUM_A: where A's row sums go (D), which the blocked product adds
+  /// while it packs A; null otherwise.
+  T *rowSums = nullptr;
   void apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols, T *C, int64_t sCm,
              int64_t sCn) const {
     if (flags)
@@ -420,7 +444,8 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
         // M must read zeros) and strided A are packed.
         bool direct = sAk == 1;
         if (!direct)
-          packA<T, MR>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa);
+          packA<T, MR>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa,
+                       jc == 0 && epi.rowSums ? epi.rowSums + ic : nullptr);
         for (int64_t ir = 0; ir < mc; ir += MR) {
           int64_t rows = std::min<int64_t>(MR, mc - ir);
           const T *a = pa + ir * kc;
@@ -648,16 +673,24 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
                   isa == Isa::Avx512 ? Kn::epi512
                   : isa == Isa::Avx2 ? Kn::epi2
                                      : Kn::epiPlain};
-  if (isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0) {
-    int64_t w = isa == Isa::Avx512 ? w512 : w2;
-    if (N == w || N == 2 * w) {
-      (isa == Isa::Avx512 ? Kn::narrow512 : Kn::narrow2)(M, N, K, A, sAm, sAk, B, sBk, C, sCm, acc);
-      epi.apply(0, 0, M, N, C, sCm, sCn);
-      return;
-    }
+  const int64_t w = isa == Isa::Avx512 ? w512 : w2;
+  const bool narrow = isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0 && (N == w || N == 2 * w);
+  const bool bf16 = std::is_same_v<T, float> && K > 0 && precisionBf16().load(std::memory_order_relaxed);
+  // A's row sums (ROWSUM_A, into D): while the blocked f32/f64 product packs
+  // A (A strided, K > 0), else in a loop of their own first.
+  if (flags & UNROLL_GEMM_ROWSUM_A) {
+    if (sAk != 1 && K > 0 && M > 0 && N > 0 && !narrow && !bf16)
+      epi.rowSums = D;
+    else
+      rowSums(M, K, A, sAm, sAk, D);
+  }
+  if (narrow) {
+    (isa == Isa::Avx512 ? Kn::narrow512 : Kn::narrow2)(M, N, K, A, sAm, sAk, B, sBk, C, sCm, acc);
+    epi.apply(0, 0, M, N, C, sCm, sCn);
+    return;
   }
   if constexpr (std::is_same_v<T, float>)
-    if (K > 0 && precisionBf16().load(std::memory_order_relaxed))
+    if (bf16)
       return gemmBf16(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
   switch (isa) {
   case Isa::Avx512:

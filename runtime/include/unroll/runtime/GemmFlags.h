@@ -27,5 +27,10 @@
  * instead of a pass of its own. Not with GELU_AUX or DGELU (D is theirs).
  * CPU only (unroll-cpu-gemm); the GPU GEMM pass does not emit it. */
 #define UNROLL_GEMM_ADD_D 16
+/* ... and D[m] += Σ_k A[m, k] (D a contiguous vector of M): the bias
+ * gradient of a weight gradient dW = dYᵀ·X, Σ over the rows of dY, summed
+ * while the call packs dY instead of in a pass of its own. Not with
+ * GELU_AUX, DGELU or ADD_D. CPU only. */
+#define UNROLL_GEMM_ROWSUM_A 32
 
 #endif /* UNROLL_RUNTIME_GEMMFLAGS_H */
