@@ -100,7 +100,12 @@ template <typename T> struct Scratch {
 /// activation gradient): the packing asks for the row kAhead rows on while
 /// it copies this one (a prefetch past the end of a matrix is harmless).
 constexpr int64_t kAhead = 8;
-template <typename T, int Write = 0> inline void prefetchRow(const T *p, int64_t n) {
+// The driver and its packing are compiled into each instruction set's
+// variant (gemm*Avx512 / Avx2 / Plain below, always inlined there): on the
+// baseline target GCC copied a packed sliver 16 bytes at a time.
+#define DRIVER inline __attribute__((always_inline))
+
+template <typename T, int Write = 0> DRIVER void prefetchRow(const T *p, int64_t n) {
   for (int64_t i = 0; i < n; i += 64 / sizeof(T))
     __builtin_prefetch(p + i, Write);
 }
@@ -115,7 +120,7 @@ template <typename T, int Write = 0> inline void prefetchRow(const T *p, int64_t
 /// With `sums`, also sums[l] += Σ_k X[l·sLane + k·sK] for each lane (the
 /// values pass through the registers anyway).
 template <typename T, int S>
-void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, T *out,
+DRIVER void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, T *out,
                  T *sums = nullptr) {
   int64_t full = 0;
   if (sLane == 1) {
@@ -149,7 +154,7 @@ void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc,
 
 /// A[ic:ic+mc, pc:pc+kc] as MR-row slivers (and its row sums into `sums`).
 template <typename T, int MR>
-void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out,
+DRIVER void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out,
            T *sums = nullptr) {
   packSlivers<T, MR>(A, sAm, sAk, mc, kc, out, sums);
 }
@@ -167,7 +172,7 @@ void rowSums(int64_t M, int64_t K, const T *A, int64_t sAm, int64_t sAk, T *sums
 
 /// B[pc:pc+kc, jc:jc+nc] as NR-column slivers.
 template <typename T, int NR>
-void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out) {
+DRIVER void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out) {
   packSlivers<T, NR>(B, sBn, sBk, nc, kc, out);
 }
 
@@ -415,7 +420,7 @@ using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, in
                         int64_t, bool);
 
 template <typename T, int MR, int NR>
-void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
+DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
           const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool accumulate,
           const Epilogue<T> &epi) {
   if (M <= 0 || N <= 0)
@@ -487,6 +492,22 @@ void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t s
     }
   }
 }
+
+// The driver of each instruction set: gemm() and its packing inlined into a
+// function compiled for it, so that the copies and the row sums use its
+// vectors.
+#define UNROLL_DRIVER(NAME, T, MR, NR, TILE, ATTR)                                                 \
+  ATTR void NAME(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,            \
+                 const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc,   \
+                 const Epilogue<T> &epi) {                                                         \
+    gemm<T, MR, NR>(TILE, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);               \
+  }
+UNROLL_DRIVER(gemmF32Avx512, float, 8, 32, tileF32Avx512, AVX512)
+UNROLL_DRIVER(gemmF32Avx2, float, 6, 16, tileF32Avx2, AVX2)
+UNROLL_DRIVER(gemmF32Plain, float, 4, 8, tileF32Plain, PLAIN)
+UNROLL_DRIVER(gemmF64Avx512, double, 8, 16, tileF64Avx512, AVX512)
+UNROLL_DRIVER(gemmF64Avx2, double, 6, 8, tileF64Avx2, AVX2)
+UNROLL_DRIVER(gemmF64Plain, double, 4, 4, tileF64Plain, PLAIN)
 
 // bf16 operands: k-pairs of bfloat16 in 32-bit words (the low half the
 // even k), the layout vdpbf16ps multiplies.
@@ -647,25 +668,27 @@ using unroll::cpu::Isa;
 /// The kernels of one precision, per instruction set.
 template <typename T> struct Kernels;
 template <> struct Kernels<float> {
+  static constexpr auto gemm512 = gemmF32Avx512, gemm2 = gemmF32Avx2, gemmPlain = gemmF32Plain;
   static constexpr auto narrow512 = narrowF32Avx512, narrow2 = narrowF32Avx2;
   static constexpr auto tile512 = tileF32Avx512, tile2 = tileF32Avx2, tilePlain = tileF32Plain;
   static constexpr auto epi512 = epiF32Avx512, epi2 = epiF32Avx2, epiPlain = epiF32Plain;
 };
 template <> struct Kernels<double> {
+  static constexpr auto gemm512 = gemmF64Avx512, gemm2 = gemmF64Avx2, gemmPlain = gemmF64Plain;
   static constexpr auto narrow512 = narrowF64Avx512, narrow2 = narrowF64Avx2;
   static constexpr auto tile512 = tileF64Avx512, tile2 = tileF64Avx2, tilePlain = tileF64Plain;
   static constexpr auto epi512 = epiF64Avx512, epi2 = epiF64Avx2, epiPlain = epiF64Plain;
 };
 
 /// Picks the narrow unpacked kernel or the blocked one for this ISA. The
-/// register tiles are 8 x 4W (AVX-512), 6 x 2W (AVX2), 4 x 2W (baseline),
+/// register tiles are 8 x 2W (AVX-512), 6 x 2W (AVX2), 4 x 2W (baseline),
 /// W = vector width in elements.
 template <typename T>
 void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
               int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc, int64_t flags = 0,
               const T *bias = nullptr, T *D = nullptr) {
   using Kn = Kernels<T>;
-  constexpr int64_t w512 = 64 / sizeof(T), w2 = 32 / sizeof(T), wPlain = 16 / sizeof(T);
+  constexpr int64_t w512 = 64 / sizeof(T), w2 = 32 / sizeof(T);
   Isa isa = unroll::cpu::detectIsa();
   Epilogue<T> epi{flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU |
                            UNROLL_GEMM_ADD_D),
@@ -694,13 +717,11 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
       return gemmBf16(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
   switch (isa) {
   case Isa::Avx512:
-    return gemm<T, 8, 2 * w512>(Kn::tile512, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc,
-                                epi);
+    return Kn::gemm512(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
   case Isa::Avx2:
-    return gemm<T, 6, 2 * w2>(Kn::tile2, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
+    return Kn::gemm2(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
   case Isa::Plain:
-    return gemm<T, 4, 2 * wPlain>(Kn::tilePlain, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn,
-                                  acc, epi);
+    return Kn::gemmPlain(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
   }
 }
 
