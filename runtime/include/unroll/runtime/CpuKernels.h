@@ -10,7 +10,9 @@
  *
  *   unroll_gemm_<f32|f64>           C (+)= A · B, strided (runtime/cpu/Gemm.cpp)
  *   unroll_gemm_ex_<f32|f64>        the same with the epilogues of GemmFlags.h (bias,
- *                                   GELU, GELU's gradient) applied to the output tile
+ *                                   GELU, GELU's gradient, a residual matrix) applied
+ *                                   to the output tile, or A's row sums (a bias
+ *                                   gradient) added while A is packed
  *   unroll_cpu_set_precision        bf16 operands for the f32 GEMMs (AVX512_BF16)
  *   unroll_attention_<f32|f64>      causal multi-head attention forward
  *   unroll_attention_vjp_<f32|f64>  and its VJP (runtime/cpu/Attention.cpp)
