@@ -160,32 +160,40 @@ static bool definedBefore(Value v, Operation *op) {
   return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
 }
 
+/// The first operation after `op` that touches memory, past operations
+/// without memory effects and allocations of sizes defined before `op`
+/// (collected in `allocs`); null if there is none or an allocation's sizes
+/// come later.
+static Operation *nextMemoryOp(Operation *op, SmallVectorImpl<Operation *> *allocs = nullptr) {
+  for (Operation *p = op->getNextNode(); p; p = p->getNextNode()) {
+    if (isa<memref::AllocOp>(p)) {
+      if (!llvm::all_of(p->getOperands(), [&](Value v) { return definedBefore(v, op); }))
+        return nullptr;
+      if (allocs)
+        allocs->push_back(p);
+      continue;
+    }
+    if (!isMemoryEffectFree(p))
+      return p;
+  }
+  return nullptr;
+}
+
 /// The GELU (an op marked unroll.gelu) of all of `c` into a buffer of c's
 /// type, the first op after `op` that touches memory, past allocations of
 /// sizes defined before `op` (one of them may be its output); null if none.
 static linalg::GenericOp findGelu(Operation *op, Value c) {
-  SmallVector<memref::AllocOp> allocs;
-  for (Operation *p = op->getNextNode(); p; p = p->getNextNode()) {
-    if (auto alloc = dyn_cast<memref::AllocOp>(p)) {
-      if (!llvm::all_of(alloc->getOperands(), [&](Value v) { return definedBefore(v, op); }))
-        return {};
-      allocs.push_back(alloc);
-      continue;
-    }
-    if (isMemoryEffectFree(p))
-      continue;
-    auto g = dyn_cast<linalg::GenericOp>(p);
-    if (!g || !g->hasAttr(unroll::kGeluAttr) || !g.hasPureBufferSemantics() ||
-        g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 || g.getDpsInputs()[0] != c ||
-        g.getDpsInits()[0].getType() != c.getType() || g.getNumReductionLoops() != 0 ||
-        !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
-      return {};
-    Value d = g.getDpsInits()[0];
-    if (!definedBefore(d, op) && !llvm::is_contained(allocs, d.getDefiningOp()))
-      return {};
-    return g;
-  }
-  return {};
+  SmallVector<Operation *> allocs;
+  auto g = dyn_cast_or_null<linalg::GenericOp>(nextMemoryOp(op, &allocs));
+  if (!g || !g->hasAttr(unroll::kGeluAttr) || !g.hasPureBufferSemantics() ||
+      g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 || g.getDpsInputs()[0] != c ||
+      g.getDpsInits()[0].getType() != c.getType() || g.getNumReductionLoops() != 0 ||
+      !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+    return {};
+  Value d = g.getDpsInits()[0];
+  if (!definedBefore(d, op) && !llvm::is_contained(allocs, d.getDefiningOp()))
+    return {};
+  return g;
 }
 
 bool mlir::unroll::addsToInit(linalg::GenericOp op) {
@@ -271,29 +279,19 @@ static linalg::GenericOp findGeluGrad(Operation *op, Value c) {
 /// memory effects and allocations of sizes defined before `op`; null if the
 /// first is anything else.
 static linalg::GenericOp nextSum(Operation *op) {
-  for (Operation *p = op->getNextNode(); p; p = p->getNextNode()) {
-    if (auto alloc = dyn_cast<memref::AllocOp>(p)) {
-      if (!llvm::all_of(alloc->getOperands(), [&](Value v) { return definedBefore(v, op); }))
-        return {};
-      continue;
-    }
-    if (isMemoryEffectFree(p))
-      continue;
-    auto g = dyn_cast<linalg::GenericOp>(p);
-    if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
-        g.getNumReductionLoops() != 0 ||
-        !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
-      return {};
-    Block &body = g.getRegion().front();
-    auto add =
-        cast<linalg::YieldOp>(body.getTerminator()).getOperand(0).getDefiningOp<arith::AddFOp>();
-    Value a = body.getArgument(0), b = body.getArgument(1);
-    if (body.getOperations().size() != 2 || !add ||
-        !((add.getLhs() == a && add.getRhs() == b) || (add.getLhs() == b && add.getRhs() == a)))
-      return {};
-    return g;
-  }
-  return {};
+  auto g = dyn_cast_or_null<linalg::GenericOp>(nextMemoryOp(op));
+  if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
+      g.getNumReductionLoops() != 0 ||
+      !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+    return {};
+  Block &body = g.getRegion().front();
+  auto add =
+      cast<linalg::YieldOp>(body.getTerminator()).getOperand(0).getDefiningOp<arith::AddFOp>();
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  if (body.getOperations().size() != 2 || !add ||
+      !((add.getLhs() == a && add.getRhs() == b) || (add.getLhs() == b && add.getRhs() == a)))
+    return {};
+  return g;
 }
 
 /// The summand of `sum` that is not `c`, if exactly one of its two inputs is
