@@ -33,8 +33,6 @@
 
 #include "llvm/ADT/SmallBitVector.h"
 
-#include <optional>
-
 using namespace mlir;
 
 void mlir::unroll::generalizeMatmuls(Operation *root) {
@@ -303,9 +301,7 @@ static Value otherSummand(linalg::GenericOp sum, Value c) {
   return in0 == c ? in1 : in0;
 }
 
-/// The elements [first, last] of its buffer a memref with a static shape
-/// and layout covers; none if any of them is dynamic.
-static std::optional<std::pair<int64_t, int64_t>> staticExtent(Type type) {
+std::optional<std::pair<int64_t, int64_t>> mlir::unroll::staticExtent(Type type) {
   auto t = dyn_cast<MemRefType>(type);
   SmallVector<int64_t> st;
   int64_t off;
@@ -323,7 +319,7 @@ static std::optional<std::pair<int64_t, int64_t>> staticExtent(Type type) {
 static bool disjoint(Value a, Value b) {
   if (unroll::viewRoot(a) != unroll::viewRoot(b))
     return true;
-  auto ea = staticExtent(a.getType()), eb = staticExtent(b.getType());
+  auto ea = unroll::staticExtent(a.getType()), eb = unroll::staticExtent(b.getType());
   return ea && eb && (ea->second < eb->first || eb->second < ea->first);
 }
 

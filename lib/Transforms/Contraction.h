@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <functional>
+#include <optional>
+#include <utility>
 #include <string>
 
 namespace mlir::unroll {
@@ -61,6 +63,10 @@ bool forwardProductIntoSum(linalg::GenericOp op);
 /// The buffer a memref is a view of (through view-like ops and casts): an
 /// allocation, a function argument or whatever else defined it.
 Value viewRoot(Value memref);
+
+/// The elements [first, last] of its buffer that a memref with a static
+/// shape and strided layout covers; none if any of them is dynamic.
+std::optional<std::pair<int64_t, int64_t>> staticExtent(Type type);
 
 /// Named matmuls (plain, transposed A or B) under `root` become generics,
 /// which rewriteContraction matches.

@@ -420,9 +420,9 @@ using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, in
                         int64_t, bool);
 
 template <typename T, int MR, int NR>
-DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
-          const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool accumulate,
-          const Epilogue<T> &epi) {
+DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm,
+                 int64_t sAk, const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn,
+                 bool accumulate, const Epilogue<T> &epi) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
@@ -698,7 +698,8 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
                                      : Kn::epiPlain};
   const int64_t w = isa == Isa::Avx512 ? w512 : w2;
   const bool narrow = isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0 && (N == w || N == 2 * w);
-  const bool bf16 = std::is_same_v<T, float> && K > 0 && precisionBf16().load(std::memory_order_relaxed);
+  const bool bf16 =
+      std::is_same_v<T, float> && K > 0 && precisionBf16().load(std::memory_order_relaxed);
   // A's row sums (ROWSUM_A, into D): while the blocked f32/f64 product packs
   // A (A strided, K > 0), else in a loop of their own first.
   if (flags & UNROLL_GEMM_ROWSUM_A) {

@@ -61,20 +61,6 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
     }
   }
 
-  /// The element range [first, last] a static strided memref covers, or none.
-  static std::optional<std::pair<int64_t, int64_t>> extent(Value v) {
-    auto t = cast<MemRefType>(v.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (!t.hasStaticShape() || failed(getStridesAndOffset(t, strides, offset)) ||
-        ShapedType::isDynamic(offset) || llvm::any_of(strides, ShapedType::isDynamic))
-      return std::nullopt;
-    int64_t last = offset;
-    for (auto [size, stride] : llvm::zip(t.getShape(), strides))
-      last += (size - 1) * stride;
-    return std::make_pair(offset, last);
-  }
-
   /// Whether `op` may run in one kernel with `group`: right after its last
   /// op (nothing with memory effects between), the same iteration space
   /// (an input read with the same map over all loops), and outputs that
@@ -110,7 +96,8 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
         Value other = y.getDpsInits()[0];
         if (unroll::viewRoot(other) != root)
           continue;
-        auto ex = extent(out), ey = extent(other);
+        auto ex = mlir::unroll::staticExtent(out.getType()),
+             ey = mlir::unroll::staticExtent(other.getType());
         if (!ex || !ey || !(ex->second < ey->first || ey->second < ex->first))
           return false;
       }
