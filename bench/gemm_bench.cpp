@@ -80,7 +80,7 @@ double roundBf16(double x) {
 /// One random case; returns max |got - want| / max |want|. With bf16 (the
 /// kernel set to bf16 operands), want is the product of the operands
 /// rounded to bf16, except where the narrow f32 kernel computes it (N = 16
-/// or 32, unit column strides); *vsF32 gets the error against the exact f32
+/// or 32, unit column strides) or a thin one (M, N or K = 1); *vsF32 gets the error against the exact f32
 /// product (how far bf16 is from f32).
 template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
                                       double *vsF32 = nullptr) {
@@ -92,6 +92,10 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
     K = 0;
   if (rng() % 4 == 0)
     N = (rng() % 4 + 1) * 4; // 4..16: the unpacked narrow kernel's widths
+  if (rng() % 5 == 0) {      // the thin kernels: M, N or K = 1, the others up to 300
+    int64_t *one[] = {&M, &N, &K};
+    *one[rng() % 3] = 1;
+  }
   bool acc = rng() & 1;      // C += A B, or C = A B
   bool ta = rng() & 1, tb = rng() & 1, tc = rng() & 1;
   int64_t padA = rng() % 3, padB = rng() % 3, padC = rng() % 3;
@@ -135,7 +139,8 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
     wantSums[i] = s;
   }
   bool narrow = sBn == 1 && sCn == 1 && (N == 16 || N == 32);
-  bool rounded = bf16 && !narrow && K > 0;
+  bool thin = M == 1 || N == 1 || K == 1; // thin products stay f32
+  bool rounded = bf16 && !narrow && !thin && K > 0;
   std::vector<double> want(M * N), wantD(M * N), exact(M * N);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {

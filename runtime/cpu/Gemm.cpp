@@ -299,6 +299,157 @@ UNROLL_NARROW(narrowF32Avx2, float, f32x8, 8, AVX2)
 UNROLL_NARROW(narrowF64Avx512, double, f64x8, 8, AVX512)
 UNROLL_NARROW(narrowF64Avx2, double, f64x4, 4, AVX2)
 
+/// Thin products: one of M, N, K is 1 (the model's readout y = h·w + b, its
+/// gradients dh = dy wᵀ and dw = hᵀ dy). The blocked kernel would compute
+/// them as whole register tiles of which one row or column counts (8-32x the
+/// arithmetic; the readout ran at 4 GFLOP/s); these read each operand once.
+///
+/// y[i] (+)= Σ_k A[i·sAm + k·sAk] x[k·sx] for i < M (a matrix-vector
+/// product): dot products along rows of A contiguous in k (four rows at a
+/// time), or with columns contiguous in i, y's W·U entries in registers
+/// updated by each k. Other layouts go element by element.
+template <typename V, typename T>
+DRIVER void gemv(int64_t M, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *x,
+                 int64_t sx, T *y, int64_t sy, bool add) {
+  constexpr int W = sizeof(V) / sizeof(T);
+  auto put = [&](int64_t i, T v) __attribute__((always_inline)) {
+    T &o = y[i * sy];
+    o = add ? o + v : v;
+  };
+  if (sAk == 1 && sx == 1) {
+    constexpr int R = 4;
+    int64_t i = 0;
+    for (; i + R <= M; i += R) {
+      V acc[R] = {};
+      int64_t k = 0;
+      for (; k + W <= K; k += W) {
+        V xv;
+        memcpy(&xv, x + k, sizeof xv);
+        for (int r = 0; r < R; ++r) {
+          V av;
+          memcpy(&av, A + (i + r) * sAm + k, sizeof av);
+          acc[r] += av * xv;
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        T s = 0;
+        for (int l = 0; l < W; ++l)
+          s += acc[r][l];
+        for (int64_t kk = k; kk < K; ++kk)
+          s += A[(i + r) * sAm + kk] * x[kk];
+        put(i + r, s);
+      }
+    }
+    for (; i < M; ++i) {
+      T s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += A[i * sAm + k] * x[k];
+      put(i, s);
+    }
+    return;
+  }
+  if (sAm == 1 && sy == 1) {
+    constexpr int U = 4;
+    int64_t i = 0;
+    auto columns = [&](auto u) __attribute__((always_inline)) {
+      constexpr int N = decltype(u)::value;
+      V acc[N] = {};
+      for (int64_t k = 0; k < K; ++k) {
+        V xk = x[k * sx] - V{};
+        for (int q = 0; q < N; ++q) {
+          V av;
+          memcpy(&av, A + i + q * W + k * sAk, sizeof av);
+          acc[q] += av * xk;
+        }
+      }
+      for (int q = 0; q < N; ++q) {
+        if (add) {
+          V o;
+          memcpy(&o, y + i + q * W, sizeof o);
+          acc[q] += o;
+        }
+        memcpy(y + i + q * W, &acc[q], sizeof acc[q]);
+      }
+    };
+    for (; i + U * W <= M; i += U * W)
+      columns(std::integral_constant<int, U>{});
+    for (; i + W <= M; i += W)
+      columns(std::integral_constant<int, 1>{});
+    for (; i < M; ++i) {
+      T s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += A[i + k * sAk] * x[k * sx];
+      put(i, s);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < M; ++i) {
+    T s = 0;
+    for (int64_t k = 0; k < K; ++k)
+      s += A[i * sAm + k * sAk] * x[k * sx];
+    put(i, s);
+  }
+}
+
+/// C[i, j] (+)= a[i·sa] b[j·sb] (K = 1): rows of C contiguous in j go a
+/// vector at a time.
+template <typename V, typename T>
+DRIVER void outer(int64_t M, int64_t N, const T *a, int64_t sa, const T *b, int64_t sb, T *C,
+                  int64_t sCm, int64_t sCn, bool add) {
+  constexpr int W = sizeof(V) / sizeof(T);
+  for (int64_t i = 0; i < M; ++i) {
+    const T ai = a[i * sa];
+    T *c = C + i * sCm;
+    int64_t j = 0;
+    if (sCn == 1 && sb == 1)
+      for (; j + W <= N; j += W) {
+        V bv, o;
+        memcpy(&bv, b + j, sizeof bv);
+        bv *= ai;
+        if (add) {
+          memcpy(&o, c + j, sizeof o);
+          bv += o;
+        }
+        memcpy(c + j, &bv, sizeof bv);
+      }
+    for (; j < N; ++j) {
+      T &o = c[j * sCn];
+      o = add ? o + ai * b[j * sb] : ai * b[j * sb];
+    }
+  }
+}
+
+/// Whether a product is thin (thinProduct takes it).
+inline bool isThin(int64_t M, int64_t N, int64_t K) {
+  return M > 0 && N > 0 && K > 0 && (M == 1 || N == 1 || K == 1);
+}
+
+/// A thin product (isThin) by gemv or outer: N = 1 is y = A x, M = 1 the
+/// same for Cᵀ = Bᵀ Aᵀ.
+template <typename V, typename T>
+DRIVER void thinProduct(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
+                        const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn,
+                        bool add) {
+  if (K == 1)
+    outer<V>(M, N, A, sAm, B, sBn, C, sCm, sCn, add);
+  else if (N == 1)
+    gemv<V>(M, K, A, sAm, sAk, B, sBk, C, sCm, add);
+  else
+    gemv<V>(N, K, B, sBn, sBk, A, sAk, C, sCn, add);
+}
+
+#define UNROLL_THIN(NAME, T, V, ATTR)                                                              \
+  ATTR void NAME(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,            \
+                 const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool add) { \
+    thinProduct<V>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, add);                           \
+  }
+UNROLL_THIN(thinF32Avx512, float, f32x16, AVX512)
+UNROLL_THIN(thinF32Avx2, float, f32x8, AVX2)
+UNROLL_THIN(thinF32Plain, float, f32x4, PLAIN)
+UNROLL_THIN(thinF64Avx512, double, f64x8, AVX512)
+UNROLL_THIN(thinF64Avx2, double, f64x4, AVX2)
+UNROLL_THIN(thinF64Plain, double, f64x2, PLAIN)
+
 /// The epilogue of unroll_gemm_ex on rows [0, rows) x columns [0, cols) of
 /// a finished block of C (and D at C's strides): C += bias, then C += D, D =
 /// GELU(C) or C ∘= GELU'(D), while the block is still in cache. V is the
@@ -670,12 +821,14 @@ template <typename T> struct Kernels;
 template <> struct Kernels<float> {
   static constexpr auto gemm512 = gemmF32Avx512, gemm2 = gemmF32Avx2, gemmPlain = gemmF32Plain;
   static constexpr auto narrow512 = narrowF32Avx512, narrow2 = narrowF32Avx2;
+  static constexpr auto thin512 = thinF32Avx512, thin2 = thinF32Avx2, thinPlain = thinF32Plain;
   static constexpr auto tile512 = tileF32Avx512, tile2 = tileF32Avx2, tilePlain = tileF32Plain;
   static constexpr auto epi512 = epiF32Avx512, epi2 = epiF32Avx2, epiPlain = epiF32Plain;
 };
 template <> struct Kernels<double> {
   static constexpr auto gemm512 = gemmF64Avx512, gemm2 = gemmF64Avx2, gemmPlain = gemmF64Plain;
   static constexpr auto narrow512 = narrowF64Avx512, narrow2 = narrowF64Avx2;
+  static constexpr auto thin512 = thinF64Avx512, thin2 = thinF64Avx2, thinPlain = thinF64Plain;
   static constexpr auto tile512 = tileF64Avx512, tile2 = tileF64Avx2, tilePlain = tileF64Plain;
   static constexpr auto epi512 = epiF64Avx512, epi2 = epiF64Avx2, epiPlain = epiF64Plain;
 };
@@ -697,16 +850,26 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
                   : isa == Isa::Avx2 ? Kn::epi2
                                      : Kn::epiPlain};
   const int64_t w = isa == Isa::Avx512 ? w512 : w2;
-  const bool narrow = isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0 && (N == w || N == 2 * w);
-  const bool bf16 =
-      std::is_same_v<T, float> && K > 0 && precisionBf16().load(std::memory_order_relaxed);
+  const bool thin = isThin(M, N, K);
+  const bool narrow =
+      !thin && isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0 && (N == w || N == 2 * w);
+  // Thin products stay in their precision (they are memory-bound).
+  const bool bf16 = std::is_same_v<T, float> && K > 0 && !thin &&
+                    precisionBf16().load(std::memory_order_relaxed);
   // A's row sums (ROWSUM_A, into D): while the blocked f32/f64 product packs
   // A (A strided, K > 0), else in a loop of their own first.
   if (flags & UNROLL_GEMM_ROWSUM_A) {
-    if (sAk != 1 && K > 0 && M > 0 && N > 0 && !narrow && !bf16)
+    if (sAk != 1 && K > 0 && M > 0 && N > 0 && !narrow && !thin && !bf16)
       epi.rowSums = D;
     else
       rowSums(M, K, A, sAm, sAk, D);
+  }
+  if (thin) {
+    (isa == Isa::Avx512 ? Kn::thin512
+     : isa == Isa::Avx2 ? Kn::thin2
+                        : Kn::thinPlain)(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
+    epi.apply(0, 0, M, N, C, sCm, sCn);
+    return;
   }
   if (narrow) {
     (isa == Isa::Avx512 ? Kn::narrow512 : Kn::narrow2)(M, N, K, A, sAm, sAk, B, sBk, C, sCm, acc);
