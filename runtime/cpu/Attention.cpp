@@ -110,28 +110,8 @@ template <typename T> struct Scratch {
   }
 };
 
-typedef float f32x8u __attribute__((vector_size(32)));
-
-/// The 8 x 8 transpose of rows r[0..7] in place (unpack, 128-bit-lane
-/// shuffle, cross-lane permute: 24 shuffles for 64 values instead of 64
-/// scalar stores at stride np).
-INLINE void transpose8(f32x8u r[8]) {
-  f32x8u t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int i = 0; i < 8; i += 4)
-    for (int h = 0; h < 2; ++h) {
-      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      u[i + 2 * h + 1] =
-          __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-  for (int c = 0; c < 4; ++c) {
-    r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-}
+using unroll::cpu::f32x8u;
+using unroll::cpu::transpose8;
 
 /// kt[e, j] = k[j, e] for j < n, zero up to np. f32 in vector code (V of
 /// 8 or more lanes) goes by 8 x 8 blocks; the edges, f64 and the baseline

@@ -117,12 +117,38 @@ template <typename T, int Write = 0> DRIVER void prefetchRow(const T *p, int64_t
 /// k is X[l·sLane + k·sK]. Where lanes are contiguous (column-major A,
 /// row-major B) the copy goes along k, so every row of memory is read once,
 /// start to end, with the row kAhead steps on prefetched.
+/// Where steps are contiguous instead (the forward's weights, B = Wᵀ read
+/// from W's rows) and the instruction set has 256-bit vectors (Wide), f32
+/// goes by 8 x 8 transposes: eight lanes' rows of eight steps in, eight
+/// steps of eight lanes out.
 /// With `sums`, also sums[l] += Σ_k X[l·sLane + k·sK] for each lane (the
 /// values pass through the registers anyway).
-template <typename T, int S>
+template <typename T, int S, bool Wide>
 DRIVER void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, T *out,
-                 T *sums = nullptr) {
+                        T *sums = nullptr) {
   int64_t full = 0;
+  if constexpr (Wide && std::is_same_v<T, float> && S % 8 == 0) {
+    if (sK == 1 && sLane != 1 && !sums) {
+      using unroll::cpu::f32x8u;
+      full = len / S * S;
+      const int64_t k8 = kc / 8 * 8;
+      for (int64_t l0 = 0; l0 < full; l0 += 8) {
+        T *o = out + l0 / S * S * kc + l0 % S; // lane l0's value of step 0
+        const T *x = X + l0 * sLane;
+        for (int64_t k0 = 0; k0 < k8; k0 += 8) {
+          f32x8u r[8];
+          for (int i = 0; i < 8; ++i)
+            memcpy(&r[i], x + i * sLane + k0, sizeof r[i]);
+          unroll::cpu::transpose8(r);
+          for (int e = 0; e < 8; ++e)
+            memcpy(o + (k0 + e) * S, &r[e], sizeof r[e]);
+        }
+        for (int64_t k = k8; k < kc; ++k)
+          for (int i = 0; i < 8; ++i)
+            o[k * S + i] = x[i * sLane + k];
+      }
+    }
+  }
   if (sLane == 1) {
     full = len / S * S;
     for (int64_t k = 0; k < kc; ++k) {
@@ -153,10 +179,10 @@ DRIVER void packSlivers(const T *X, int64_t sLane, int64_t sK, int64_t len, int6
 }
 
 /// A[ic:ic+mc, pc:pc+kc] as MR-row slivers (and its row sums into `sums`).
-template <typename T, int MR>
+template <typename T, int MR, bool Wide>
 DRIVER void packA(const T *A, int64_t sAm, int64_t sAk, int64_t mc, int64_t kc, T *out,
-           T *sums = nullptr) {
-  packSlivers<T, MR>(A, sAm, sAk, mc, kc, out, sums);
+                  T *sums = nullptr) {
+  packSlivers<T, MR, Wide>(A, sAm, sAk, mc, kc, out, sums);
 }
 
 /// sums[m] += Σ_k A[m, k] on its own (where the product does not pack A).
@@ -171,9 +197,9 @@ void rowSums(int64_t M, int64_t K, const T *A, int64_t sAm, int64_t sAk, T *sums
 }
 
 /// B[pc:pc+kc, jc:jc+nc] as NR-column slivers.
-template <typename T, int NR>
+template <typename T, int NR, bool Wide>
 DRIVER void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, T *out) {
-  packSlivers<T, NR>(B, sBn, sBk, nc, kc, out);
+  packSlivers<T, NR, Wide>(B, sBn, sBk, nc, kc, out);
 }
 
 /// The register tile: acc[MR][NR] = Σ_k a[r][k] b[k][c], then C += acc.
@@ -570,7 +596,7 @@ template <typename T>
 using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, int64_t, int64_t,
                         int64_t, bool);
 
-template <typename T, int MR, int NR>
+template <typename T, int MR, int NR, bool Wide>
 DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm,
                  int64_t sAk, const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn,
                  bool accumulate, const Epilogue<T> &epi) {
@@ -593,14 +619,14 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc);
       const bool last = pc + kc >= K;
-      packB<T, NR>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
+      packB<T, NR, Wide>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         // Row-major A is read in place; only a ragged last sliver (rows past
         // M must read zeros) and strided A are packed.
         bool direct = sAk == 1;
         if (!direct)
-          packA<T, MR>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa,
+          packA<T, MR, Wide>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa,
                        jc == 0 && epi.rowSums ? epi.rowSums + ic : nullptr);
         for (int64_t ir = 0; ir < mc; ir += MR) {
           int64_t rows = std::min<int64_t>(MR, mc - ir);
@@ -610,7 +636,7 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
             a = A + (ic + ir) * sAm + pc;
             lda = sAm;
           } else if (direct) {
-            packA<T, MR>(A + (ic + ir) * sAm + pc, sAm, 1, rows, kc, pa);
+            packA<T, MR, Wide>(A + (ic + ir) * sAm + pc, sAm, 1, rows, kc, pa);
             a = pa;
           }
           // The rows of A read in place next (this panel's next sliver, or
@@ -647,18 +673,18 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
 // The driver of each instruction set: gemm() and its packing inlined into a
 // function compiled for it, so that the copies and the row sums use its
 // vectors.
-#define UNROLL_DRIVER(NAME, T, MR, NR, TILE, ATTR)                                                 \
+#define UNROLL_DRIVER(NAME, T, MR, NR, TILE, WIDE, ATTR)                                           \
   ATTR void NAME(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,            \
                  const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc,   \
                  const Epilogue<T> &epi) {                                                         \
-    gemm<T, MR, NR>(TILE, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);               \
+    gemm<T, MR, NR, WIDE>(TILE, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);         \
   }
-UNROLL_DRIVER(gemmF32Avx512, float, 8, 32, tileF32Avx512, AVX512)
-UNROLL_DRIVER(gemmF32Avx2, float, 6, 16, tileF32Avx2, AVX2)
-UNROLL_DRIVER(gemmF32Plain, float, 4, 8, tileF32Plain, PLAIN)
-UNROLL_DRIVER(gemmF64Avx512, double, 8, 16, tileF64Avx512, AVX512)
-UNROLL_DRIVER(gemmF64Avx2, double, 6, 8, tileF64Avx2, AVX2)
-UNROLL_DRIVER(gemmF64Plain, double, 4, 4, tileF64Plain, PLAIN)
+UNROLL_DRIVER(gemmF32Avx512, float, 8, 32, tileF32Avx512, true, AVX512)
+UNROLL_DRIVER(gemmF32Avx2, float, 6, 16, tileF32Avx2, true, AVX2)
+UNROLL_DRIVER(gemmF32Plain, float, 4, 8, tileF32Plain, false, PLAIN)
+UNROLL_DRIVER(gemmF64Avx512, double, 8, 16, tileF64Avx512, true, AVX512)
+UNROLL_DRIVER(gemmF64Avx2, double, 6, 8, tileF64Avx2, true, AVX2)
+UNROLL_DRIVER(gemmF64Plain, double, 4, 4, tileF64Plain, false, PLAIN)
 
 // bf16 operands: k-pairs of bfloat16 in 32-bit words (the low half the
 // even k), the layout vdpbf16ps multiplies.

@@ -1,7 +1,8 @@
-//===- VecMath.h - exp and GELU on vectors for the CPU kernels ------------===//
+//===- VecMath.h - exp, GELU and a transpose on vectors for CPU kernels ---===//
 //
 // Internal to libunroll_cpu_kernels.a (Attention.cpp, Gemm.cpp): the
-// transcendental functions the kernels apply to whole vectors. V is a GCC
+// transcendental functions the kernels apply to whole vectors, and the 8 x 8
+// transpose of f32 rows that both use to change a matrix's layout. V is a GCC
 // vector of float or double (one register of the instruction set the
 // calling function is compiled for). f32 uses polynomials (vectorized);
 // f64 calls libm lane by lane (f64 models are small test models).
@@ -115,6 +116,30 @@ template <typename V> UNROLL_VEC_INLINE V gelu(V x) {
 template <typename V> UNROLL_VEC_INLINE V geluGrad(V x) {
   geluGradN<V, 1>(&x);
   return x;
+}
+
+typedef float f32x8u __attribute__((vector_size(32)));
+
+/// The 8 x 8 transpose of rows r[0..7] in place (unpack, 128-bit-lane
+/// shuffle, cross-lane permute: 24 shuffles for 64 values instead of 64
+/// scalar loads and stores at a stride). Callers compiled for 256-bit
+/// vectors or wider.
+UNROLL_VEC_INLINE void transpose8(f32x8u r[8]) {
+  f32x8u t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * h + 1] =
+          __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
 }
 
 } // namespace unroll::cpu
