@@ -205,10 +205,13 @@ DRIVER void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, 
 /// The register tile: acc[MR][NR] = Σ_k a[r][k] b[k][c], then C += acc.
 /// A is a k-major packed sliver (lda = 0: a[k·MR + r]) or, for row-major A,
 /// the matrix itself (row r at a + r·lda, contiguous in k: no packing). V is
-/// a GCC vector type of W elements; NR = 2 W.
+/// a GCC vector type of W elements; NR = 2 W. Never inlined into the
+/// driver: whether GCC inlined it there changed with unrelated edits to the
+/// driver, and the tile's code should not.
+#define NOINLINE __attribute__((noinline))
 #define UNROLL_TILE(NAME, T, V, W, MR, ATTR)                                                       \
-  ATTR void NAME(int64_t kc, const T *a, int64_t lda, const T *b, T *C, int64_t sCm, int64_t sCn,  \
-                 int64_t rows, int64_t cols, bool add) {                                           \
+  ATTR NOINLINE void NAME(int64_t kc, const T *a, int64_t lda, const T *b, T *C, int64_t sCm,      \
+                          int64_t sCn, int64_t rows, int64_t cols, bool add) {                     \
     V acc[MR][2];                                                                                  \
     for (int r = 0; r < MR; ++r)                                                                   \
       acc[r][0] = acc[r][1] = V{};                                                                 \
