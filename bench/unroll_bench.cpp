@@ -9,6 +9,11 @@
 // on the host for CPU libraries and compiled, on resident state, for GPU
 // libraries (weights and moments stay on the GPU).
 //
+// With UNROLL_GEMM_PROFILE=1, a CPU library prints at exit a table of its
+// GEMM calls grouped by shape, layout, epilogue and kernel (median time,
+// GFLOP/s, total; runtime/cpu/Gemm.cpp): where a step's time goes between
+// the GEMM calls and the rest.
+//
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Adam.h"
@@ -27,7 +32,8 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N] "
-            "[--gpu-profile TOP] [--gpu-graphs on|off]\n");
+            "[--gpu-profile TOP] [--gpu-graphs on|off]\n"
+            "  (UNROLL_GEMM_PROFILE=1: a table of a CPU library's GEMM calls at exit)\n");
     return 2;
   }
   int64_t batch = 64, points = -1, repeats = 5, threads = -1, profileTop = 0;

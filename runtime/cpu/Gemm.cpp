@@ -53,11 +53,17 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "Isa.h"
 #include "VecMath.h"
@@ -862,11 +868,12 @@ template <> struct Kernels<double> {
   static constexpr auto epi512 = epiF64Avx512, epi2 = epiF64Avx2, epiPlain = epiF64Plain;
 };
 
-/// Picks the narrow unpacked kernel or the blocked one for this ISA. The
-/// register tiles are 8 x 2W (AVX-512), 6 x 2W (AVX2), 4 x 2W (baseline),
-/// W = vector width in elements.
+/// Picks the thin, the narrow unpacked or the blocked kernel for this ISA
+/// and returns its name (for UNROLL_GEMM_PROFILE). The register tiles are
+/// 8 x 2W (AVX-512), 6 x 2W (AVX2), 4 x 2W (baseline), W = vector width in
+/// elements.
 template <typename T>
-void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
+const char *dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
               int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc, int64_t flags = 0,
               const T *bias = nullptr, T *D = nullptr) {
   using Kn = Kernels<T>;
@@ -898,24 +905,133 @@ void dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t 
      : isa == Isa::Avx2 ? Kn::thin2
                         : Kn::thinPlain)(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc);
     epi.apply(0, 0, M, N, C, sCm, sCn);
-    return;
+    return "thin";
   }
   if (narrow) {
     (isa == Isa::Avx512 ? Kn::narrow512 : Kn::narrow2)(M, N, K, A, sAm, sAk, B, sBk, C, sCm, acc);
     epi.apply(0, 0, M, N, C, sCm, sCn);
-    return;
+    return "narrow";
   }
   if constexpr (std::is_same_v<T, float>)
-    if (bf16)
-      return gemmBf16(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
-  switch (isa) {
-  case Isa::Avx512:
-    return Kn::gemm512(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
-  case Isa::Avx2:
-    return Kn::gemm2(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
-  case Isa::Plain:
-    return Kn::gemmPlain(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
+    if (bf16) {
+      gemmBf16(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
+      return "blocked bf16";
+    }
+  (isa == Isa::Avx512 ? Kn::gemm512
+   : isa == Isa::Avx2 ? Kn::gemm2
+                      : Kn::gemmPlain)(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);
+  return "blocked";
+}
+
+/// UNROLL_GEMM_PROFILE=1: every call of the exported entry points below is
+/// timed, and when the process exits (or the library is unloaded) a table
+/// of the calls grouped by shape, operand layout, epilogue and kernel goes
+/// to stderr, the shapes taking the most time first: how much of a step is
+/// in the GEMM calls and at what rate each shape runs (the median call,
+/// which leaves out the first, cold, calls). Off, a call pays one test of a
+/// static flag.
+class Profile {
+public:
+  static bool on() {
+    static const bool enabled = [] {
+      const char *e = getenv("UNROLL_GEMM_PROFILE");
+      return e && *e && strcmp(e, "0") != 0;
+    }();
+    return enabled;
   }
+  static Profile &get() {
+    static Profile profile;
+    return profile;
+  }
+  void add(int64_t M, int64_t N, int64_t K, int64_t sAm, int64_t sAk, int64_t sBk, int64_t sBn,
+           int64_t flags, int bytes, const char *kernel, double seconds) {
+    Key key{M, N, K, layout(sAm, sAk), layout(sBk, sBn), flags, bytes, kernel};
+    std::lock_guard<std::mutex> lock(mutex_);
+    calls_[key].push_back(seconds);
+  }
+  ~Profile() { print(); }
+
+private:
+  struct Key {
+    int64_t M, N, K;
+    char a, b; // r: rows contiguous, c: columns contiguous, s: neither
+    int64_t flags;
+    int bytes;
+    const char *kernel;
+    bool operator<(const Key &o) const {
+      return std::tie(M, N, K, a, b, flags, bytes, kernel) <
+             std::tie(o.M, o.N, o.K, o.a, o.b, o.flags, o.bytes, o.kernel);
+    }
+  };
+  /// 'r' when the inner index (k of A, n of B) is contiguous, 'c' when the
+  /// outer one is, 's' otherwise.
+  static char layout(int64_t sOuter, int64_t sInner) {
+    return sInner == 1 ? 'r' : sOuter == 1 ? 'c' : 's';
+  }
+  static std::string flagNames(int64_t flags) {
+    static const std::pair<int64_t, const char *> names[] = {
+        {UNROLL_GEMM_BIAS, "bias"},    {UNROLL_GEMM_GELU_AUX, "gelu"},
+        {UNROLL_GEMM_DGELU, "dgelu"},  {UNROLL_GEMM_ADD_D, "residual"},
+        {UNROLL_GEMM_ROWSUM_A, "rowsum"}};
+    std::string out;
+    for (auto [bit, name] : names)
+      if (flags & bit)
+        out += (out.empty() ? "" : "+") + std::string(name);
+    return out.empty() ? "-" : out;
+  }
+  void print() {
+    if (calls_.empty())
+      return;
+    struct Row {
+      const Key *key;
+      size_t calls;
+      double total, median;
+    };
+    std::vector<Row> rows;
+    double total = 0;
+    size_t calls = 0;
+    for (auto &[key, secs] : calls_) {
+      std::sort(secs.begin(), secs.end());
+      double sum = 0;
+      for (double x : secs)
+        sum += x;
+      rows.push_back({&key, secs.size(), sum, secs[secs.size() / 2]});
+      total += sum;
+      calls += secs.size();
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row &x, const Row &y) { return x.total > y.total; });
+    fprintf(stderr,
+            "unroll GEMM profile (UNROLL_GEMM_PROFILE): %zu calls of %zu kinds, %.4f s in all\n"
+            "%7s %7s %7s  A B  %-8s %-17s %-13s %7s %11s %9s %9s\n",
+            calls, rows.size(), total, "M", "N", "K", "type", "epilogue", "kernel", "calls",
+            "median ms", "total s", "GFLOP/s");
+    for (const Row &r : rows) {
+      const Key &k = *r.key;
+      fprintf(stderr, "%7lld %7lld %7lld  %c %c  %-8s %-17s %-13s %7zu %11.4f %9.4f %9.1f\n",
+              (long long)k.M, (long long)k.N, (long long)k.K, k.a, k.b,
+              k.bytes == 4 ? "f32" : "f64", flagNames(k.flags).c_str(), k.kernel, r.calls,
+              r.median * 1e3, r.total, 2.0 * k.M * k.N * k.K / r.median / 1e9);
+    }
+  }
+  std::mutex mutex_;
+  std::map<Key, std::vector<double>> calls_;
+};
+
+/// dispatch(), timed into the profile when UNROLL_GEMM_PROFILE is set.
+template <typename T>
+void run(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
+         int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc, int64_t flags = 0,
+         const T *bias = nullptr, T *D = nullptr) {
+  if (!Profile::on()) {
+    dispatch<T>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, flags, bias, D);
+    return;
+  }
+  Profile &profile = Profile::get(); // constructed before the first call's timing
+  auto t0 = std::chrono::steady_clock::now();
+  const char *kernel =
+      dispatch<T>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, flags, bias, D);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  profile.add(M, N, K, sAm, sAk, sBk, sBn, flags, int(sizeof(T)), kernel, secs);
 }
 
 } // namespace
@@ -925,27 +1041,27 @@ extern "C" {
 void unroll_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                      const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm, int64_t sCn,
                      int64_t accumulate) {
-  dispatch<float>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+  run<float>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
 }
 
 void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                      const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm, int64_t sCn,
                      int64_t accumulate) {
-  dispatch<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
+  run<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0);
 }
 
 void unroll_gemm_ex_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                         const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
                         int64_t sCn, int64_t accumulate, int64_t flags, const float *bias,
                         float *D) {
-  dispatch<float>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0, flags, bias, D);
+  run<float>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0, flags, bias, D);
 }
 
 void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t sAm, int64_t sAk,
                         const double *B, int64_t sBk, int64_t sBn, double *C, int64_t sCm,
                         int64_t sCn, int64_t accumulate, int64_t flags, const double *bias,
                         double *D) {
-  dispatch<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0, flags, bias, D);
+  run<double>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, accumulate != 0, flags, bias, D);
 }
 
 #define UNROLL_EXPORT __attribute__((visibility("default")))
