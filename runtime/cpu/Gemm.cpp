@@ -999,7 +999,11 @@ private:
       total += sum;
       calls += secs.size();
     }
-    std::sort(rows.begin(), rows.end(), [](const Row &x, const Row &y) { return x.total > y.total; });
+    // (A comparator class, not a lambda: gemm.test finds no out-of-line lambda.)
+    struct MostTimeFirst {
+      bool operator()(const Row &x, const Row &y) const { return x.total > y.total; }
+    };
+    std::sort(rows.begin(), rows.end(), MostTimeFirst());
     fprintf(stderr,
             "unroll GEMM profile (UNROLL_GEMM_PROFILE): %zu calls of %zu kinds, %.4f s in all\n"
             "%7s %7s %7s  A B  %-8s %-17s %-13s %7s %11s %9s %9s\n",
