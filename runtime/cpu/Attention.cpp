@@ -31,6 +31,10 @@
 // then per block of R keys dk = dSᵀ q / √hd and dv = Pᵀ dO, the same tile
 // reading P and dS by columns, over the rows that see those keys.
 //
+// Both loops over (b, h) ask for the next head's rows while one head
+// computes (NextRows): a head's rows are short pieces of long rows, which
+// the hardware prefetcher did not fetch ahead.
+//
 // f32 uses a Cephes-style exp (VecMath.h: range reduction to [-ln2/2,
 // ln2/2], degree-6 polynomial; relative error ~2e-7) on whole vectors; f64
 // calls std::exp. The code is
@@ -275,18 +279,15 @@ INLINE void combineTile(int64_t begin, int64_t end, int64_t np, const T *c, cons
         acc[r][v] += cv * x[v];
     }
   }
-  // A whole block stores with a constant trip count: with `valid` alone the
-  // accumulators were kept on the stack for the loop to index.
-  auto put = [&](int r) __attribute__((always_inline)) {
-    for (int v = 0; v < NV; ++v)
-      store<V>(out + r * ldo + v * W, rowScale ? acc[r][v] * rowScale[r] : acc[r][v]);
-  };
-  if (valid == R)
-    for (int r = 0; r < R; ++r)
-      put(r);
-  else
-    for (int r = 0; r < valid; ++r)
-      put(r);
+  // Rows are stored by a loop of constant trip count, unrolled, that tests
+  // each row: with `valid` as the bound the accumulators were kept on the
+  // stack for the loop to index (zeroed there before the loop, and read
+  // back).
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    if (r < valid)
+      for (int v = 0; v < NV; ++v)
+        store<V>(out + r * ldo + v * W, rowScale ? acc[r][v] * rowScale[r] : acc[r][v]);
 }
 template <typename V, int R, bool Trans = false, typename T>
 INLINE void combineBlock(int64_t begin, int64_t end, int64_t np, int64_t hd, const T *c,
@@ -327,14 +328,59 @@ INLINE int rowsAt(int64_t n, int64_t i0, int64_t hd, const T *base, int64_t ld, 
   return valid;
 }
 
+/// The rows of the head after this one (its q, k, v and dO, the rows of
+/// its result), asked for while this one computes: a head reads each of its
+/// tokens' rows as a short piece (hd values) of a row 3·H·hd values long,
+/// which the hardware prefetcher does not anticipate, so a head's first
+/// touch of each row (the transposes, the first tiles) waited on memory.
+/// Each block of R rows asks for the same R rows of the next head (L2), so
+/// the requests spread over the head's work instead of filling the miss
+/// queue at once.
+template <typename T> struct NextRows {
+  static constexpr int kMax = 4;
+  const T *read[kMax] = {};
+  T *write[kMax] = {};
+  int64_t readLd[kMax] = {}, writeLd[kMax] = {};
+  int reads = 0, writes = 0;
+  int64_t bytes = 0; // of a row's piece: hd values
+  void addRead(const T *p, int64_t ld) {
+    read[reads] = p;
+    readLd[reads++] = ld;
+  }
+  void addWrite(T *p, int64_t ld) {
+    write[writes] = p;
+    writeLd[writes++] = ld;
+  }
+  /// Rows i0 .. i1 - 1 of each.
+  INLINE void operator()(int64_t i0, int64_t i1) const {
+    for (int64_t i = i0; i < i1; ++i) {
+      for (int c = 0; c < reads; ++c)
+        for (int64_t off = 0; off < bytes; off += 64)
+          __builtin_prefetch(reinterpret_cast<const char *>(read[c] + i * readLd[c]) + off, 0, 2);
+      for (int c = 0; c < writes; ++c)
+        for (int64_t off = 0; off < bytes; off += 64)
+          __builtin_prefetch(reinterpret_cast<const char *>(write[c] + i * writeLd[c]) + off, 1, 2);
+    }
+  }
+};
+
+/// The head after (b, h) in the loops below: (b, h + 1), or (b + 1, 0);
+/// false after the last.
+INLINE bool nextHead(int64_t B, int64_t H, int64_t b, int64_t h, int64_t &nb, int64_t &nh) {
+  nb = h + 1 < H ? b : b + 1;
+  nh = h + 1 < H ? h + 1 : 0;
+  return nb < B;
+}
+
 /// One (b, h): q, k, v point at token 0 of this head (token stride ld).
 template <typename V, int R, typename T>
 INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, const T *v, int64_t ld,
-                 T *o, int64_t ldo, Scratch<T> &s) {
+                 T *o, int64_t ldo, Scratch<T> &s, const NextRows<T> &next) {
   const T scale = T(1) / std::sqrt(T(hd));
   T *kt = s.kt.data(), *p = s.p.data();
   transpose<V>(n, np, hd, k, ld, kt);
   for (int64_t i0 = 0; i0 < n; i0 += R) {
+    next(i0, std::min<int64_t>(n, i0 + R));
     const T *x;
     int64_t ldx;
     int valid = rowsAt<R>(n, i0, hd, q, ld, s.rows.data(), x, ldx);
@@ -356,13 +402,14 @@ INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, cons
 template <typename V, int R, typename T>
 INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, const T *v,
                     int64_t ld, const T *dO, int64_t ldd, T *dq, T *dk, T *dv, int64_t ldg,
-                    Scratch<T> &s) {
+                    Scratch<T> &s, const NextRows<T> &next) {
   constexpr int W = Lanes<V>::W;
   const T scale = T(1) / std::sqrt(T(hd));
   T *kt = s.kt.data(), *vt = s.vt.data();
   transpose<V>(n, np, hd, k, ld, kt);
   transpose<V>(n, np, hd, v, ld, vt);
   for (int64_t i0 = 0; i0 < n; i0 += R) {
+    next(i0, std::min<int64_t>(n, i0 + R));
     T *p = s.p.data() + i0 * np, *dp = s.dp.data() + i0 * np;
     const T *x, *g;
     int64_t ldx, ldgr;
@@ -418,8 +465,17 @@ INLINE void attention(int64_t B, int64_t n, int64_t H, int64_t hd, const T *qkv,
   const int64_t D = H * hd;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
+      NextRows<T> next;
+      int64_t nb, nh;
+      if (nextHead(B, H, b, h, nb, nh)) {
+        next.bytes = hd * int64_t(sizeof(T));
+        for (int c = 0; c < 3; ++c)
+          next.addRead(qkv + nb * sQb + nh * hd + c * D, sQi);
+        next.addWrite(out + nb * sOb + nh * hd, sOi);
+      }
       const T *base = qkv + b * sQb + h * hd;
-      head<V, R>(n, np, hd, base, base + D, base + 2 * D, sQi, out + b * sOb + h * hd, sOi, s);
+      head<V, R>(n, np, hd, base, base + D, base + 2 * D, sQi, out + b * sOb + h * hd, sOi, s,
+                 next);
     }
 }
 
@@ -433,10 +489,20 @@ INLINE void attentionVJP(int64_t B, int64_t n, int64_t H, int64_t hd, const T *q
   const int64_t D = H * hd;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
+      NextRows<T> next;
+      int64_t nb, nh;
+      if (nextHead(B, H, b, h, nb, nh)) {
+        next.bytes = hd * int64_t(sizeof(T));
+        for (int c = 0; c < 3; ++c) {
+          next.addRead(qkv + nb * sQb + nh * hd + c * D, sQi);
+          next.addWrite(dqkv + nb * sGb + nh * hd + c * D, sGi);
+        }
+        next.addRead(dout + nb * sDb + nh * hd, sDi);
+      }
       const T *base = qkv + b * sQb + h * hd;
       T *g = dqkv + b * sGb + h * hd;
       headVJP<V, R>(n, np, hd, base, base + D, base + 2 * D, sQi, dout + b * sDb + h * hd, sDi, g,
-                    g + D, g + 2 * D, sGi, s);
+                    g + D, g + 2 * D, sGi, s, next);
     }
 }
 
