@@ -16,9 +16,10 @@
 // transposed once into a [hd, np] scratch (8 x 8 register blocks); the
 // block's scores are an R x W register tile (each vector of kt loaded feeds
 // R multiply-adds), the softmax is per row (maximum, exp and sum in
-// vectors, their lanes reduced by halving), and the weighted sum of v rows
-// is an R x W tile of features (each vector of v feeds R rows), scaled by
-// each row's 1 / Σ as it is stored. A row attends to keys 0..i; the block
+// vectors, their lanes reduced by halving; the block's R rows side by
+// side, so that their chains of dependent steps overlap), and the weighted
+// sum of v rows is an R x W tile of features (each vector of v feeds R
+// rows), scaled by each row's 1 / Σ as it is stored. A row attends to keys 0..i; the block
 // computes keys up to its last row, rounded up to whole vectors, and the
 // softmax zeroes the rest.
 //
@@ -226,33 +227,52 @@ template <typename V> INLINE auto laneSum(V v) {
   return v[0];
 }
 
-/// Row s (scores of keys 0..len-1, len >= 1) becomes exp(s - max), zero
-/// from len to keyWidth(cols); returns 1 / its sum, by which the caller
-/// scales what it computes from the row (the forward its weighted sums, the
-/// VJP the row as it reads it).
-template <typename V, typename T> INLINE T softmaxRow(int64_t len, int64_t cols, T *s) {
+/// The R rows of a block of scores (row r of a block starting at query i0
+/// at s + r·np, keys 0..min(i0 + r, cols - 1)) become exp(s − max), zero
+/// from there to keyWidth(cols); inv[r] = 1 / each row's sum, by which the
+/// caller scales what it computes from the row (the forward its weighted
+/// sums, the VJP the row as it reads it). The R rows go side by side, each
+/// step for all of them: one row's reductions (maximum, lanes, exp, sum,
+/// lanes, division) are a chain of dependent steps, which R independent
+/// chains overlap.
+template <typename V, int R, typename T>
+INLINE void softmaxBlock(int64_t i0, int64_t cols, int64_t np, T *s, T inv[R]) {
   constexpr int W = Lanes<V>::W;
   const int64_t blocks = keyWidth<V>(cols) / W;
   V lane;
   for (int l = 0; l < W; ++l)
     lane[l] = T(l);
-  // The row maximum, W lanes at a time (keys past len masked out).
+  V len[R]; // keys past a row's token are masked out
+  for (int r = 0; r < R; ++r)
+    len[r] = V{} + T(std::min<int64_t>(i0 + r + 1, cols));
   const V lowest = V{} - std::numeric_limits<T>::max();
-  V mv = lowest;
-  for (int64_t jb = 0; jb * W < len; ++jb) {
-    V x = load<V>(s + jb * W);
-    x = lane + T(jb * W) < T(len) ? x : lowest;
-    mv = x > mv ? x : mv;
-  }
-  const T m = laneMax(mv);
-  V sum{};
+  V mv[R];
+  for (int r = 0; r < R; ++r)
+    mv[r] = lowest;
   for (int64_t jb = 0; jb < blocks; ++jb) {
-    V x = expNonPositive(load<V>(s + jb * W) - m);
-    x = lane + T(jb * W) < T(len) ? x : V{}; // keys past the row's token weigh nothing
-    sum += x;
-    store<V>(s + jb * W, x);
+    const V key = lane + T(jb * W);
+    for (int r = 0; r < R; ++r) {
+      V x = load<V>(s + r * np + jb * W);
+      x = key < len[r] ? x : lowest;
+      mv[r] = x > mv[r] ? x : mv[r];
+    }
   }
-  return T(1) / laneSum(sum);
+  V m[R], sum[R];
+  for (int r = 0; r < R; ++r) {
+    m[r] = V{} + laneMax(mv[r]);
+    sum[r] = V{};
+  }
+  for (int64_t jb = 0; jb < blocks; ++jb) {
+    const V key = lane + T(jb * W);
+    for (int r = 0; r < R; ++r) {
+      V x = expNonPositive(load<V>(s + r * np + jb * W) - m[r]);
+      x = key < len[r] ? x : V{}; // keys past the row's token weigh nothing
+      sum[r] += x;
+      store<V>(s + r * np + jb * W, x);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    inv[r] = T(1) / laneSum(sum[r]);
 }
 
 /// out[r · ldo + e] = Σ_{begin ≤ j < end} c(r, j) · rows[j · ld + e], r <
@@ -387,8 +407,7 @@ INLINE void head(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, cons
     const int64_t cols = std::min<int64_t>(n, i0 + R); // causal: keys up to the block's last row
     scoreBlock<V, R>(cols, np, hd, x, ldx, kt, scale, p);
     T inv[R]; // the rows' 1 / Σ exp, applied to the weighted sums
-    for (int r = 0; r < R; ++r)
-      inv[r] = softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, p + r * np);
+    softmaxBlock<V, R>(i0, cols, np, p, inv);
     combineBlock<V, R>(0, cols, np, hd, p, v, ld, o + i0 * ldo, ldo, valid, inv);
   }
 }
@@ -419,22 +438,28 @@ INLINE void headVJP(int64_t n, int64_t np, int64_t hd, const T *q, const T *k, c
     const int64_t width = keyWidth<V>(cols);
     scoreBlock<V, R>(cols, np, hd, x, ldx, kt, scale, p);
     scoreBlock<V, R>(cols, np, hd, g, ldgr, vt, T(1), dp);
-    for (int r = 0; r < valid; ++r) {
-      T *pr = p + r * np, *dpr = dp + r * np;
-      // P = exp(s - max) / Σ, normalized here as the dot product reads it.
-      const T inv = softmaxRow<V>(std::min<int64_t>(i0 + r + 1, cols), cols, pr);
-      // dS = P ∘ (dP − Σ_j P dP), scaled by 1/√hd for dq and dk (P is zero
-      // where a key does not count).
-      V dot{};
-      for (int64_t j = 0; j < width; j += W) {
-        V pv = load<V>(pr + j) * inv;
-        store<V>(pr + j, pv);
-        dot += pv * load<V>(dpr + j);
+    // P = exp(s - max) / Σ, normalized here as the dot product reads it;
+    // dS = P ∘ (dP − Σ_j P dP), scaled by 1/√hd for dq and dk (P is zero
+    // where a key does not count). The rows side by side, as in
+    // softmaxBlock (rows past n are computed and never read).
+    T inv[R];
+    softmaxBlock<V, R>(i0, cols, np, p, inv);
+    V dot[R];
+    for (int r = 0; r < R; ++r)
+      dot[r] = V{};
+    for (int64_t j = 0; j < width; j += W)
+      for (int r = 0; r < R; ++r) {
+        V pv = load<V>(p + r * np + j) * inv[r];
+        store<V>(p + r * np + j, pv);
+        dot[r] += pv * load<V>(dp + r * np + j);
       }
-      const T rowDot = laneSum(dot);
-      for (int64_t j = 0; j < width; j += W)
-        store<V>(dpr + j, load<V>(pr + j) * (load<V>(dpr + j) - rowDot) * scale);
-    }
+    V rowDot[R];
+    for (int r = 0; r < R; ++r)
+      rowDot[r] = V{} + laneSum(dot[r]);
+    for (int64_t j = 0; j < width; j += W)
+      for (int r = 0; r < R; ++r)
+        store<V>(dp + r * np + j,
+                 load<V>(p + r * np + j) * (load<V>(dp + r * np + j) - rowDot[r]) * scale);
     combineBlock<V, R>(0, cols, np, hd, dp, k, ld, dq + i0 * ldg, ldg, valid); // dq = dS k
   }
   // Keys j0 .. j0 + R - 1 are seen by rows i >= j0. The block of row i holds
