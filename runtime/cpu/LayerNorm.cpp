@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "Isa.h"
@@ -30,6 +31,13 @@
 namespace {
 
 #define INLINE inline __attribute__((always_inline))
+
+/// A GCC vector of E, Bytes long (a template, so that the attribute's
+/// argument is applied where E is dependent: on a plain typedef in a class
+/// template GCC drops it).
+template <typename E, int Bytes> struct VecOf {
+  typedef E V __attribute__((vector_size(Bytes)));
+};
 
 /// W values at a time through one register of the instruction set: V is a
 /// GCC vector of T.
@@ -42,11 +50,35 @@ template <typename T, int Bytes> struct Lanes {
     return v;
   }
   static INLINE void store(T *p, V v) { std::memcpy(p, &v, sizeof v); }
+  /// The lanes' total in double, by halving (log2 steps instead of a chain
+  /// of W dependent adds, which was most of a row's time: a row has four
+  /// such totals in the VJP, two of them one after the other).
   static INLINE double sum(V v) {
-    double s = 0;
-    for (int l = 0; l < W; ++l)
-      s += double(v[l]);
-    return s;
+    if constexpr (std::is_same_v<T, double>)
+      return halve(v);
+    else
+      return halve(widen(v, std::make_index_sequence<W / 2>{}));
+  }
+
+private:
+  using D = typename VecOf<double, Bytes>::V;
+  /// f32 lanes 0..W/2-1 plus lanes W/2..W-1, in double.
+  template <size_t... I> static INLINE D widen(V v, std::index_sequence<I...>) {
+    using H = typename VecOf<T, Bytes / 2>::V;
+    H lo = __builtin_shufflevector(v, v, I...), hi = __builtin_shufflevector(v, v, (I + W / 2)...);
+    return __builtin_convertvector(lo, D) + __builtin_convertvector(hi, D);
+  }
+  /// Σ of a double vector's lanes: each step adds the lanes `half` apart.
+  static INLINE double halve(D d) {
+    constexpr int N = sizeof(D) / sizeof(double);
+    using I = typename VecOf<int64_t, Bytes>::V;
+    for (int half = N / 2; half >= 1; half /= 2) {
+      I mask;
+      for (int l = 0; l < N; ++l)
+        mask[l] = l ^ half;
+      d += __builtin_shuffle(d, mask);
+    }
+    return d[0];
   }
 };
 
