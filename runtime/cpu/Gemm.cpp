@@ -280,6 +280,16 @@ typedef double f64x2 __attribute__((vector_size(16)));
 #define AVX2 __attribute__((target("avx2,fma")))
 #define PLAIN
 
+/// DEF(PREFIX<variant>, T, V, ATTR) for each precision and instruction set:
+/// the kernels whose variants differ in nothing but these.
+#define UNROLL_FOR_EACH_VARIANT(DEF, PREFIX)                                                       \
+  DEF(PREFIX##F32Avx512, float, f32x16, AVX512)                                                    \
+  DEF(PREFIX##F32Avx2, float, f32x8, AVX2)                                                         \
+  DEF(PREFIX##F32Plain, float, f32x4, PLAIN)                                                       \
+  DEF(PREFIX##F64Avx512, double, f64x8, AVX512)                                                    \
+  DEF(PREFIX##F64Avx2, double, f64x4, AVX2)                                                        \
+  DEF(PREFIX##F64Plain, double, f64x2, PLAIN)
+
 UNROLL_TILE(tileF32Avx512, float, f32x16, 16, 8, AVX512)
 UNROLL_TILE(tileF32Avx2, float, f32x8, 8, 6, AVX2)
 UNROLL_TILE(tileF32Plain, float, f32x4, 4, 4, PLAIN)
@@ -478,12 +488,7 @@ DRIVER void thinProduct(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm
                  const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool add) { \
     thinProduct<V>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, add);                           \
   }
-UNROLL_THIN(thinF32Avx512, float, f32x16, AVX512)
-UNROLL_THIN(thinF32Avx2, float, f32x8, AVX2)
-UNROLL_THIN(thinF32Plain, float, f32x4, PLAIN)
-UNROLL_THIN(thinF64Avx512, double, f64x8, AVX512)
-UNROLL_THIN(thinF64Avx2, double, f64x4, AVX2)
-UNROLL_THIN(thinF64Plain, double, f64x2, PLAIN)
+UNROLL_FOR_EACH_VARIANT(UNROLL_THIN, thin)
 
 /// The epilogue of unroll_gemm_ex on rows [0, rows) x columns [0, cols) of
 /// a finished block of C (and D at C's strides): C += bias, then C += D, D =
@@ -576,12 +581,7 @@ using EpilogueFn = void (*)(int64_t, int64_t, T *, int64_t, int64_t, int64_t, co
                  const T *bias, T *D) {                                                            \
     epilogueBlock<V, T>(rows, cols, C, sCm, sCn, flags, bias, D);                                  \
   }
-UNROLL_EPILOGUE(epiF32Avx512, float, f32x16, AVX512)
-UNROLL_EPILOGUE(epiF32Avx2, float, f32x8, AVX2)
-UNROLL_EPILOGUE(epiF32Plain, float, f32x4, PLAIN)
-UNROLL_EPILOGUE(epiF64Avx512, double, f64x8, AVX512)
-UNROLL_EPILOGUE(epiF64Avx2, double, f64x4, AVX2)
-UNROLL_EPILOGUE(epiF64Plain, double, f64x2, PLAIN)
+UNROLL_FOR_EACH_VARIANT(UNROLL_EPILOGUE, epi)
 
 /// What unroll_gemm_ex adds to a product: its flags, vectors and the
 /// instruction set's epilogue (flags 0: none).
