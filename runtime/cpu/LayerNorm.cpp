@@ -190,19 +190,17 @@ INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sX
       }
       const T m1 = T(t1) * invF, m2 = T(t2) * invF;
       f = 0;
-      // ĝ as stored: a product formed again here could round (or fuse)
-      // otherwise, which rstd amplifies where a row's variance is ~0.
-      for (; f + W <= F; f += W)
-        L::store(dxr + f, (L::load(ghat.data() + f) - m1 - L::load(xhat.data() + f) * m2) * rstd);
-      for (; f < F; ++f)
-        dxr[f] = (ghat[f] - m1 - xhat[f] * m2) * rstd;
-      f = 0;
+      // dx, and the token sums of dg and db, in one pass. ĝ as stored: a
+      // product formed again here could round (or fuse) otherwise, which
+      // rstd amplifies where a row's variance is ~0.
       for (; f + W <= F; f += W) {
-        V d = L::load(dyr + f);
-        L::store(dgPart.data() + f, L::load(dgPart.data() + f) + d * L::load(xhat.data() + f));
+        V xh = L::load(xhat.data() + f), d = L::load(dyr + f);
+        L::store(dxr + f, (L::load(ghat.data() + f) - m1 - xh * m2) * rstd);
+        L::store(dgPart.data() + f, L::load(dgPart.data() + f) + d * xh);
         L::store(dbPart.data() + f, L::load(dbPart.data() + f) + d);
       }
       for (; f < F; ++f) {
+        dxr[f] = (ghat[f] - m1 - xhat[f] * m2) * rstd;
         dgPart[f] += dyr[f] * xhat[f];
         dbPart[f] += dyr[f];
       }
