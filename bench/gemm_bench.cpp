@@ -19,6 +19,9 @@
 //                                        median time of the attention kernel
 //                                        and of its VJP (f32), and GFLOP/s
 //                                        counting the causal products only
+//   unroll-gemm-bench --time-layer-norm B n F [--repeats R]
+//                                        median times of the layer norm and
+//                                        its VJP (f32, B x n rows of F)
 //   unroll-gemm-bench M N K [--ta] [--tb] [--repeats R] [--threads T]
 //                                        GFLOP/s of C += A·B (f32), the
 //                                        machine's measured peak for the
@@ -557,6 +560,20 @@ int checkLayerNorm() {
   return ok ? 0 : 1;
 }
 
+/// The median wall time of `repeats` calls of fn, after one to warm up.
+template <typename Fn> double medianSeconds(int64_t repeats, Fn fn) {
+  std::vector<double> secs;
+  for (int64_t r = 0; r <= repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0)
+      secs.push_back(s); // the first run warms up
+  }
+  std::sort(secs.begin(), secs.end());
+  return secs[secs.size() / 2];
+}
+
 /// --time-attention: the f32 kernels at one size (qkv and out dense).
 int timeAttention(int argc, char **argv) {
   if (argc < 6) {
@@ -573,21 +590,9 @@ int timeAttention(int argc, char **argv) {
     x = g(rng);
   for (float &x : dout)
     x = g(rng);
-  auto median = [&](auto fn) {
-    std::vector<double> secs;
-    for (int64_t r = 0; r <= repeats; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      fn();
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (r > 0)
-        secs.push_back(s); // the first run warms up
-    }
-    std::sort(secs.begin(), secs.end());
-    return secs[secs.size() / 2];
-  };
-  double fwd = median(
-      [&] { unroll_attention_f32(B, n, H, hd, qkv.data(), sQb, sQi, out.data(), sOb, sOi); });
-  double vjp = median([&] {
+  double fwd = medianSeconds(
+      repeats, [&] { unroll_attention_f32(B, n, H, hd, qkv.data(), sQb, sQi, out.data(), sOb, sOi); });
+  double vjp = medianSeconds(repeats, [&] {
     unroll_attention_vjp_f32(B, n, H, hd, qkv.data(), sQb, sQi, dout.data(), sOb, sOi, grad.data(),
                              sQb, sQi);
   });
@@ -598,6 +603,38 @@ int timeAttention(int argc, char **argv) {
          "\"forward_gflops\": %.2f, \"vjp_s\": %.6g, \"vjp_gflops\": %.2f}\n",
          (long long)B, (long long)n, (long long)H, (long long)hd, fwd, 4 * macs / fwd / 1e9, vjp,
          10 * macs / vjp / 1e9);
+  return 0;
+}
+
+/// --time-layer-norm: the f32 layer norm and its VJP over B x n rows of F
+/// (dense), as the paper config calls them (64 x 82 x 256).
+int timeLayerNorm(int argc, char **argv) {
+  if (argc < 5) {
+    fprintf(stderr, "usage: unroll-gemm-bench --time-layer-norm B n F [--repeats R]\n");
+    return 2;
+  }
+  int64_t B = atoll(argv[2]), n = atoll(argv[3]), F = atoll(argv[4]);
+  int64_t repeats = argc >= 7 && !strcmp(argv[5], "--repeats") ? atoll(argv[6]) : 20;
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> x(B * n * F), dy(x.size()), y(x.size()), dx(x.size()), gain(F), bias(F),
+      dgain(F), dbias(F);
+  for (auto *v : {&x, &dy, &gain, &bias})
+    for (float &e : *v)
+      e = g(rng);
+  double eps = 1e-5;
+  int64_t epsBits;
+  memcpy(&epsBits, &eps, sizeof eps);
+  double fwd = medianSeconds(repeats, [&] {
+    unroll_layer_norm_f32(B, n, F, x.data(), n * F, F, gain.data(), bias.data(), y.data(), n * F,
+                          F, epsBits);
+  });
+  double vjp = medianSeconds(repeats, [&] {
+    unroll_layer_norm_vjp_f32(B, n, F, x.data(), n * F, F, gain.data(), dy.data(), n * F, F,
+                              dx.data(), n * F, F, dgain.data(), dbias.data(), epsBits);
+  });
+  printf("{\"B\": %lld, \"n\": %lld, \"F\": %lld, \"forward_s\": %.6g, \"vjp_s\": %.6g}\n",
+         (long long)B, (long long)n, (long long)F, fwd, vjp);
   return 0;
 }
 
@@ -615,6 +652,8 @@ const char *const kUsage =
     "  --time-attention B n H hd [--repeats R]\n"
     "                                    median time and GFLOP/s of the f32 attention\n"
     "                                    kernel and its VJP\n"
+    "  --time-layer-norm B n F [--repeats R]\n"
+    "                                    median times of the f32 layer norm and its VJP\n"
     "  M N K [--ta] [--tb] [--repeats R] [--threads T] [--bf16]\n"
     "                                    GFLOP/s of C += A B (f32; --bf16: bf16 operands):\n"
     "                                    the machine's peak for bench/run.sh's share-of-peak\n"
@@ -628,6 +667,8 @@ int main(int argc, char **argv) {
   }
   if (argc >= 2 && !strcmp(argv[1], "--check-layer-norm"))
     return checkLayerNorm();
+  if (argc >= 2 && !strcmp(argv[1], "--time-layer-norm"))
+    return timeLayerNorm(argc, argv);
   if (argc >= 2 && !strcmp(argv[1], "--time-attention"))
     return timeAttention(argc, argv);
   if (argc >= 2 && !strcmp(argv[1], "--check-bf16"))
