@@ -67,9 +67,7 @@ namespace {
 // baseline, so that every V is one register. (A 64-byte vector on AVX2 is
 // two registers that GCC moves through the stack: measured 4 GFLOP/s.)
 // Memory is touched with unaligned loads and stores.
-template <typename T, int Bytes> struct VecOf {
-  typedef T V __attribute__((vector_size(Bytes)));
-};
+using unroll::cpu::VecOf;
 typedef VecOf<float, 64>::V f32x16;
 typedef VecOf<float, 32>::V f32x8;
 typedef VecOf<float, 16>::V f32x4;
@@ -77,10 +75,7 @@ typedef VecOf<double, 64>::V f64x8;
 typedef VecOf<double, 32>::V f64x4;
 typedef VecOf<double, 16>::V f64x2;
 
-template <typename V> struct Lanes {
-  using T = std::remove_reference_t<decltype(V{}[0])>;
-  static constexpr int W = sizeof(V) / sizeof(T);
-};
+template <typename V> using Lanes = unroll::cpu::LanesOf<V>;
 
 template <typename V, typename T> INLINE V load(const T *p) {
   V v;
@@ -195,37 +190,8 @@ INLINE void scoreBlock(int64_t cols, int64_t np, int64_t hd, const T *x, int64_t
     scoreTile<V, R, 1>(j0, np, hd, x, ldx, kt, scale, s);
 }
 
-/// The maximum and the sum of a vector's lanes, by halving (log2 W
-/// dependent steps instead of W - 1; rows are short, and these reductions
-/// were a large share of the softmax).
-template <int LaneBytes, int Bytes> struct IndexVec;
-template <int Bytes> struct IndexVec<4, Bytes> {
-  typedef int32_t I __attribute__((vector_size(Bytes)));
-};
-template <int Bytes> struct IndexVec<8, Bytes> {
-  typedef int64_t I __attribute__((vector_size(Bytes)));
-};
-/// v with lane l taken from lane l ^ half.
-template <typename V, size_t... L>
-INLINE V swapHalves(V v, int half, std::index_sequence<L...>) {
-  using T = typename Lanes<V>::T;
-  using I = typename IndexVec<sizeof(T), sizeof(V)>::I;
-  return __builtin_shuffle(v, I{decltype(I{}[0])(L ^ half)...});
-}
-template <typename V> INLINE auto laneMax(V v) {
-  constexpr int W = Lanes<V>::W;
-  for (int half = W / 2; half >= 1; half /= 2) {
-    V o = swapHalves(v, half, std::make_index_sequence<W>{});
-    v = o > v ? o : v;
-  }
-  return v[0];
-}
-template <typename V> INLINE auto laneSum(V v) {
-  constexpr int W = Lanes<V>::W;
-  for (int half = W / 2; half >= 1; half /= 2)
-    v += swapHalves(v, half, std::make_index_sequence<W>{});
-  return v[0];
-}
+using unroll::cpu::laneMax;
+using unroll::cpu::laneSum;
 
 /// The R rows of a block of scores (row r of a block starting at query i0
 /// at s + r·np, keys 0..min(i0 + r, cols - 1)) become exp(s − max), zero

@@ -26,18 +26,14 @@
 #include <vector>
 
 #include "Isa.h"
+#include "VecMath.h"
 #include "unroll/runtime/CpuKernels.h"
 
 namespace {
 
 #define INLINE inline __attribute__((always_inline))
 
-/// A GCC vector of E, Bytes long (a template, so that the attribute's
-/// argument is applied where E is dependent: on a plain typedef in a class
-/// template GCC drops it).
-template <typename E, int Bytes> struct VecOf {
-  typedef E V __attribute__((vector_size(Bytes)));
-};
+using unroll::cpu::VecOf;
 
 /// W values at a time through one register of the instruction set: V is a
 /// GCC vector of T.
@@ -55,9 +51,9 @@ template <typename T, int Bytes> struct Lanes {
   /// such totals in the VJP, two of them one after the other).
   static INLINE double sum(V v) {
     if constexpr (std::is_same_v<T, double>)
-      return halve(v);
+      return unroll::cpu::laneSum(v);
     else
-      return halve(widen(v, std::make_index_sequence<W / 2>{}));
+      return unroll::cpu::laneSum(widen(v, std::make_index_sequence<W / 2>{}));
   }
 
 private:
@@ -67,18 +63,6 @@ private:
     using H = typename VecOf<T, Bytes / 2>::V;
     H lo = __builtin_shufflevector(v, v, I...), hi = __builtin_shufflevector(v, v, (I + W / 2)...);
     return __builtin_convertvector(lo, D) + __builtin_convertvector(hi, D);
-  }
-  /// Σ of a double vector's lanes: each step adds the lanes `half` apart.
-  static INLINE double halve(D d) {
-    constexpr int N = sizeof(D) / sizeof(double);
-    using I = typename VecOf<int64_t, Bytes>::V;
-    for (int half = N / 2; half >= 1; half /= 2) {
-      I mask;
-      for (int l = 0; l < N; ++l)
-        mask[l] = l ^ half;
-      d += __builtin_shuffle(d, mask);
-    }
-    return d[0];
   }
 };
 

@@ -1,8 +1,9 @@
 //===- VecMath.h - exp, GELU and a transpose on vectors for CPU kernels ---===//
 //
 // Internal to libunroll_cpu_kernels.a (Attention.cpp, Gemm.cpp): the
-// transcendental functions the kernels apply to whole vectors, and the 8 x 8
-// transpose of f32 rows that both use to change a matrix's layout. V is a GCC
+// transcendental functions the kernels apply to whole vectors, the lane
+// reductions (Attention.cpp, LayerNorm.cpp) and the 8 x 8 transpose of f32
+// rows that Attention.cpp and Gemm.cpp use to change a matrix's layout. V is a GCC
 // vector of float or double (one register of the instruction set the
 // calling function is compiled for). f32 uses polynomials (vectorized);
 // f64 calls libm lane by lane (f64 models are small test models).
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include <immintrin.h>
 
@@ -26,6 +28,45 @@ template <typename V> struct LanesOf {
   using T = std::remove_reference_t<decltype(V{}[0])>;
   static constexpr int W = sizeof(V) / sizeof(T);
 };
+
+/// A GCC vector of E, Bytes long. (A template, so that the attribute's
+/// argument is applied where E is dependent: on a plain typedef in a class
+/// template GCC drops it.)
+template <typename E, int Bytes> struct VecOf {
+  typedef E V __attribute__((vector_size(Bytes)));
+};
+
+/// The maximum and the sum of a vector's lanes, by halving: log2 W
+/// dependent steps instead of W - 1 (the reductions of short rows, where
+/// such chains were a large share of the work).
+template <int LaneBytes, int Bytes> struct IndexVec;
+template <int Bytes> struct IndexVec<4, Bytes> {
+  typedef int32_t I __attribute__((vector_size(Bytes)));
+};
+template <int Bytes> struct IndexVec<8, Bytes> {
+  typedef int64_t I __attribute__((vector_size(Bytes)));
+};
+/// v with lane l taken from lane l ^ half.
+template <typename V, size_t... L>
+UNROLL_VEC_INLINE V swapHalves(V v, int half, std::index_sequence<L...>) {
+  using T = typename LanesOf<V>::T;
+  using I = typename IndexVec<sizeof(T), sizeof(V)>::I;
+  return __builtin_shuffle(v, I{decltype(I{}[0])(L ^ half)...});
+}
+template <typename V> UNROLL_VEC_INLINE auto laneMax(V v) {
+  constexpr int W = LanesOf<V>::W;
+  for (int half = W / 2; half >= 1; half /= 2) {
+    V o = swapHalves(v, half, std::make_index_sequence<W>{});
+    v = o > v ? o : v;
+  }
+  return v[0];
+}
+template <typename V> UNROLL_VEC_INLINE auto laneSum(V v) {
+  constexpr int W = LanesOf<V>::W;
+  for (int half = W / 2; half >= 1; half /= 2)
+    v += swapHalves(v, half, std::make_index_sequence<W>{});
+  return v[0];
+}
 
 /// exp of every lane, x <= 0. f32: range reduction x = t ln2 + f,
 /// |f| <= ln2/2, and Cephes' degree-6 polynomial (relative error ~2e-7).
