@@ -21,7 +21,8 @@
 //                                        counting the causal products only
 //   unroll-gemm-bench --time-layer-norm B n F [--repeats R]
 //                                        median times of the layer norm and
-//                                        its VJP (f32, B x n rows of F)
+//                                        its VJP without and with an addend
+//                                        (f32, B x n rows of F)
 //   unroll-gemm-bench M N K [--ta] [--tb] [--repeats R] [--threads T]
 //                                        GFLOP/s of C += A·B (f32), the
 //                                        machine's measured peak for the
@@ -418,11 +419,13 @@ int checkAttention() {
 }
 
 /// A random layer-norm case: x [B, n, F] and dy with padded batch and token
-/// strides, gain and bias.
+/// strides, gain and bias; in half the cases an addend for dx (the VJP's
+/// `add`, with token strides of its own).
 template <typename T> struct NormCase {
-  int64_t B, n, F, sXb, sXi, sDb, sDi;
+  int64_t B, n, F, sXb, sXi, sDb, sDi, sAb, sAi;
   double eps;
-  std::vector<T> x, dy, g, bias;
+  bool withAdd;
+  std::vector<T> x, dy, g, bias, add;
   explicit NormCase(std::mt19937_64 &rng) {
     std::uniform_int_distribution<int64_t> pick(0, 1 << 20);
     const int64_t fs[] = {1, 3, 8, 16, 17, 64, 100, 256};
@@ -430,9 +433,11 @@ template <typename T> struct NormCase {
     sXi = F + pick(rng) % 3, sXb = n * sXi + pick(rng) % 5;
     sDi = F + pick(rng) % 2, sDb = n * sDi;
     eps = pick(rng) % 2 ? 1e-5 : 1e-3;
+    withAdd = pick(rng) % 2;
+    sAi = F + pick(rng) % 4, sAb = n * sAi + pick(rng) % 3;
     std::normal_distribution<double> gd(0.5, 2);
-    x.resize(B * sXb), dy.resize(B * sDb), g.resize(F), bias.resize(F);
-    for (auto *v : {&x, &dy, &g, &bias})
+    x.resize(B * sXb), dy.resize(B * sDb), g.resize(F), bias.resize(F), add.resize(B * sAb);
+    for (auto *v : {&x, &dy, &g, &bias, &add})
       for (T &e : *v)
         e = T(gd(rng));
   }
@@ -452,12 +457,13 @@ template <typename T> struct NormCase {
   }
   void vjp(std::vector<T> &dx, std::vector<T> &dg, std::vector<T> &db) const {
     dx.assign(B * n * F, T(0)), dg.assign(F, T(7)), db.assign(F, T(7)); // overwritten
+    const T *a = withAdd ? add.data() : nullptr;
     if constexpr (sizeof(T) == 4)
-      unroll_layer_norm_vjp_f32(B, n, F, x.data(), sXb, sXi, g.data(), dy.data(), sDb, sDi,
-                                dx.data(), n * F, F, dg.data(), db.data(), bits());
+      unroll_layer_norm_vjp_f32(B, n, F, x.data(), sXb, sXi, g.data(), dy.data(), sDb, sDi, a,
+                                sAb, sAi, dx.data(), n * F, F, dg.data(), db.data(), bits());
     else
-      unroll_layer_norm_vjp_f64(B, n, F, x.data(), sXb, sXi, g.data(), dy.data(), sDb, sDi,
-                                dx.data(), n * F, F, dg.data(), db.data(), bits());
+      unroll_layer_norm_vjp_f64(B, n, F, x.data(), sXb, sXi, g.data(), dy.data(), sDb, sDi, a,
+                                sAb, sAi, dx.data(), n * F, F, dg.data(), db.data(), bits());
   }
 };
 
@@ -492,7 +498,8 @@ template <typename T> std::pair<double, double> checkNormOne(std::mt19937_64 &rn
         rdb[f] += dyr[f];
       }
       for (int64_t f = 0; f < c.F; ++f) {
-        double want = r * (double(dyr[f]) * c.g[f] - m1 - xh[f] * m2);
+        double want = r * (double(dyr[f]) * c.g[f] - m1 - xh[f] * m2) +
+                      (c.withAdd ? double(c.add[b * c.sAb + i * c.sAi + f]) : 0.0);
         ev = std::max(ev, std::abs(want - double(dx[(b * c.n + i) * c.F + f])));
         sv = std::max(sv, std::abs(want));
       }
@@ -508,6 +515,7 @@ template <typename T> std::pair<double, double> checkNormOne(std::mt19937_64 &rn
 /// <layerNorm(x, g, b), dy> along random directions.
 double checkNormDirection(std::mt19937_64 &rng) {
   NormCase<double> c(rng);
+  c.withAdd = false; // dx is then the derivative alone
   std::normal_distribution<double> gd(0, 1);
   std::vector<double> dx, dg, db, y;
   c.vjp(dx, dg, db);
@@ -631,10 +639,18 @@ int timeLayerNorm(int argc, char **argv) {
   });
   double vjp = medianSeconds(repeats, [&] {
     unroll_layer_norm_vjp_f32(B, n, F, x.data(), n * F, F, gain.data(), dy.data(), n * F, F,
-                              dx.data(), n * F, F, dgain.data(), dbias.data(), epsBits);
+                              nullptr, 0, 0, dx.data(), n * F, F, dgain.data(), dbias.data(),
+                              epsBits);
   });
-  printf("{\"B\": %lld, \"n\": %lld, \"F\": %lld, \"forward_s\": %.6g, \"vjp_s\": %.6g}\n",
-         (long long)B, (long long)n, (long long)F, fwd, vjp);
+  // With an addend (a residual branch's cotangent; y's values here).
+  double vjpAdd = medianSeconds(repeats, [&] {
+    unroll_layer_norm_vjp_f32(B, n, F, x.data(), n * F, F, gain.data(), dy.data(), n * F, F,
+                              y.data(), n * F, F, dx.data(), n * F, F, dgain.data(), dbias.data(),
+                              epsBits);
+  });
+  printf("{\"B\": %lld, \"n\": %lld, \"F\": %lld, \"forward_s\": %.6g, \"vjp_s\": %.6g, "
+         "\"vjp_addend_s\": %.6g}\n",
+         (long long)B, (long long)n, (long long)F, fwd, vjp, vjpAdd);
   return 0;
 }
 
@@ -654,6 +670,7 @@ const char *const kUsage =
     "                                    kernel and its VJP\n"
     "  --time-layer-norm B n F [--repeats R]\n"
     "                                    median times of the f32 layer norm and its VJP\n"
+    "                                    (without and with an addend for dx)\n"
     "  M N K [--ta] [--tb] [--repeats R] [--threads T] [--bf16]\n"
     "                                    GFLOP/s of C += A B (f32; --bf16: bf16 operands):\n"
     "                                    the machine's peak for bench/run.sh's share-of-peak\n"

@@ -121,8 +121,9 @@ INLINE void layerNorm(int64_t B, int64_t n, int64_t F, const T *x, int64_t sXb, 
 
 template <typename T, int Bytes>
 INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sXb, int64_t sXi,
-                         const T *g, const T *dy, int64_t sDb, int64_t sDi, T *dx, int64_t sGb,
-                         int64_t sGi, T *dg, T *db, int64_t epsBits) {
+                         const T *g, const T *dy, int64_t sDb, int64_t sDi, const T *add,
+                         int64_t sAb, int64_t sAi, T *dx, int64_t sGb, int64_t sGi, T *dg, T *db,
+                         int64_t epsBits) {
   using L = Lanes<T, Bytes>;
   using V = typename L::V;
   constexpr int W = L::W;
@@ -152,6 +153,7 @@ INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sX
     for (int64_t i = 0; i < n; ++i) {
       const T *xr = x + b * sXb + i * sXi, *dyr = dy + b * sDb + i * sDi;
       T *dxr = dx + b * sGb + i * sGi;
+      const T *ar = add ? add + b * sAb + i * sAi : nullptr;
       T mean, rstd;
       moments<T, Bytes>(F, xr, eps, mean, rstd);
       // x̂, Σ ĝ and Σ ĝ x̂ (ĝ = dy g), and the token sums of dg and db.
@@ -174,20 +176,32 @@ INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sX
       }
       const T m1 = T(t1) * invF, m2 = T(t2) * invF;
       f = 0;
-      // dx, and the token sums of dg and db, in one pass. ĝ as stored: a
-      // product formed again here could round (or fuse) otherwise, which
-      // rstd amplifies where a row's variance is ~0.
-      for (; f + W <= F; f += W) {
-        V xh = L::load(xhat.data() + f), d = L::load(dyr + f);
-        L::store(dxr + f, (L::load(ghat.data() + f) - m1 - xh * m2) * rstd);
-        L::store(dgPart.data() + f, L::load(dgPart.data() + f) + d * xh);
-        L::store(dbPart.data() + f, L::load(dbPart.data() + f) + d);
-      }
-      for (; f < F; ++f) {
-        dxr[f] = (ghat[f] - m1 - xhat[f] * m2) * rstd;
-        dgPart[f] += dyr[f] * xhat[f];
-        dbPart[f] += dyr[f];
-      }
+      // dx (plus the addend), and the token sums of dg and db, in one pass.
+      // ĝ as stored: a product formed again here could round (or fuse)
+      // otherwise, which rstd amplifies where a row's variance is ~0.
+      auto rows = [&](auto withAdd) __attribute__((always_inline)) {
+        for (; f + W <= F; f += W) {
+          V xh = L::load(xhat.data() + f), d = L::load(dyr + f);
+          V v = (L::load(ghat.data() + f) - m1 - xh * m2) * rstd;
+          if constexpr (decltype(withAdd)::value)
+            v += L::load(ar + f);
+          L::store(dxr + f, v);
+          L::store(dgPart.data() + f, L::load(dgPart.data() + f) + d * xh);
+          L::store(dbPart.data() + f, L::load(dbPart.data() + f) + d);
+        }
+        for (; f < F; ++f) {
+          T v = (ghat[f] - m1 - xhat[f] * m2) * rstd;
+          if constexpr (decltype(withAdd)::value)
+            v += ar[f];
+          dxr[f] = v;
+          dgPart[f] += dyr[f] * xhat[f];
+          dbPart[f] += dyr[f];
+        }
+      };
+      if (ar)
+        rows(std::true_type{});
+      else
+        rows(std::false_type{});
       if (++pending == kChunk)
         flush();
     }
@@ -204,8 +218,9 @@ INLINE void layerNormVJP(int64_t B, int64_t n, int64_t F, const T *x, int64_t sX
 #define PASS B, n, F, x, sXb, sXi, g, bias, y, sYb, sYi, epsBits
 #define VJP_ARGS(T)                                                                                \
   int64_t B, int64_t n, int64_t F, const T *x, int64_t sXb, int64_t sXi, const T *g, const T *dy,  \
-      int64_t sDb, int64_t sDi, T *dx, int64_t sGb, int64_t sGi, T *dg, T *db, int64_t epsBits
-#define VJP_PASS B, n, F, x, sXb, sXi, g, dy, sDb, sDi, dx, sGb, sGi, dg, db, epsBits
+      int64_t sDb, int64_t sDi, const T *add, int64_t sAb, int64_t sAi, T *dx, int64_t sGb,        \
+      int64_t sGi, T *dg, T *db, int64_t epsBits
+#define VJP_PASS B, n, F, x, sXb, sXi, g, dy, sDb, sDi, add, sAb, sAi, dx, sGb, sGi, dg, db, epsBits
 
 UNROLL_AVX512 void lnF32Avx512(ARGS(float)) { layerNorm<float, 64>(PASS); }
 UNROLL_AVX2 void lnF32Avx2(ARGS(float)) { layerNorm<float, 32>(PASS); }

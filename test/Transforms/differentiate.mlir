@@ -15,8 +15,9 @@
 // CHECK-NEXT: %[[DA:.*]], %[[DW:.*]], %[[DB:.*]] = unroll.linear_vjp %[[A]], %[[W]], %[[DG]] :
 // CHECK-NEXT: unroll.accumulate_grad %[[W]], %[[DW]] : tensor<4x4xf64>
 // CHECK-NEXT: unroll.accumulate_grad %[[WB]], %[[DB]] : tensor<4xf64>
-// CHECK-NEXT: %[[DX:.*]], %[[DGAIN:.*]], %[[DBIAS:.*]] = unroll.layer_norm_vjp %[[X]], %[[G]], %[[DA]]
-// CHECK-NEXT: %[[SUM:.*]] = unroll.add %[[DY]], %[[DX]] :
+// The residual's cotangent DY is summed into the layer norm's dx by its VJP
+// (`plus`), not by a separate unroll.add.
+// CHECK-NEXT: %[[SUM:.*]], %[[DGAIN:.*]], %[[DBIAS:.*]] = unroll.layer_norm_vjp %[[X]], %[[G]], %[[DA]] plus %[[DY]] :
 // CHECK-NEXT: unroll.accumulate_grad %[[G]], %[[DGAIN]]
 // CHECK-NEXT: unroll.accumulate_grad %[[B]], %[[DBIAS]]
 // CHECK-NEXT: %[[DT:.*]] = unroll.position_embed_vjp %[[SUM]], %[[WPE]]

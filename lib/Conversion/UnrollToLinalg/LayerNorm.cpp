@@ -62,8 +62,9 @@ struct LayerNormKernels : TokenEmitter {
                    });
   }
 
-  /// dx = rstd (ĝ − mean(ĝ) − x̂ mean(ĝ x̂)), ĝ = dy·g; dg = Σ dy x̂; db = Σ dy.
-  std::array<Value, 3> layerNormVJP(Value x, Value g, Value dy, double eps) {
+  /// dx = rstd (ĝ − mean(ĝ) − x̂ mean(ĝ x̂)) (+ addend), ĝ = dy·g;
+  /// dg = Σ dy x̂; db = Σ dy.
+  std::array<Value, 3> layerNormVJP(Value x, Value g, Value dy, Value addend, double eps) {
     int64_t f = cast<RankedTensorType>(x.getType()).getDimSize(2);
     auto [mean, rstd] = moments(x, f, eps);
     auto m0 = [&] { return zeros2(x); };
@@ -81,13 +82,20 @@ struct LayerNormKernels : TokenEmitter {
     Value s1 = generic({gh}, {id(3)}, m0(), tok, iters("ppr"), sum);
     Value s2 = generic({gh, xhat}, {id(3), id(3)}, m0(), tok, iters("ppr"), fma);
     Value invF = cst(1.0 / f);
-    Value dx = generic({gh, xhat, s1, s2, rstd}, {id(3), id(3), tok, tok, tok}, z3(), id(3),
-                       iters("ppp"), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    SmallVector<Value> ins{gh, xhat, s1, s2, rstd};
+    SmallVector<AffineMap> maps{id(3), id(3), tok, tok, tok};
+    if (addend) {
+      ins.push_back(addend);
+      maps.push_back(id(3));
+    }
+    Value dx = generic(ins, maps, z3(), id(3), iters("ppp"),
+                       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                          Value m1 = nb.create<arith::MulFOp>(l, a[2], invF);
                          Value m2 = nb.create<arith::MulFOp>(l, a[3], invF);
                          Value v = nb.create<arith::SubFOp>(l, a[0], m1);
                          v = nb.create<arith::SubFOp>(l, v, nb.create<arith::MulFOp>(l, a[1], m2));
-                         return nb.create<arith::MulFOp>(l, v, a[4]);
+                         v = nb.create<arith::MulFOp>(l, v, a[4]);
+                         return addend ? nb.create<arith::AddFOp>(l, v, a[5]).getResult() : v;
                        });
     // Reductions over tokens: loops (b, i, f), f innermost.
     auto f0 = [&] { return full(tensorTy({f}), {}, 0.0); };
@@ -99,10 +107,10 @@ struct LayerNormKernels : TokenEmitter {
 
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
 
-/// LayerNorm (dy null: y) or its VJP (dx, dgain, dbias) as one call of the
-/// CPU row kernels.
+/// LayerNorm (dy null: y) or its VJP (dx plus the addend if any, dgain,
+/// dbias) as one call of the CPU row kernels.
 SmallVector<Value> cpuLayerNorm(OpBuilder &b, Location loc, Operation *op, Value x, Value g,
-                                Value bias, Value dy, double eps) {
+                                Value bias, Value dy, Value addend, double eps) {
   Type el = elementOf(x);
   int64_t f = cast<RankedTensorType>(x.getType()).getDimSize(2);
   TokenEmitter nn(b, loc, el);
@@ -115,6 +123,13 @@ SmallVector<Value> cpuLayerNorm(OpBuilder &b, Location loc, Operation *op, Value
   c.input(g);
   if (dy) {
     c.input(dy);
+    if (addend) {
+      c.input(addend);
+    } else {
+      c.push(int64_t(0)); // no addend: a null address and its two strides
+      c.push(int64_t(0));
+      c.push(int64_t(0));
+    }
     c.output({kDyn, kDyn, f}, ValueRange{bsz, n});
     c.output({f}, ValueRange{}, /*strides=*/false);
     c.output({f}, ValueRange{}, /*strides=*/false);
@@ -138,7 +153,7 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     LayerNormKernels k(rewriter, op.getLoc(), elementOf(op.getX()));
     double eps = op.getEps().convertToDouble();
     Value y = cpuKernels ? cpuLayerNorm(rewriter, op.getLoc(), op, a.getX(), a.getGain(),
-                                        a.getBias(), Value(), eps)[0]
+                                        a.getBias(), Value(), Value(), eps)[0]
                          : k.layerNorm(a.getX(), a.getGain(), a.getBias(), eps);
     rewriter.replaceOp(op, k.castTo(y, op.getType()));
     return success();
@@ -155,9 +170,10 @@ struct LayerNormVJPLowering : OpConversionPattern<LayerNormVJPOp> {
     double eps = op.getEps().convertToDouble();
     SmallVector<Value> r;
     if (cpuKernels) {
-      r = cpuLayerNorm(rewriter, op.getLoc(), op, a.getX(), a.getGain(), Value(), a.getDy(), eps);
+      r = cpuLayerNorm(rewriter, op.getLoc(), op, a.getX(), a.getGain(), Value(), a.getDy(),
+                       a.getAddend(), eps);
     } else {
-      auto v = k.layerNormVJP(a.getX(), a.getGain(), a.getDy(), eps);
+      auto v = k.layerNormVJP(a.getX(), a.getGain(), a.getDy(), a.getAddend(), eps);
       r.assign(v.begin(), v.end());
     }
     rewriter.replaceOp(op, {k.castTo(r[0], op.getDx().getType()),

@@ -214,3 +214,13 @@ unroll.model @energy_attr {
   %p = unroll.linear %Y, %w, %b : (tensor<?x?x2xf32>, tensor<1x2xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
   unroll.output %p : tensor<?x?x1xf32>
 }
+
+// -----
+
+// A layer-norm VJP's addend is summed into dx: it must have dx's type.
+func.func @layer_norm_vjp_addend(%x: tensor<?x?x4xf32>, %g: tensor<4xf32>, %dy: tensor<?x?x4xf32>,
+                                 %a: tensor<?x?x8xf32>) {
+  // expected-error@+1 {{'unroll.layer_norm_vjp' op expected the addend to have dx's type 'tensor<?x?x4xf32>', got 'tensor<?x?x8xf32>'}}
+  %dx, %dg, %db = unroll.layer_norm_vjp %x, %g, %dy plus %a : (tensor<?x?x4xf32>, tensor<4xf32>, tensor<?x?x4xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}

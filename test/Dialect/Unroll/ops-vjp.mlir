@@ -44,7 +44,7 @@ unroll.energy @certified {
 // CHECK-DAG: unroll.gelu_vjp %{{.*}}, %{{.*}} : (tensor<?x?x4xf64>, tensor<?x?x4xf64>) -> tensor<?x?x4xf64>
 // CHECK-DAG: unroll.attention_vjp %{{.*}}, %{{.*}} heads(2) : (tensor<?x?x12xf64>, tensor<?x?x4xf64>) -> tensor<?x?x12xf64>
 // CHECK-DAG: unroll.linear_vjp %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x4xf64>, tensor<12x4xf64>, tensor<?x?x12xf64>) -> (tensor<?x?x4xf64>, tensor<12x4xf64>, tensor<12xf64>)
-// CHECK-DAG: unroll.layer_norm_vjp %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x4xf64>, tensor<4xf64>, tensor<?x?x4xf64>) -> (tensor<?x?x4xf64>, tensor<4xf64>, tensor<4xf64>)
+// CHECK-DAG: unroll.layer_norm_vjp %{{.*}}, %{{.*}}, %{{.*}} plus %{{.*}} : (tensor<?x?x4xf64>, tensor<4xf64>, tensor<?x?x4xf64>, tensor<?x?x4xf64>) -> (tensor<?x?x4xf64>, tensor<4xf64>, tensor<4xf64>)
 // CHECK-DAG: unroll.position_embed_vjp %{{.*}}, %{{.*}} : (tensor<?x?x4xf64>, tensor<6x4xf64>) -> tensor<6x4xf64>
 // CHECK-DAG: unroll.accumulate_grad %[[P]], %{{.*}} : tensor<?x?x4xf64>
 // CHECK: } head_reverse {

@@ -60,6 +60,13 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
+LogicalResult LayerNormVJPOp::verify() {
+  if (Value a = getAddend(); a && a.getType() != getDx().getType())
+    return emitOpError() << "expected the addend to have dx's type " << getDx().getType()
+                         << ", got " << a.getType();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   auto q = getQkv().getType(), y = getResult().getType();
   int64_t h = getHeads();
@@ -248,9 +255,12 @@ LogicalResult LinearOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
 }
 
 LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
-  auto v =
-      b.create<LayerNormVJPOp>(getLoc(), getX().getType(), getGain().getType(), getBias().getType(),
-                               getX(), getGain(), rm.cotangent(getResult()), getEpsAttr());
+  // x's cotangent so far (a pre-norm block's residual branch) is summed
+  // into dx by the VJP itself: one pass over the rows fewer.
+  auto v = b.create<LayerNormVJPOp>(getLoc(), getX().getType(), getGain().getType(),
+                                    getBias().getType(), getX(), getGain(),
+                                    rm.cotangent(getResult()), rm.takeCotangent(getX()),
+                                    getEpsAttr());
   return success(succeeded(rm.addCotangent(*this, getX(), v.getDx())) &&
                  succeeded(rm.addCotangent(*this, getGain(), v.getDgain())) &&
                  succeeded(rm.addCotangent(*this, getBias(), v.getDbias())));

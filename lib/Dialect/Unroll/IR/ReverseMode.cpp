@@ -38,6 +38,17 @@ FailureOr<SmallVector<Value>> ReverseMode::run(ArrayRef<Operation *> ops, Value 
   return result;
 }
 
+Value ReverseMode::takeCotangent(Value v) {
+  if (v.getDefiningOp<ParamOp>() || sinkSet.contains(v))
+    return {};
+  auto it = adjoints.find(v);
+  if (it == adjoints.end())
+    return {};
+  Value g = it->second;
+  adjoints.erase(it);
+  return g;
+}
+
 LogicalResult ReverseMode::addCotangent(Operation *user, Value v, Value g) {
   Location loc = user->getLoc();
   if (v.getDefiningOp<ParamOp>() || sinkSet.contains(v)) {

@@ -92,15 +92,17 @@ void unroll_layer_norm_f64(int64_t B, int64_t n, int64_t F, const double *x, int
                            int64_t sXi, const double *g, const double *bias, double *y, int64_t sYb,
                            int64_t sYi, int64_t epsBits);
 /* dx (layout of x, every element written), dg and db [F] (overwritten) from
- * x and dy. */
+ * x and dy; with a non-null `add` (strided like dy), dx = add + the layer
+ * norm's part (the rest of x's cotangent, summed in the same pass). */
 void unroll_layer_norm_vjp_f32(int64_t B, int64_t n, int64_t F, const float *x, int64_t sXb,
                                int64_t sXi, const float *g, const float *dy, int64_t sDb,
-                               int64_t sDi, float *dx, int64_t sGb, int64_t sGi, float *dg,
-                               float *db, int64_t epsBits);
+                               int64_t sDi, const float *add, int64_t sAb, int64_t sAi, float *dx,
+                               int64_t sGb, int64_t sGi, float *dg, float *db, int64_t epsBits);
 void unroll_layer_norm_vjp_f64(int64_t B, int64_t n, int64_t F, const double *x, int64_t sXb,
                                int64_t sXi, const double *g, const double *dy, int64_t sDb,
-                               int64_t sDi, double *dx, int64_t sGb, int64_t sGi, double *dg,
-                               double *db, int64_t epsBits);
+                               int64_t sDi, const double *add, int64_t sAb, int64_t sAi,
+                               double *dx, int64_t sGb, int64_t sGi, double *dg, double *db,
+                               int64_t epsBits);
 
 /* Resident training state (docs/abi.md): zeroed, 64-byte aligned buffers
  * that the entry points use in place. */

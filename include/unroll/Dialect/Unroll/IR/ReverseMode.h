@@ -33,6 +33,12 @@ public:
 
   /// For the rules: the cotangent of `v` so far (null: none reaches it).
   Value cotangent(Value v) const { return adjoints.lookup(v); }
+  /// For rules whose VJP op adds into a cotangent itself (an addend
+  /// operand): removes and returns the cotangent of `v` so far, so that the
+  /// rule's result, given to addCotangent, replaces it. Null where there is
+  /// none yet, and for parameters and sinks (their parts are accumulated,
+  /// never carried).
+  Value takeCotangent(Value v);
   /// For the rules: `g` is (a part of) the cotangent of `v`, an operand of
   /// `user`. Parameters and sinks get `unroll.accumulate_grad`; values
   /// computed by the differentiated ops or among `wrt` accumulate; anything

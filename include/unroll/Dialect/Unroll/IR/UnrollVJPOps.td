@@ -27,10 +27,25 @@ def Unroll_LinearVJPOp : Unroll_Op<"linear_vjp", [Pure]> {
 
 def Unroll_LayerNormVJPOp : Unroll_Op<"layer_norm_vjp", [Pure]> {
   let summary = "(dx, dgain, dbias) of LayerNorm given dy";
+  let description = [{
+    With `plus %a`, dx is `a` plus the layer norm's part: the rest of x's
+    cotangent (in a pre-norm block, the residual branch's), summed in the
+    same pass over the rows instead of by a separate `unroll.add`. The
+    LayerNorm rule adds it whenever x already has a cotangent.
+
+    ```mlir
+    %dx, %dg, %db = unroll.layer_norm_vjp %x, %g, %dy plus %dres
+        : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+          -> (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
   let arguments = (ins TokenBatch:$x, Vector:$gain, TokenBatch:$dy,
+                       Optional<TokenBatch>:$addend,
                        DefaultValuedAttr<F64Attr, "1e-5">:$eps);
   let results = (outs TokenBatch:$dx, Vector:$dgain, Vector:$dbias);
-  let assemblyFormat = "$x `,` $gain `,` $dy attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$x `,` $gain `,` $dy (`plus` $addend^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Unroll_AttentionVJPOp : Unroll_Op<"attention_vjp", [Pure]> {
