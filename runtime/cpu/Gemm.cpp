@@ -81,7 +81,14 @@ namespace {
 // L2 (64 KB each).
 constexpr int64_t kKC = 512;
 constexpr int64_t kMC = 96; // rows of A per panel (L2)
-constexpr int64_t kNC = 3072;
+// The column block: a packed block of B (kKC x kNC) is streamed once per
+// MR-row sliver of A, so it must stay in L2 with room to spare. At 3072 an
+// N >= 1024 block of f32 is 2 MB, a Xeon core's whole L2: there, 512 (1 MB)
+// made 256 x 1024 x 5248 (the MLP's first weight gradient) 128 -> 149-158
+// GFLOP/s and the 2048 x 2048 x 256 peak shape 107-145 -> 170-178, with
+// the model's K = 256 and N = 256 shapes unchanged; on a Zen 5 host (1 MB
+// L2) 512 and 3072 were within noise.
+constexpr int64_t kNC = 512;
 
 template <typename T> struct Scratch {
   T *a = nullptr, *b = nullptr;
