@@ -24,6 +24,7 @@
 //                                        its VJP without and with an addend
 //                                        (f32, B x n rows of F)
 //   unroll-gemm-bench M N K [--ta] [--tb] [--repeats R] [--threads T]
+//                    [--epilogue bias|gelu|dgelu|residual|rowsum]
 //                                        GFLOP/s of C += A·B (f32), the
 //                                        machine's measured peak for the
 //                                        benchmark's share-of-peak column
@@ -676,7 +677,10 @@ const char *const kUsage =
     "                                    median times of the f32 layer norm and its VJP\n"
     "                                    (without and with an addend for dx)\n"
     "  M N K [--ta] [--tb] [--repeats R] [--threads T] [--bf16]\n"
-    "                                    GFLOP/s of C += A B (f32; --bf16: bf16 operands):\n"
+    "        [--epilogue bias|gelu|dgelu|residual|rowsum]\n"
+    "                                    GFLOP/s of C += A B (f32; --bf16: bf16 operands;\n"
+    "                                    --epilogue: C = A B and a model epilogue, gelu =\n"
+    "                                    bias+GELU, residual = bias+residual):\n"
     "                                    the machine's peak for bench/run.sh's share-of-peak\n"
     "                                    column\n"
     "UNROLL_GEMM_ISA=avx2|plain forces a narrower instruction set.\n";
@@ -704,6 +708,8 @@ int main(int argc, char **argv) {
   }
   int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]), repeats = 5, threads = 1;
   bool ta = false, tb = false, bf16 = false; // A stored [K, M] / B stored [N, K]
+  int64_t flags = 0; // --epilogue: unroll_gemm_ex's flags, as the compiler calls it
+  std::string epilogue = "none";
   for (int i = 4; i < argc; ++i) {
     if (!strcmp(argv[i], "--ta"))
       ta = true;
@@ -715,7 +721,21 @@ int main(int argc, char **argv) {
       threads = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--bf16"))
       bf16 = true;
-    else {
+    else if (i + 1 < argc && !strcmp(argv[i], "--epilogue")) {
+      epilogue = argv[++i];
+      flags = epilogue == "bias"       ? UNROLL_GEMM_BIAS
+              : epilogue == "gelu"     ? UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX
+              : epilogue == "dgelu"    ? UNROLL_GEMM_DGELU
+              : epilogue == "residual" ? UNROLL_GEMM_BIAS | UNROLL_GEMM_ADD_D
+              : epilogue == "rowsum"   ? UNROLL_GEMM_ROWSUM_A
+                                       : -1;
+      if (flags < 0) {
+        fprintf(stderr, "unroll-gemm-bench: unknown epilogue '%s' (bias, gelu, dgelu, residual, "
+                        "rowsum)\n",
+                epilogue.c_str());
+        return 2;
+      }
+    } else {
       fprintf(stderr, "unroll-gemm-bench: unknown option '%s'\n%s", argv[i], kUsage);
       return 2;
     }
@@ -727,15 +747,26 @@ int main(int argc, char **argv) {
   }
   // Each thread multiplies its own matrices (as unroll's threads over the
   // batch do); GFLOP/s counts all threads.
-  std::vector<std::vector<float>> As(threads), Bs(threads), Cs(threads);
+  // With an epilogue, D is C-sized (the GELU's output or input, the
+  // residual; ROWSUM_A's sums need M) and C is overwritten, as the
+  // compiler's calls do.
+  std::vector<std::vector<float>> As(threads), Bs(threads), Cs(threads), Ds(threads);
+  std::vector<float> bias(N, 0.125f);
   for (int64_t t = 0; t < threads; ++t) {
     As[t].assign(M * K, 0.5f);
     Bs[t].assign(K * N, 0.25f);
     Cs[t].assign(M * N, 0.0f);
+    if (flags)
+      Ds[t].assign(std::max(M * N, M), 0.0625f);
   }
   auto run = [&](int64_t t) {
-    unroll_gemm_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(), tb ? 1 : N,
-                    tb ? K : 1, Cs[t].data(), N, 1, 1);
+    if (flags)
+      unroll_gemm_ex_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(),
+                         tb ? 1 : N, tb ? K : 1, Cs[t].data(), N, 1, 0, flags,
+                         flags & UNROLL_GEMM_BIAS ? bias.data() : nullptr, Ds[t].data());
+    else
+      unroll_gemm_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(), tb ? 1 : N,
+                      tb ? K : 1, Cs[t].data(), N, 1, 1);
   };
   std::vector<double> secs;
   for (int64_t r = 0; r <= repeats; ++r) {
@@ -754,8 +785,10 @@ int main(int argc, char **argv) {
   double med = secs[secs.size() / 2];
   double gflops = 2.0 * M * N * K * threads / med / 1e9;
   printf("{\"M\": %lld, \"N\": %lld, \"K\": %lld, \"A\": \"%s\", \"B\": \"%s\", "
-         "\"threads\": %lld, \"operands\": \"%s\", \"median_s\": %.6g, \"gflops\": %.2f}\n",
+         "\"threads\": %lld, \"operands\": \"%s\", \"epilogue\": \"%s\", \"median_s\": %.6g, "
+         "\"gflops\": %.2f}\n",
          (long long)M, (long long)N, (long long)K, ta ? "transposed" : "row-major",
-         tb ? "transposed" : "row-major", (long long)threads, bf16 ? "bf16" : "f32", med, gflops);
+         tb ? "transposed" : "row-major", (long long)threads, bf16 ? "bf16" : "f32",
+         epilogue.c_str(), med, gflops);
   return 0;
 }
