@@ -210,8 +210,16 @@ int checkBf16() {
     e = std::max(e, checkOne<float>(rng, true, &f));
     vsF32 = std::max(vsF32, f);
   }
+  // The rates probe (unroll-run's note when bf16 is the slower choice)
+  // leaves the precision as it found it, bf16 and f32.
+  double r32 = 0, r16 = 0, s32 = 0, s16 = 0;
+  bool probe = unroll_cpu_bf16_rates(&r32, &r16) && unroll_cpu_precision() == 1;
   unroll_cpu_set_precision(0);
-  bool ok = e <= 1e-5 && vsF32 >= 1e-4;
+  probe = probe && unroll_cpu_bf16_rates(&s32, &s16) && unroll_cpu_precision() == 0 && r32 > 0 &&
+          r16 > 0 && s32 > 0 && s16 > 0;
+  printf("rates probe (512 x 512 x 256): f32 %.0f, bf16 %.0f GFLOP/s; precision %s\n", s32, s16,
+         probe ? "kept" : "NOT KEPT, or the probe failed");
+  bool ok = e <= 1e-5 && vsF32 >= 1e-4 && probe;
   printf("GEMM bf16 operands vs plain loops on the bf16-rounded operands, 240 random "
          "shapes/strides: max rel. error %.2e (tolerance 1e-05); vs the exact f32 product %.2e "
          "(bf16's rounding: at least 1e-04)\n%s\n",

@@ -600,6 +600,24 @@ template <typename T> struct Epilogue {
   /// ROWSUM_A: where A's row sums go (D), which the blocked product adds
   /// while it packs A; null otherwise.
   T *rowSums = nullptr;
+  /// D's rows i0.. and columns j0.. of one register tile asked for into L2,
+  /// where the epilogue reads D (the GELU's input, the residual) or writes
+  /// it (the GELU's output). The drivers call it tile by tile in the last
+  /// k-block, so that the block's epilogue does not wait on memory (Xeon,
+  /// 5248 x 1024 x 256, paired medians: with the GELU gradient 23.2 ->
+  /// 21.3-21.6 ms, the residual 19.3 -> 18.5-18.7, bias+GELU 21.2 ->
+  /// 20.3-20.8; the product alone 16.6). Always inlined: GCC does not
+  /// inline it on its own into the drivers compiled for AVX2/AVX-512, and a
+  /// call to a function of prefetches alone is dropped as having no effect.
+  __attribute__((always_inline)) void prefetchD(int64_t i0, int64_t j0, int64_t rows, int64_t cols, int64_t sCm,
+                 int64_t sCn) const {
+    if (!D || sCn != 1 ||
+        !(flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D)))
+      return;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t e = 0; e < cols; e += 64 / int64_t(sizeof(T)))
+        __builtin_prefetch(D + (i0 + r) * sCm + j0 + e, 0, 2);
+  }
   void apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols, T *C, int64_t sCm,
              int64_t sCn) const {
     if (flags)
@@ -664,28 +682,14 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
           const int64_t lines = MR * ((kc * int64_t(sizeof(T)) + 63) / 64);
           const int64_t tiles = (nc + NR - 1) / NR, share = (lines + tiles - 1) / tiles;
           int64_t asked = 0;
-          // In the last k-block, the rows of D the epilogue reads (the
-          // GELU's input, the residual) or writes (the GELU's output) come
-          // from memory: asked for into L2 tile by tile, so that the
-          // block's epilogue finds them there (Xeon, 5248 x 1024 x 256,
-          // paired medians: with the GELU gradient 23.2 -> 21.3-21.6 ms,
-          // the residual 19.3 -> 18.5-18.7, bias+GELU 21.2 -> 20.3-20.8;
-          // the product alone 16.6).
-          const T *dRows = last && sCn == 1 && epi.D &&
-                                   (epi.flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU |
-                                                 UNROLL_GEMM_ADD_D))
-                               ? epi.D + (ic + ir) * sCm + jc
-                               : nullptr;
           for (int64_t jr = 0; jr < nc; jr += NR) {
             T *c = C + (ic + ir) * sCm + (jc + jr) * sCn;
             // The tile's rows of C, which it stores at its end.
             if (sCn == 1)
               for (int64_t r = 0; r < rows; ++r)
                 prefetchRow<T, 1>(c + r * sCm, NR);
-            if (dRows)
-              for (int64_t r = 0; r < rows; ++r)
-                for (int64_t e = 0; e < std::min<int64_t>(NR, nc - jr); e += 64 / sizeof(T))
-                  __builtin_prefetch(dRows + r * sCm + jr + e, 0, 2);
+            if (last)
+              epi.prefetchD(ic + ir, jc + jr, rows, std::min<int64_t>(NR, nc - jr), sCm, sCn);
             for (int64_t e = asked + share; next && asked < std::min(lines, e); ++asked)
               __builtin_prefetch(next + (asked % MR) * sAm + (asked / MR) * (64 / sizeof(T)), 0, 2);
             tile(kc, a, lda, pb + jr * kc, c, sCm, sCn, rows, std::min<int64_t>(NR, nc - jr),
@@ -845,10 +849,14 @@ void gemmBf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int6
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         packPairs(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, kBfMR, pa);
         for (int64_t ir = 0; ir < mc; ir += kBfMR)
-          for (int64_t jr = 0; jr < nc; jr += kBfNR)
+          for (int64_t jr = 0; jr < nc; jr += kBfNR) {
+            if (last)
+              epi.prefetchD(ic + ir, jc + jr, std::min<int64_t>(kBfMR, mc - ir),
+                            std::min<int64_t>(kBfNR, nc - jr), sCm, sCn);
             tileBf16(kp, pa + ir * kp, pb + jr * kp, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm,
                      sCn, std::min<int64_t>(kBfMR, mc - ir), std::min<int64_t>(kBfNR, nc - jr),
                      accumulate || pc > 0);
+          }
         if (last)
           epi.apply(ic, jc, mc, nc, C, sCm, sCn);
       }
@@ -1103,6 +1111,30 @@ UNROLL_EXPORT int32_t unroll_cpu_set_precision(int32_t bf16) {
 
 UNROLL_EXPORT int32_t unroll_cpu_precision(void) {
   return precisionBf16().load(std::memory_order_relaxed);
+}
+
+UNROLL_EXPORT int32_t unroll_cpu_bf16_rates(double *f32Gflops, double *bf16Gflops) {
+  if (!unroll::cpu::hasBf16())
+    return 0;
+  // A 512 x 512 x 256 product (the blocked path, 134 MFLOP), each precision
+  // timed alternately, best of 5 after a warm-up: about 10 ms in all.
+  constexpr int64_t M = 512, N = 512, K = 256;
+  std::vector<float> A(M * K, 0.5f), B(K * N, 0.25f), C(M * N);
+  const int before = precisionBf16().load(std::memory_order_relaxed);
+  double best[2] = {1e30, 1e30};
+  for (int r = 0; r < 6; ++r)
+    for (int bf16 = 0; bf16 < 2; ++bf16) {
+      precisionBf16().store(bf16, std::memory_order_relaxed);
+      auto t0 = std::chrono::steady_clock::now();
+      unroll_gemm_f32(M, N, K, A.data(), K, 1, B.data(), N, 1, C.data(), N, 1, 0);
+      double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0)
+        best[bf16] = std::min(best[bf16], sec);
+    }
+  precisionBf16().store(before, std::memory_order_relaxed);
+  *f32Gflops = 2.0 * M * N * K / best[0] / 1e9;
+  *bf16Gflops = 2.0 * M * N * K / best[1] / 1e9;
+  return 1;
 }
 
 } // extern "C"

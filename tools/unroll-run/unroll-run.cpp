@@ -77,7 +77,9 @@ Training and evaluation (models):
                          auto (default): compiled for GPU libraries, else host
   --cpu-precision P      CPU libraries: f32 (default) or bf16, the f32 GEMMs' operands
                          rounded to bfloat16 (f32 accumulation, f32 weights and Adam;
-                         attention and layer norms stay f32); needs AVX512_BF16
+                         attention and layer norms stay f32); needs AVX512_BF16;
+                         prints a note where bf16 measures slower than f32 (a Xeon
+                         whose vdpbf16ps issues on one port: 0.6x)
   --gpu-graphs on|off    GPU libraries: capture each shape's training step (loss,
                          gradient, Adam) once as a CUDA graph and replay it
                          (default on)

@@ -14,6 +14,7 @@
  *                                   to the output tile, or A's row sums (a bias
  *                                   gradient) added while A is packed
  *   unroll_cpu_set_precision        bf16 operands for the f32 GEMMs (AVX512_BF16)
+ *   unroll_cpu_bf16_rates           f32 and bf16 GEMM rates measured on this CPU
  *   unroll_attention_<f32|f64>      causal multi-head attention forward
  *   unroll_attention_vjp_<f32|f64>  and its VJP (runtime/cpu/Attention.cpp)
  *   unroll_layer_norm_<f32|f64>     LayerNorm over the last dimension, one pass per row
@@ -66,6 +67,12 @@ void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_
 int32_t unroll_cpu_bf16_supported(void);
 int32_t unroll_cpu_set_precision(int32_t bf16);
 int32_t unroll_cpu_precision(void);
+/* Times one f32 GEMM (512 x 512 x 256) with f32 and with bf16 operands,
+ * best of 5 each (~10 ms), into the two rates (GFLOP/s); returns 0 without
+ * AVX512_BF16. vdpbf16ps is not faster everywhere: where it issues on one
+ * port and FMAs on two (an Intel Xeon of this project's hosts), bf16 ran
+ * at 0.6x f32. */
+int32_t unroll_cpu_bf16_rates(double *f32Gflops, double *bf16Gflops);
 
 /* out[b, i, h·hd + e] = Σ_{j ≤ i} softmax_j(q_i·k_j / √hd) v_j[e] for qkv
  * [B, n, 3·H·hd] (q | k | v, heads contiguous); strides of the batch and
