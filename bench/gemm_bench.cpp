@@ -738,8 +738,9 @@ int main(int argc, char **argv) {
               : epilogue == "rowsum"   ? UNROLL_GEMM_ROWSUM_A
                                        : -1;
       if (flags < 0) {
-        fprintf(stderr, "unroll-gemm-bench: unknown epilogue '%s' (bias, gelu, dgelu, residual, "
-                        "rowsum)\n",
+        fprintf(stderr,
+                "unroll-gemm-bench: unknown epilogue '%s' (bias, gelu, dgelu, residual, "
+                "rowsum)\n",
                 epilogue.c_str());
         return 2;
       }
@@ -769,8 +770,8 @@ int main(int argc, char **argv) {
   }
   auto run = [&](int64_t t) {
     if (flags)
-      unroll_gemm_ex_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(),
-                         tb ? 1 : N, tb ? K : 1, Cs[t].data(), N, 1, 0, flags,
+      unroll_gemm_ex_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(), tb ? 1 : N,
+                         tb ? K : 1, Cs[t].data(), N, 1, 0, flags,
                          flags & UNROLL_GEMM_BIAS ? bias.data() : nullptr, Ds[t].data());
     else
       unroll_gemm_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(), tb ? 1 : N,

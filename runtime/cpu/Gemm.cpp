@@ -118,9 +118,11 @@ constexpr int64_t kAhead = 8;
 // baseline target GCC copied a packed sliver 16 bytes at a time.
 #define DRIVER inline __attribute__((always_inline))
 
-template <typename T, int Write = 0> DRIVER void prefetchRow(const T *p, int64_t n) {
+/// The cache lines of p[0, n) asked for (Locality 3: into L1, 2: into L2).
+template <typename T, int Write = 0, int Locality = 3>
+DRIVER void prefetchRow(const T *p, int64_t n) {
   for (int64_t i = 0; i < n; i += 64 / sizeof(T))
-    __builtin_prefetch(p + i, Write);
+    __builtin_prefetch(p + i, Write, Locality);
 }
 
 /// Packs the slivers both operands are read in: S lanes (rows of A, columns
@@ -606,17 +608,16 @@ template <typename T> struct Epilogue {
   /// k-block, so that the block's epilogue does not wait on memory (Xeon,
   /// 5248 x 1024 x 256, paired medians: with the GELU gradient 23.2 ->
   /// 21.3-21.6 ms, the residual 19.3 -> 18.5-18.7, bias+GELU 21.2 ->
-  /// 20.3-20.8; the product alone 16.6). Always inlined: GCC does not
-  /// inline it on its own into the drivers compiled for AVX2/AVX-512, and a
-  /// call to a function of prefetches alone is dropped as having no effect.
-  __attribute__((always_inline)) void prefetchD(int64_t i0, int64_t j0, int64_t rows, int64_t cols, int64_t sCm,
-                 int64_t sCn) const {
-    if (!D || sCn != 1 ||
-        !(flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D)))
+  /// 20.3-20.8; the product alone 16.6). Inlined like the rest of the
+  /// driver (DRIVER): GCC does not inline it on its own into the drivers
+  /// compiled for AVX2/AVX-512, and drops the call to a function of
+  /// prefetches alone as having no effect.
+  DRIVER void prefetchD(int64_t i0, int64_t j0, int64_t rows, int64_t cols, int64_t sCm,
+                        int64_t sCn) const {
+    if (!D || sCn != 1 || !(flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D)))
       return;
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t e = 0; e < cols; e += 64 / int64_t(sizeof(T)))
-        __builtin_prefetch(D + (i0 + r) * sCm + j0 + e, 0, 2);
+      prefetchRow<T, 0, 2>(D + (i0 + r) * sCm + j0, cols);
   }
   void apply(int64_t i0, int64_t j0, int64_t rows, int64_t cols, T *C, int64_t sCm,
              int64_t sCn) const {
