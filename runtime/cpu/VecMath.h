@@ -70,6 +70,9 @@ template <typename V> UNROLL_VEC_INLINE auto laneSum(V v) {
 
 /// exp of every lane, x <= 0. f32: range reduction x = t ln2 + f,
 /// |f| <= ln2/2, and Cephes' degree-6 polynomial (relative error ~2e-7).
+/// With 512-bit vectors t is rounded by vrndscaleps and 2^t applied by
+/// vscalefps (one instruction each, where the generic form takes two and
+/// four: the GELU epilogues and the softmax spend most of their time here).
 template <typename V> UNROLL_VEC_INLINE V expNonPositive(V x) {
   using T = typename LanesOf<V>::T;
   if constexpr (sizeof(T) == 8) {
@@ -79,7 +82,12 @@ template <typename V> UNROLL_VEC_INLINE V expNonPositive(V x) {
   } else {
     typedef int32_t I __attribute__((vector_size(sizeof(V))));
     x = x < -87.0f ? V{} - 87.0f : x;
-    V t = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; // round to nearest
+    V t;
+    if constexpr (sizeof(V) == 64) // round to nearest (imm 0), all lanes
+      t = __builtin_ia32_rndscaleps_mask(x * 1.44269504088896341f, 0, V{}, (unsigned short)0xffff,
+                                         4 /* _MM_FROUND_CUR_DIRECTION */);
+    else
+      t = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     V f = x - t * 0.693359375f + t * 2.12194440e-4f;
     V p = 1.9875691500e-4f - V{};
     p = p * f + 1.3981999507e-3f;
@@ -88,10 +96,14 @@ template <typename V> UNROLL_VEC_INLINE V expNonPositive(V x) {
     p = p * f + 1.6666665459e-1f;
     p = p * f + 5.0000001201e-1f;
     p = p * f * f + f + 1.0f;
-    I bits = (__builtin_convertvector(t, I) + 127) << 23;
-    V scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    if constexpr (sizeof(V) == 64) {
+      return __builtin_ia32_scalefps512_mask(p, t, V{}, (unsigned short)0xffff, 4);
+    } else {
+      I bits = (__builtin_convertvector(t, I) + 127) << 23;
+      V scale;
+      std::memcpy(&scale, &bits, sizeof scale);
+      return p * scale;
+    }
   }
 }
 
@@ -119,25 +131,29 @@ template <typename V> UNROLL_VEC_INLINE V reciprocal(V d) {
 constexpr double kGeluC = 0.7978845608028654, kGeluA = 0.044715;
 
 /// x[q] ← σ(2u) for u = c(x + a x³), the half-sum ½(1 + tanh u), for N
-/// vectors side by side (independent chains the core can overlap).
+/// vectors side by side (independent chains the core can overlap). (f32
+/// keeps 2u in u: only its sign and magnitude are used.)
 template <typename V, int N> UNROLL_VEC_INLINE void geluGateN(V *x) {
   using T = typename LanesOf<V>::T;
   V u[N];
-  for (int q = 0; q < N; ++q)
-    u[q] = T(kGeluC) * (x[q] + T(kGeluA) * x[q] * x[q] * x[q]);
   if constexpr (sizeof(T) == 8) {
+    for (int q = 0; q < N; ++q)
+      u[q] = T(kGeluC) * (x[q] + T(kGeluA) * x[q] * x[q] * x[q]);
     for (int q = 0; q < N; ++q)
       for (int l = 0; l < LanesOf<V>::W; ++l)
         x[q][l] = T(0.5) * (T(1) + std::tanh(u[q][l]));
   } else {
+    // 2u = x (2c + 2ca x²): a product, a fused multiply-add and a product.
+    for (int q = 0; q < N; ++q)
+      u[q] = x[q] * (T(2 * kGeluC) + T(2 * kGeluC * kGeluA) * (x[q] * x[q]));
     typedef int32_t I __attribute__((vector_size(sizeof(V))));
     V e[N];
     for (int q = 0; q < N; ++q) {
       I bits;
       std::memcpy(&bits, &u[q], sizeof bits);
-      bits |= int32_t(0x80000000u); // −|u|
+      bits |= int32_t(0x80000000u); // −|2u|
       std::memcpy(&e[q], &bits, sizeof bits);
-      e[q] = expNonPositive(2.0f * e[q]);
+      e[q] = expNonPositive(e[q]);
     }
     for (int q = 0; q < N; ++q)
       x[q] = (u[q] < 0 ? e[q] : V{} + 1.0f) * reciprocal(1.0f + e[q]);
