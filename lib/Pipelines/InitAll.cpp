@@ -2,6 +2,7 @@
 #include "unroll/InitAll.h"
 #include "unroll/Conversion/Passes.h"
 #include "unroll/Dialect/Unroll/IR/UnrollDialect.h"
+#include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 #include "unroll/Pipelines/Pipelines.h"
 #include "unroll/Transforms/Passes.h"
 
@@ -9,6 +10,7 @@
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -51,6 +53,7 @@ void mlir::unroll::registerUnrollDialects(DialectRegistry &registry) {
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  registerKernelCallBufferization(registry);
 }
 
 void mlir::unroll::registerAllUnrollPasses() {
@@ -60,4 +63,5 @@ void mlir::unroll::registerAllUnrollPasses() {
   // Upstream passes used by tests and by people stepping through the pipeline.
   registerCanonicalizerPass();
   registerCSEPass();
+  bufferization::registerOneShotBufferize();
 }

@@ -119,6 +119,9 @@ void mlir::unroll::buildLowerToCPUPipeline(OpPassManager &pm, const LowerToCPUOp
   // recomputes producers inside reductions; measured 2x slower.)
   buildFrontEnd(pm, "cpu", "", options.recomputeWindow, options.gradient, options.until,
                 options.fuseElementwise);
+  // The layer norm and attention kernels' calls, on the buffers
+  // bufferization chose for their outputs (the tape's slots among them).
+  pm.addPass(createUnrollCPUKernelCalls());
   // Dense contractions (the linear layers and their gradients) call the
   // packed GEMM micro-kernel; the rest become loops.
   pm.addPass(createUnrollCPUGemm());

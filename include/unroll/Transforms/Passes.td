@@ -103,6 +103,20 @@ def UnrollDifferentiate : Pass<"unroll-differentiate", "ModuleOp"> {
   ];
 }
 
+def UnrollCPUKernelCalls : Pass<"unroll-cpu-kernel-calls", "ModuleOp"> {
+  let summary = "Turn unroll.kernel_call on buffers into calls of the CPU kernels";
+  let description = [{
+    On bufferized IR, each `unroll.kernel_call` (written with cpu-kernels by
+    --convert-unroll-to-linalg, its outputs in destination style) becomes the
+    `func.call` of its kernel with index arguments only, as
+    runtime/include/unroll/runtime/CpuKernels.h declares them: every input
+    and output buffer passes its address (aligned pointer plus offset) and
+    the strides of its outer dimensions, in the op's `abi` order.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def UnrollCPUGemm : Pass<"unroll-cpu-gemm", "ModuleOp"> {
   let summary = "Turn dense contractions into calls of the packed GEMM micro-kernel";
   let description = [{

@@ -3,8 +3,9 @@
 // With cpu-kernels, some ops lower to one call of a kernel of
 // runtime/cpu/ (declared in runtime/include/unroll/runtime/CpuKernels.h,
 // whose every argument is an index: sizes, strides in elements, addresses).
-// CpuCall collects those arguments from tensors (inputs as read-only
-// buffers, outputs as fresh dense ones) and emits the call.
+// CpuCall collects those arguments and emits an unroll.kernel_call on
+// tensors (outputs in destination style), which --unroll-cpu-kernel-calls
+// makes the func.call after bufferization.
 //
 //===----------------------------------------------------------------------===//
 #ifndef UNROLL_CONVERSION_UNROLLTOLINALG_CPUCALL_H
@@ -14,7 +15,9 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 #include <cstring>
 #include <string>
@@ -26,90 +29,62 @@ public:
   CpuCall(OpBuilder &b, Location loc, Type element) : b(b), loc(loc), el(element) {}
 
   Value index(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  void push(Value v) { args.push_back(v); }
-  void push(int64_t v) { args.push_back(index(v)); }
+  void push(Value v) {
+    args.push_back(v);
+    abi.push_back(0);
+  }
+  void push(int64_t v) { push(index(v)); }
   /// A double passed as its bits (an index, like every argument).
   void pushDouble(double v) {
     int64_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    args.push_back(index(bits));
+    push(index(bits));
   }
 
-  /// An input tensor as a read-only buffer (so bufferization need not copy
-  /// it), its last dimension contiguous and any outer strides (a slice of the
-  /// window's tape is one): pushes its address, then the strides of its outer
-  /// dimensions.
+  /// An input tensor: the call gets its address, then the strides of its
+  /// outer dimensions (its last is contiguous; a slice of the window's tape
+  /// has outer strides of its own).
   void input(Value t) {
-    auto tt = cast<RankedTensorType>(t.getType());
-    int64_t rank = tt.getRank();
-    SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
-    strides.back() = 1;
-    auto mt = MemRefType::get(
-        tt.getShape(), el, StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides));
-    Value m = b.create<bufferization::ToMemrefOp>(loc, mt, t, /*read_only=*/true);
-    auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, m);
-    Value bytes = index(el.getIntOrFloatBitWidth() / 8);
-    args.push_back(b.create<arith::AddIOp>(loc,
-                                           b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m),
-                                           b.create<arith::MulIOp>(loc, meta.getOffset(), bytes)));
-    for (int64_t d = 0; d + 1 < rank; ++d)
-      args.push_back(meta.getStrides()[d]);
+    ins.push_back(t);
+    abi.push_back(1);
   }
 
-  /// A new dense output buffer of `shape` (dynamic sizes from `dynSizes`):
-  /// pushes its address, then the strides of its outer dimensions if
-  /// `strides`; returns it.
-  Value output(ArrayRef<int64_t> shape, ValueRange dynSizes, bool strides = true) {
-    auto ty = MemRefType::get(shape, el);
-    Value o = b.create<memref::AllocOp>(loc, ty, dynSizes, b.getI64IntegerAttr(64));
-    args.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, o));
-    if (strides) {
-      // Row-major: stride of dimension d is the product of the later sizes.
-      int64_t rank = shape.size();
-      SmallVector<Value> st(rank);
-      Value acc = index(1);
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        st[d] = acc;
-        Value size = ShapedType::isDynamic(shape[d])
-                         ? b.create<memref::DimOp>(loc, o, d).getResult()
-                         : index(shape[d]);
-        acc = b.create<arith::MulIOp>(loc, acc, size);
-      }
-      for (int64_t d = 0; d + 1 < rank; ++d)
-        args.push_back(st[d]);
-    }
-    outputs.push_back(o);
-    return o;
+  /// An output of `shape` (dynamic sizes from `dynSizes`), its address and
+  /// outer strides likewise: a destination of its own (tensor.empty), which
+  /// bufferization gives a fresh buffer or, where the result goes into a
+  /// slot of the tape (writeMarkedSlicesInPlace), that slot.
+  void output(ArrayRef<int64_t> shape, ValueRange dynSizes) {
+    outs.push_back(b.create<tensor::EmptyOp>(loc, shape, el, dynSizes));
+    abi.push_back(2);
   }
 
-  /// Declares `name` (every argument an index) once in the module and calls
-  /// it; `arity` is the declaration's argument count in CpuKernels.h.
+  /// Declares `name` (every argument an index) once in the module and
+  /// calls it; `arity` is the declaration's argument count in CpuKernels.h.
   void call(Operation *op, const std::string &name, unsigned arity) {
-    assert(args.size() == arity && "CpuKernels.h declares another signature");
-    (void)arity;
     auto module = op->getParentOfType<ModuleOp>();
     if (!module.lookupSymbol(name)) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(module.getBody());
-      SmallVector<Type> types(args.size(), b.getIndexType());
+      SmallVector<Type> types(arity, b.getIndexType());
       b.create<func::FuncOp>(loc, name, b.getFunctionType(types, {})).setPrivate();
     }
-    b.create<func::CallOp>(loc, name, TypeRange{}, args);
+    SmallVector<Type> types;
+    for (Value o : outs)
+      types.push_back(o.getType());
+    kernel = b.create<KernelCallOp>(loc, types, name, args, ins, outs, abi);
+    assert(kernel.getCallArity() == arity && "CpuKernels.h declares another signature");
   }
 
-  /// Output `i` (in the order output() made them) as a tensor.
-  Value result(unsigned i) {
-    auto mt = cast<MemRefType>(outputs[i].getType());
-    return b.create<bufferization::ToTensorOp>(loc, RankedTensorType::get(mt.getShape(), el),
-                                               outputs[i], /*restrict=*/true,
-                                               /*writable=*/true);
-  }
+  /// Output `i` (in the order output() made them).
+  Value result(unsigned i) { return kernel->getResult(i); }
 
 private:
   OpBuilder &b;
   Location loc;
   Type el;
-  SmallVector<Value> args, outputs;
+  SmallVector<Value> args, ins, outs;
+  SmallVector<int64_t> abi;
+  KernelCallOp kernel;
 };
 
 } // namespace mlir::unroll::lowering

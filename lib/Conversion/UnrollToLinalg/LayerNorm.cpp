@@ -131,8 +131,8 @@ SmallVector<Value> cpuLayerNorm(OpBuilder &b, Location loc, Operation *op, Value
       c.push(int64_t(0));
     }
     c.output({kDyn, kDyn, f}, ValueRange{bsz, n});
-    c.output({f}, ValueRange{}, /*strides=*/false);
-    c.output({f}, ValueRange{}, /*strides=*/false);
+    c.output({f}, ValueRange{});
+    c.output({f}, ValueRange{});
   } else {
     c.input(bias);
     c.output({kDyn, kDyn, f}, ValueRange{bsz, n});

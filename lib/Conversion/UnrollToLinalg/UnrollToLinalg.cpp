@@ -72,6 +72,8 @@ struct ConvertUnrollToLinalgPass
     target.addIllegalDialect<UnrollDialect>();
     // Terminators of the scalar regions inside ops that are being converted.
     target.addLegalOp<YieldOp, UnrealizedConversionCastOp>();
+    // Calls of the CPU kernels (cpu-kernels), made func.calls after bufferization.
+    target.addLegalOp<KernelCallOp>();
     RewritePatternSet patterns(ctx);
     if (attention != "generic" && attention != "fused") {
       module.emitError() << "convert-unroll-to-linalg: attention must be generic or fused, got '"

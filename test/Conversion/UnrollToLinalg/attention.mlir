@@ -20,15 +20,18 @@
 // CHECK: return %[[OUT]]
 // CHECK-NOT: call
 
-// With cpu-kernels (--lower-to-cpu) it is one call of the kernel on the
-// buffers' addresses and strides, into a fresh 64-byte aligned buffer.
+// With cpu-kernels (--lower-to-cpu) it is one call of the kernel
+// (unroll.kernel_call: B, n, H, hd, the input's address and strides, the
+// output's), its output in destination style: a tensor.empty that
+// bufferization makes a buffer, or the tape slot the result goes into
+// (--unroll-cpu-kernel-calls makes it the func.call; cpu-kernel-calls.mlir).
 // KERNEL-DAG: func.func private @unroll_attention_f32(index, index, index, index, index, index, index, index, index, index)
 // KERNEL-LABEL: func.func @attention(
 // KERNEL-SAME: %[[QKV:.*]]: tensor<?x?x24xf32>)
-// KERNEL: %[[M:.*]] = bufferization.to_memref %[[QKV]] read_only
-// KERNEL: %[[OUT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) {alignment = 64 : i64} : memref<?x?x8xf32>
-// KERNEL: call @unroll_attention_f32(
-// KERNEL: %[[T:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+// KERNEL: %[[B:.*]] = tensor.dim %[[QKV]], %c0
+// KERNEL: %[[N:.*]] = tensor.dim %[[QKV]], %c1
+// KERNEL: %[[INIT:.*]] = tensor.empty(%[[B]], %[[N]]) : tensor<?x?x8xf32>
+// KERNEL: %[[T:.*]] = unroll.kernel_call @unroll_attention_f32(%[[B]], %[[N]], %c2, %c4) ins(%[[QKV]] : tensor<?x?x24xf32>) outs(%[[INIT]] : tensor<?x?x8xf32>) abi [0, 0, 0, 0, 1, 2] : tensor<?x?x8xf32>
 // KERNEL: return %[[T]]
 // KERNEL-NOT: linalg.generic
 func.func @attention(%qkv: tensor<?x?x24xf32>) -> tensor<?x?x8xf32> {
@@ -55,8 +58,8 @@ func.func @attention(%qkv: tensor<?x?x24xf32>) -> tensor<?x?x8xf32> {
 
 // KERNEL-DAG: func.func private @unroll_attention_vjp_f32(index, index, index, index, index, index, index, index, index, index, index, index, index)
 // KERNEL-LABEL: func.func @attention_vjp(
-// KERNEL: memref.alloc(%{{.*}}, %{{.*}}) {alignment = 64 : i64} : memref<?x?x24xf32>
-// KERNEL: call @unroll_attention_vjp_f32(
+// KERNEL: %[[INIT:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x?x24xf32>
+// KERNEL: unroll.kernel_call @unroll_attention_vjp_f32({{.*}}) ins({{.*}} : tensor<?x?x24xf32>, tensor<?x?x8xf32>) outs(%[[INIT]] : tensor<?x?x24xf32>) abi [0, 0, 0, 0, 1, 1, 2]
 func.func @attention_vjp(%qkv: tensor<?x?x24xf32>, %dy: tensor<?x?x8xf32>) -> tensor<?x?x24xf32> {
   %d = unroll.attention_vjp %qkv, %dy heads(2) : (tensor<?x?x24xf32>, tensor<?x?x8xf32>) -> tensor<?x?x24xf32>
   return %d : tensor<?x?x24xf32>

@@ -7,6 +7,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "unroll/Dialect/Unroll/IR/ReverseMode.h"
 #include "unroll/Dialect/Unroll/IR/UnrollDialect.h"
@@ -26,5 +27,10 @@ class OutputOp;
 
 #define GET_OP_CLASSES
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h.inc"
+
+namespace mlir::unroll {
+/// Attaches bufferization's interface to unroll.kernel_call (KernelOps.cpp).
+void registerKernelCallBufferization(DialectRegistry &registry);
+} // namespace mlir::unroll
 
 #endif // UNROLL_DIALECT_UNROLL_IR_UNROLLOPS_H

@@ -7,6 +7,7 @@
 //   UnrollStepOps.td     descent steps: how it is minimized
 //   UnrollModelOps.td    looped transformers: model, loop, GPT-2 pieces
 //   UnrollVJPOps.td      vector-Jacobian products and gradient accumulation
+//   UnrollKernelOps.td   calls of the runtime's CPU kernels (after linalg)
 // See docs/Rationale.md for why the dialect looks as it does.
 //
 //===----------------------------------------------------------------------===//
@@ -18,5 +19,6 @@ include "unroll/Dialect/Unroll/IR/UnrollEnergyOps.td"
 include "unroll/Dialect/Unroll/IR/UnrollStepOps.td"
 include "unroll/Dialect/Unroll/IR/UnrollModelOps.td"
 include "unroll/Dialect/Unroll/IR/UnrollVJPOps.td"
+include "unroll/Dialect/Unroll/IR/UnrollKernelOps.td"
 
 #endif // UNROLL_OPS_TD
