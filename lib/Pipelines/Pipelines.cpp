@@ -190,7 +190,7 @@ static void buildKernelMapping(OpPassManager &pm, const LowerToGPUOptions &optio
   pm.addPass(createCSEPass());
   if (!emulate) {
     // What host code still does to buffers runs on the device too.
-    pm.addNestedPass<func::FuncOp>(createUnrollGPUSerialKernels());
+    pm.addPass(createUnrollGPUSerialKernels());
   }
   // Reductions accumulate in registers, not through memory.
   pm.addNestedPass<func::FuncOp>(createUnrollGPUPromoteAccumulators());

@@ -416,7 +416,7 @@ def UnrollGPUGemm : Pass<"unroll-gpu-gemm", "ModuleOp"> {
   ];
 }
 
-def UnrollGPUSerialKernels : Pass<"unroll-gpu-serial-kernels", "func::FuncOp"> {
+def UnrollGPUSerialKernels : Pass<"unroll-gpu-serial-kernels", "ModuleOp"> {
   let summary = "Run host code that reads or writes device buffers as one-thread kernels";
   let description = [{
     After `unroll-gpu-map-loops`, a little code outside kernels may still
@@ -431,7 +431,9 @@ def UnrollGPUSerialKernels : Pass<"unroll-gpu-serial-kernels", "func::FuncOp"> {
     a device scalar: later device code loads it (and joins a kernel in its
     turn); host control flow (a branch on an energy comparison) calls
     `unroll_gpu_read_f32/f64`, which waits for the stream and copies it
-    back.
+    back. A pass on the module, one function after the other: it declares
+    those functions in the module, which a pass on functions (run on
+    several threads at once) must not do.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect"];
   let statistics = [

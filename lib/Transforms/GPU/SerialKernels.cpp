@@ -63,6 +63,12 @@ Kind classify(Operation *op) {
 
 struct SerialKernels : public unroll::impl::UnrollGPUSerialKernelsBase<SerialKernels> {
   void runOnOperation() override {
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (failed(runOnFunction(f)))
+        return signalPassFailure();
+  }
+
+  LogicalResult runOnFunction(func::FuncOp func) {
     // Wrapping a run can expose another (a value it computes, now read from
     // a device buffer by later host code): repeat until nothing changes.
     for (bool changed = true; changed;) {
@@ -70,7 +76,7 @@ struct SerialKernels : public unroll::impl::UnrollGPUSerialKernelsBase<SerialKer
       SmallVector<Block *> blocks;
       // Outer blocks first: a host loop over device buffers becomes one
       // kernel, not a launch per iteration.
-      getOperation().walk<WalkOrder::PreOrder>([&](Block *b) {
+      func.walk<WalkOrder::PreOrder>([&](Block *b) {
         if (!isa<gpu::LaunchOp>(b->getParentOp()) &&
             !b->getParentOp()->getParentOfType<gpu::LaunchOp>())
           blocks.push_back(b);
@@ -78,11 +84,12 @@ struct SerialKernels : public unroll::impl::UnrollGPUSerialKernelsBase<SerialKer
       for (Block *b : blocks) {
         FailureOr<bool> c = processBlock(*b);
         if (failed(c))
-          return signalPassFailure();
+          return failure();
         if ((changed = *c))
           break;
       }
     }
+    return success();
   }
 
   /// Wraps the first run of device operations in `block`; true if it did.
@@ -144,7 +151,7 @@ struct SerialKernels : public unroll::impl::UnrollGPUSerialKernelsBase<SerialKer
   /// once per module: waits for the calling thread's stream, then copies the
   /// scalar at the device address to the host (runtime/gpu/CudaRuntime.cpp).
   func::FuncOp hostRead(Location loc, Type type) {
-    auto module = getOperation()->getParentOfType<ModuleOp>();
+    ModuleOp module = getOperation();
     std::string name;
     llvm::raw_string_ostream(name) << "unroll_gpu_read_" << type;
     if (auto f = module.lookupSymbol<func::FuncOp>(name))
