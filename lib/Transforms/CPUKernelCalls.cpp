@@ -47,10 +47,10 @@ struct KernelCallLowering : OpConversionPattern<KernelCallOp> {
     };
     unsigned arg = 0, in = 0, out = 0;
     for (int64_t slot : op.getAbi()) {
-      if (slot == 0)
+      if (slot == kCallArg)
         args.push_back(a.getArgs()[arg++]);
       else
-        pushBuffer(slot == 1 ? a.getIns()[in++] : a.getOuts()[out++]);
+        pushBuffer(slot == kCallIn ? a.getIns()[in++] : a.getOuts()[out++]);
     }
     auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, op.getCalleeAttr());
     if (!callee || callee.getNumArguments() != args.size())

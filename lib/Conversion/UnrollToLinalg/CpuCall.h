@@ -12,9 +12,7 @@
 #define UNROLL_CONVERSION_UNROLLTOLINALG_CPUCALL_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
@@ -31,7 +29,7 @@ public:
   Value index(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
   void push(Value v) {
     args.push_back(v);
-    abi.push_back(0);
+    abi.push_back(kCallArg);
   }
   void push(int64_t v) { push(index(v)); }
   /// A double passed as its bits (an index, like every argument).
@@ -46,7 +44,7 @@ public:
   /// has outer strides of its own).
   void input(Value t) {
     ins.push_back(t);
-    abi.push_back(1);
+    abi.push_back(kCallIn);
   }
 
   /// An output of `shape` (dynamic sizes from `dynSizes`), its address and
@@ -55,7 +53,7 @@ public:
   /// slot of the tape (writeMarkedSlicesInPlace), that slot.
   void output(ArrayRef<int64_t> shape, ValueRange dynSizes) {
     outs.push_back(b.create<tensor::EmptyOp>(loc, shape, el, dynSizes));
-    abi.push_back(2);
+    abi.push_back(kCallOut);
   }
 
   /// Declares `name` (every argument an index) once in the module and

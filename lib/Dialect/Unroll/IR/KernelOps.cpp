@@ -19,33 +19,31 @@ using namespace mlir;
 using namespace mlir::unroll;
 
 namespace {
-enum AbiSlot : int64_t { kArg = 0, kIn = 1, kOut = 2 };
-
 int64_t rankOf(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
 } // namespace
 
 unsigned KernelCallOp::getCallArity() {
   unsigned n = 0, in = 0, out = 0;
   for (int64_t slot : getAbi())
-    n += slot == kArg ? 1 : rankOf(slot == kIn ? getIns()[in++] : getOuts()[out++]);
+    n += slot == kCallArg ? 1 : rankOf(slot == kCallIn ? getIns()[in++] : getOuts()[out++]);
   return n;
 }
 
 LogicalResult KernelCallOp::verify() {
   size_t counts[3] = {0, 0, 0};
   for (int64_t slot : getAbi()) {
-    if (slot < kArg || slot > kOut)
+    if (slot < kCallArg || slot > kCallOut)
       return emitOpError() << "abi entries are 0 (an index argument), 1 (an input) or 2 (an "
                               "output), got "
                            << slot;
     ++counts[slot];
   }
-  if (counts[kArg] != getArgs().size() || counts[kIn] != getIns().size() ||
-      counts[kOut] != getOuts().size())
-    return emitOpError() << "abi takes " << counts[kArg] << " index arguments, " << counts[kIn]
-                         << " inputs and " << counts[kOut] << " outputs, but the op has "
-                         << getArgs().size() << ", " << getIns().size() << " and "
-                         << getOuts().size();
+  if (counts[kCallArg] != getArgs().size() || counts[kCallIn] != getIns().size() ||
+      counts[kCallOut] != getOuts().size())
+    return emitOpError() << "abi takes " << counts[kCallArg] << " index arguments, "
+                         << counts[kCallIn] << " inputs and " << counts[kCallOut]
+                         << " outputs, but the op has " << getArgs().size() << ", "
+                         << getIns().size() << " and " << getOuts().size();
   bool tensors = false, buffers = false;
   SmallVector<Value> operands(getIns());
   llvm::append_range(operands, getOuts());

@@ -20,6 +20,11 @@
 #include "unroll/Dialect/Unroll/IR/UnrollInterfaces.h.inc"
 
 namespace mlir::unroll {
+/// The kinds of an unroll.kernel_call's abi entries: what the callee gets
+/// in that place (an index argument; an input's or an output's address
+/// followed by the strides of its outer dimensions).
+enum KernelAbiSlot : int64_t { kCallArg = 0, kCallIn = 1, kCallOut = 2 };
+
 class MinimizeOp;
 class LoopOp;
 class OutputOp;
