@@ -12,7 +12,9 @@
 # after a warm-up; the median is over all rounds' runs.
 # BENCH_BASE=OTHER_BUILD also compiles the models with another build's
 # unroll-opt/unroll-translate (e.g. the commit before a change) and times
-# those libraries in the same rounds: the table then has a before column.
+# those libraries in the same rounds, with that build's unroll-bench where it
+# has one (the runtime's part of a step, such as its micro-batches, is then
+# the other build's too): the table then has a before column.
 # BENCH_BF16=1 also times unroll with bf16 GEMM operands (UNROLL_CPU_PRECISION
 # =bf16, the same library; needs AVX512_BF16) in the same rounds, and the
 # bf16 GEMM peak beside the f32 one: the table then has bf16 columns.
@@ -67,7 +69,8 @@ for c in "${CONFIGS[@]}"; do
       rps+=("$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9 | $PY -c 'import json, sys; print(json.load(sys.stdin)["gflops"])')")
       if [ -n "${BENCH_BASE:-}" ]; then
         echo "timing $c: unroll before ($t threads, round $r/$ROUNDS) ..." >&2
-        bs+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$base_so" --points "$points" --repeats "$PER_ROUND")")
+        base_bench="$BENCH_BASE/bin/unroll-bench"; [ -x "$base_bench" ] || base_bench="$BIN/unroll-bench"
+        bs+=("$(UNROLL_THREADS=$t "$base_bench" "$base_so" --points "$points" --repeats "$PER_ROUND")")
       fi
       echo "timing $c: unroll ($t threads, round $r/$ROUNDS) ..." >&2
       us+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND")")

@@ -32,11 +32,11 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N] "
-            "[--gpu-profile TOP] [--gpu-graphs on|off]\n"
+            "[--gpu-profile TOP] [--gpu-graphs on|off] [--micro-batch-tokens N]\n"
             "  (UNROLL_GEMM_PROFILE=1: a table of a CPU library's GEMM calls at exit)\n");
     return 2;
   }
-  int64_t batch = 64, points = -1, repeats = 5, threads = -1, profileTop = 0;
+  int64_t batch = 64, points = -1, repeats = 5, threads = -1, profileTop = 0, microTokens = -1;
   std::string optimizer = "auto", only;
   bool graphs = true;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -66,6 +66,8 @@ int main(int argc, char **argv) {
       repeats = v;
     else if (a == "--threads")
       threads = v;
+    else if (a == "--micro-batch-tokens") // CPU: 0 runs each thread's share at once
+      microTokens = v;
     else if (a == "--gpu-profile") // after timing: per-kernel times of one step and one forward
       profileTop = v;
   }
@@ -84,6 +86,8 @@ int main(int argc, char **argv) {
   configureRunner(run);
   if (threads > 0)
     run.setThreads(threads);
+  if (microTokens >= 0)
+    run.setMicroBatchTokens(microTokens);
   int64_t d = (*mi)["prompt_dim"], b = (*mi)["iterations"], T = (*mi)["window"];
   if (points < 0)
     points = 2 * d + 1;
@@ -167,6 +171,7 @@ int main(int argc, char **argv) {
                    {"loops", b},
                    {"window", T},
                    {"threads", run.threads()},
+                   {"micro_batch_tokens", run.microBatchTokens()},
                    {"optimizer", compiled ? "compiled" : "host"},
                    {"cuda_graphs", usedGraphs},
                    {"target", m.info().value("target", "cpu")},

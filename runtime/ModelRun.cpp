@@ -2,6 +2,7 @@
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/runtime/MemRef.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -61,9 +62,29 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   positions_ = info.value("positions", (int64_t)-1);
   threads_ = std::max(1u, std::thread::hardware_concurrency());
   gpu_ = m.gpu();
+  microTokens_ = gpu_ ? 0 : kDefaultMicroBatchTokens;
   if (gpu_)
     threads_ = 1; // one call with the whole batch: the GPU parallelizes it
   return true;
+}
+
+std::vector<std::vector<ModelRunner::Chunk>> ModelRunner::plan(const Prompts &p) const {
+  int64_t n = std::max<int64_t>(1, std::min<int64_t>(threads_, p.batch));
+  int64_t per = (p.batch + n - 1) / n;
+  std::vector<std::vector<Chunk>> chunks;
+  for (int64_t b0 = 0; b0 < p.batch; b0 += per) {
+    int64_t b1 = std::min(p.batch, b0 + per), share = b1 - b0;
+    // The share's tokens over the target, in near-equal parts.
+    int64_t parts = 1;
+    if (microTokens_ > 0)
+      parts =
+          std::clamp<int64_t>((share * 2 * p.points + microTokens_ - 1) / microTokens_, 1, share);
+    std::vector<Chunk> mine;
+    for (int64_t i = 0; i < parts; ++i)
+      mine.push_back({b0 + share * i / parts, b0 + share * (i + 1) / parts});
+    chunks.push_back(std::move(mine));
+  }
+  return chunks;
 }
 
 namespace {
@@ -75,20 +96,35 @@ Prompts slice(const Prompts &p, int64_t begin, int64_t end) {
   return s;
 }
 
-/// Runs fn(chunk index, prompts of the chunk) on up to `threads` threads.
-template <typename Fn> void overChunks(const Prompts &p, int threads, Fn fn) {
-  int64_t n = std::min<int64_t>(threads, p.batch);
-  int64_t per = (p.batch + n - 1) / n;
+/// Runs fn(chunk index, b0, b1, prompts [b0, b1)) for the chunks of `plan`
+/// (ModelRunner::plan): one thread per entry, each running its chunks in
+/// order; chunk indices count over all threads' chunks.
+template <typename Fn>
+void overChunks(const Prompts &p, const std::vector<std::vector<ModelRunner::Chunk>> &plan, Fn fn) {
+  std::vector<int64_t> first(plan.size(), 0);
+  for (size_t t = 1; t < plan.size(); ++t)
+    first[t] = first[t - 1] + int64_t(plan[t - 1].size());
+  auto work = [&](size_t t) {
+    for (size_t i = 0; i < plan[t].size(); ++i) {
+      auto [b0, b1] = plan[t][i];
+      fn(first[t] + int64_t(i), b0, b1, slice(p, b0, b1));
+    }
+  };
   std::vector<std::thread> pool;
-  for (int64_t c = 0; c * per < p.batch; ++c) {
-    int64_t b0 = c * per, b1 = std::min(p.batch, b0 + per);
-    if (c == 0)
-      continue; // the calling thread takes chunk 0 below
-    pool.emplace_back([&, c, b0, b1] { fn(c, b0, b1, slice(p, b0, b1)); });
-  }
-  fn(0, 0, std::min(p.batch, per), slice(p, 0, std::min(p.batch, per)));
+  for (size_t t = 1; t < plan.size(); ++t)
+    pool.emplace_back(work, t); // the calling thread takes the first share below
+  if (!plan.empty())
+    work(0);
   for (auto &t : pool)
     t.join();
+}
+
+/// How many chunks a plan has.
+size_t chunkCount(const std::vector<std::vector<ModelRunner::Chunk>> &plan) {
+  size_t n = 0;
+  for (const auto &t : plan)
+    n += t.size();
+  return n;
 }
 } // namespace
 
@@ -268,7 +304,7 @@ bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, in
   if (!check(p, (int64_t)theta.size(), loops, error))
     return false;
   preds.assign(loops * p.batch * p.points, 0.0);
-  overChunks(p, threads_, [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
+  overChunks(p, plan(p), [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
     std::vector<double> part;
     if (f32_)
       callForward<float>(forward_, c, theta, loops, part);
@@ -292,10 +328,12 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
     return false;
   }
   // Each chunk's loss is a mean over its own prompts: weight by chunk size.
-  int64_t n = std::min<int64_t>(threads_, p.batch), per = (p.batch + n - 1) / n;
-  std::vector<std::vector<double>> ls((p.batch + per - 1) / per), gs(ls.size());
+  auto chunks = plan(p);
+  std::vector<std::vector<double>> ls(chunkCount(chunks)), gs(ls.size());
   std::vector<FixedPointStats> stats(ls.size());
-  overChunks(p, threads_, [&](int64_t c, int64_t, int64_t, const Prompts &part) {
+  std::vector<double> weight(ls.size());
+  overChunks(p, chunks, [&](int64_t c, int64_t b0, int64_t b1, const Prompts &part) {
+    weight[c] = double(b1 - b0) / double(p.batch);
     if (gradient_.fixedPoint()) {
       if (f32_) {
         std::vector<float> th = to<float>(theta), g(theta.size());
@@ -322,11 +360,10 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
   losses.assign(ls[0].size(), 0.0);
   grad.assign(gs[0].size(), 0.0);
   for (size_t c = 0; c < ls.size(); ++c) {
-    double w = double(std::min(p.batch, int64_t(c + 1) * per) - int64_t(c) * per) / p.batch;
     for (size_t i = 0; i < losses.size(); ++i)
-      losses[i] += w * ls[c][i];
+      losses[i] += weight[c] * ls[c][i];
     for (size_t i = 0; i < grad.size(); ++i)
-      grad[i] += w * gs[c][i];
+      grad[i] += weight[c] * gs[c][i];
   }
   return true;
 }
@@ -499,7 +536,9 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
   if (threads_ == 1 && gpu_ && st.graphsUsable() && !gradient_.fixedPoint())
     return f32_ ? lossGradGraph<float>(p, st, loops, window, losses)
                 : lossGradGraph<double>(p, st, loops, window, losses);
-  if (threads_ == 1 && gradient_.fixedPoint()) {
+  // One call straight on the resident buffers when the plan is one chunk.
+  const bool whole = chunkCount(plan(p)) == 1;
+  if (whole && gradient_.fixedPoint()) {
     if (f32_)
       callLossGradFixedInto<float>(lossGradFixed_, p, (float *)st.theta, (float *)st.grad, st.size,
                                    loops, gradient_, losses, fixedStats_);
@@ -508,7 +547,7 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
                                     st.size, loops, gradient_, losses, fixedStats_);
     return true;
   }
-  if (threads_ == 1) {
+  if (whole) {
     // Straight into the resident buffers: nothing is copied on a GPU.
     if (f32_)
       callLossGradInto<float>(lossGrad_, p, (float *)st.theta, (float *)st.grad, st.size, loops,
@@ -518,7 +557,8 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
                                window, losses);
     return true;
   }
-  // Threads over the batch (CPU): the chunks' gradients meet on the host.
+  // Threads or micro-batches over the batch (CPU): the chunks' gradients
+  // meet on the host.
   std::vector<double> theta, grad;
   st.readVector(theta, st.theta);
   if (!lossGrad(p, theta, loops, window, losses, grad, error))
@@ -579,7 +619,7 @@ bool ModelRunner::forward(const Prompts &p, ResidentState &st, int64_t loops,
     error = "the resident state does not match the model";
     return false;
   }
-  if (threads_ != 1) { // threads over the batch (CPU): from a host copy
+  if (chunkCount(plan(p)) != 1) { // threads or micro-batches (CPU): from a host copy
     std::vector<double> theta;
     st.readVector(theta, st.theta);
     return forward(p, theta, loops, preds, error);
@@ -822,7 +862,7 @@ bool ModelRunner::solve(const Prompts &p, const std::vector<double> &theta, int6
   preds.assign(p.batch * p.points, 0.0);
   loops.assign(p.batch, 0.0);
   // Halting is per prompt, so chunks of the batch halt independently.
-  overChunks(p, threads_, [&](int64_t, int64_t b0, int64_t, const Prompts &c) {
+  overChunks(p, plan(p), [&](int64_t, int64_t b0, int64_t, const Prompts &c) {
     std::vector<double> pr, lp;
     if (f32_)
       callSolve<float>(solve_, c, theta, maxLoops, tol, pr, lp);

@@ -60,6 +60,7 @@ nlohmann::json TrainConfig::toJson() const {
           {"optimizer", optimizer},
           {"gpu_graphs", gpuGraphs},
           {"cpu_precision", cpuPrecision},
+          {"micro_batch_tokens", microBatchTokens},
           {"baseline_prompts", baselinePrompts},
           {"gradient", gradient},
           {"loops_random", loopsRandomLo > 0 ? nlohmann::json::array({loopsRandomLo, loopsRandomHi})
@@ -212,6 +213,14 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
         cpuPrecision = v.get<std::string>();
       else
         error = "config key 'cpu_precision' expects \"f32\" or \"bf16\", got " + v.dump();
+    } else if (k == "micro_batch_tokens") {
+      ok = v.is_number_integer() && v.get<int64_t>() >= -1;
+      if (ok)
+        microBatchTokens = v.get<int64_t>();
+      else
+        error = "config key 'micro_batch_tokens' expects an integer >= 0 (or -1: the default), "
+                "got " +
+                v.dump();
     } else if (k == "gradient") {
       GradientMode g;
       ok = v.is_string() &&
@@ -586,19 +595,23 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
                                 ? std::to_string(cfg.loopsRandomLo) + ".." +
                                       std::to_string(cfg.loopsRandomHi) + " (random)"
                                 : std::to_string(cfg.loops);
-    fprintf(stderr,
-            "training %s on %s: %lld steps, batch %lld, lr %g%s, b %s, T %lld, %s curriculum; "
-            "%lld parameters; Adam %s%s\n",
-            mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
-            (long long)cfg.batch, cfg.lr, scheduleText.c_str(), loopsText.c_str(),
-            (long long)cfg.window, cfg.curriculum ? "with" : "no", (long long)run.numParams(),
-            compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled")
-                     : "on the host",
-            cfg.cpuPrecision == "bf16" ? "; GEMM operands bf16 (f32 accumulation and weights)"
-                                       : "");
-    fprintf(stderr, "gradient: %s; activations kept per prompt at b %lld, %lld points: %s\n",
+    fprintf(
+        stderr,
+        "training %s on %s: %lld steps, batch %lld, lr %g%s, b %s, T %lld, %s curriculum; "
+        "%lld parameters; Adam %s%s\n",
+        mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
+        (long long)cfg.batch, cfg.lr, scheduleText.c_str(), loopsText.c_str(),
+        (long long)cfg.window, cfg.curriculum ? "with" : "no", (long long)run.numParams(),
+        compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled") : "on the host",
+        cfg.cpuPrecision == "bf16" ? "; GEMM operands bf16 (f32 accumulation and weights)" : "");
+    std::string micro;
+    if (!m.gpu() && run.microBatchTokens() > 0)
+      micro = "; threads run micro-batches of ~" + std::to_string(run.microBatchTokens()) +
+              " tokens (--micro-batch-tokens)";
+    fprintf(stderr, "gradient: %s; activations kept per prompt at b %lld, %lld points: %s%s\n",
             gm.str().c_str(), (long long)cfg.loops, (long long)cfg.points.end,
-            kept < 0 ? "unknown" : (std::to_string((kept + 1023) / 1024) + " KiB").c_str());
+            kept < 0 ? "unknown" : (std::to_string((kept + 1023) / 1024) + " KiB").c_str(),
+            micro.c_str());
     if (dist)
       fprintf(stderr,
               "data parallel: %d ranks (%s), %lld prompts each of the global batch %lld, %d "

@@ -8,6 +8,7 @@
 //   unroll-model-check --gradcheck M.so central differences of the loss for
 //                                       entries of every parameter tensor vs
 //                                       the compiled gradient (f64 models)
+//     (--micro-batch-tokens N: the runner's micro-batches of about N tokens)
 //   unroll-model-check --against A.so B.so  the same model built twice (e.g.
 //                                       --lower-to-cpu vs --lower-to-gpu):
 //                                       predictions, losses, gradients
@@ -42,6 +43,7 @@ struct Args {
   std::string file = "model.safetensors"; // --compare-checkpoints: which file of the step
   bool global = false; // --compare-checkpoints: max |a - b| / max |b| over all weights
   int64_t batch = 3, points = 4, loops = -1, window = -1, samples = 6;
+  int64_t microTokens = -1; // --micro-batch-tokens: the runner's micro-batches (CPU)
   uint64_t seed = 0;
   double perturb = 0.1, tol = -1;
 };
@@ -404,6 +406,8 @@ int main(int argc, char **argv) {
       a.samples = std::stoll(next());
     else if (s == "--seed")
       a.seed = std::stoull(next());
+    else if (s == "--micro-batch-tokens")
+      a.microTokens = std::stoll(next());
     else if (s == "--perturb")
       a.perturb = std::stod(next());
     else if (s == "--tol")
@@ -417,7 +421,8 @@ int main(int argc, char **argv) {
   }
   if (a.mode.empty())
     return fail("usage: unroll-model-check (--forward|--gradcheck) M.so [--batch B] [--points k] "
-                "[--loops b] [--window T] [--samples S] [--seed S] [--perturb s] [--tol t]\n"
+                "[--loops b] [--window T] [--samples S] [--seed S] [--perturb s] [--tol t] "
+                "[--micro-batch-tokens N]\n"
                 "       unroll-model-check --against A.so B.so [same options]\n"
                 "       unroll-model-check --compare-checkpoints DIR_A DIR_B [--tol t] "
                 "[--file optimizer.safetensors] [--global]");
@@ -434,6 +439,8 @@ int main(int argc, char **argv) {
   if (!run.init(m, *mi, err))
     return fail(err);
   configureRunner(run);
+  if (a.microTokens >= 0)
+    run.setMicroBatchTokens(a.microTokens);
   bool f32 = m.info()["element_type"] == "f32";
   int64_t loops = a.loops > 0 ? a.loops : (*mi)["iterations"].get<int64_t>();
   int64_t window = a.window > 0 ? a.window : (*mi)["window"].get<int64_t>();

@@ -80,6 +80,10 @@ Training and evaluation (models):
                          attention and layer norms stay f32); needs AVX512_BF16;
                          prints a note where bf16 measures slower than f32 (a Xeon
                          whose vdpbf16ps issues on one port: 0.6x)
+  --micro-batch-tokens N CPU libraries: each thread runs its share of a batch in
+                         micro-batches of about N tokens (prompts x 2k), whose
+                         gradients are summed: the same step, with activations that
+                         stay in the caches (default 1536; 0: the whole share at once)
   --gpu-graphs on|off    GPU libraries: capture each shape's training step (loss,
                          gradient, Adam) once as a CUDA graph and replay it
                          (default on)
@@ -361,11 +365,15 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
       if (!(v = value()) || !parseDouble(a, v, x, err))
         return false;
       o.train["lr_min"] = x;
-    } else if (a == "--warmup" || a == "--loop-interval" || a == "--curriculum-interval") {
-      if (!(v = value()) || !parseInt(a, v, a == "--warmup" ? 0 : 1, tmp, err))
+    } else if (a == "--warmup" || a == "--loop-interval" || a == "--curriculum-interval" ||
+               a == "--micro-batch-tokens") {
+      const bool fromZero = a == "--warmup" || a == "--micro-batch-tokens";
+      if (!(v = value()) || !parseInt(a, v, fromZero ? 0 : 1, tmp, err))
         return false;
       if (a == "--warmup")
         o.train["warmup_steps"] = tmp;
+      else if (a == "--micro-batch-tokens")
+        o.train["micro_batch_tokens"] = tmp;
       else if (a == "--loop-interval")
         o.train["loop_interval"] = tmp;
       else
@@ -879,6 +887,8 @@ int runModel(const Options &o, const Model &m, const std::string &task,
   }
   if (!applyCpuPrecision(m, cfg.cpuPrecision, err))
     return die(err);
+  if (cfg.microBatchTokens >= 0)
+    run.setMicroBatchTokens(cfg.microBatchTokens);
   if (!cfg.gradient.empty()) {
     GradientMode g;
     if (!parseGradientMode(cfg.gradient, g, err) || !run.setGradient(g, err))

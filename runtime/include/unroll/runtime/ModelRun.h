@@ -11,6 +11,7 @@
 #include "unroll/runtime/Model.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace unroll {
@@ -162,6 +163,20 @@ public:
   /// GPU libraries take the whole batch in one call (threads stay 1).
   void setThreads(int n) { threads_ = gpu_ || n < 1 ? 1 : n; }
   int threads() const { return threads_; }
+  /// Micro-batches (CPU): each thread's share of a batch is cut into chunks
+  /// of about `tokens` tokens (prompts x 2k) that run one after another, their
+  /// losses and gradients summed with the chunks' weights, so that a chunk's
+  /// activations stay in the caches (the paper config's step on one thread
+  /// of a Xeon: 5248 tokens at once ~3% slower than chunks of 1312). The same
+  /// step, up to summation order. 0 runs a thread's whole share at once; GPU
+  /// libraries take the whole batch in one call.
+  static constexpr int64_t kDefaultMicroBatchTokens = 1536;
+  void setMicroBatchTokens(int64_t tokens) { microTokens_ = gpu_ || tokens < 0 ? 0 : tokens; }
+  int64_t microBatchTokens() const { return microTokens_; }
+  /// The batch's chunks ([b0, b1) ranges of prompts), per thread: thread t
+  /// runs plan(p)[t] in order.
+  using Chunk = std::pair<int64_t, int64_t>;
+  std::vector<std::vector<Chunk>> plan(const Prompts &p) const;
 
   /// preds [loops, B, k]: the prediction for y_i read at x_i after each
   /// iteration t = 1 .. loops.
@@ -238,6 +253,7 @@ private:
   bool f32_ = false, gpu_ = false;
   int64_t numParams_ = 0, dim_ = 0, positions_ = -1;
   int threads_ = 1;
+  int64_t microTokens_ = 0;
 };
 
 } // namespace unroll

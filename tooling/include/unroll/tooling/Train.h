@@ -44,6 +44,10 @@ struct TrainConfig {
   /// (bfloat16 operands, f32 accumulation and f32 weights; needs
   /// AVX512_BF16). Applied with applyCpuPrecision.
   std::string cpuPrecision = "f32";
+  /// CPU libraries: each thread's share of a batch runs in micro-batches of
+  /// about this many tokens (ModelRunner::setMicroBatchTokens; 0: the whole
+  /// share at once; -1: the runner's default, 1536).
+  int64_t microBatchTokens = -1;
   /// GPU libraries with the compiled optimizer: each shape's loss-and-
   /// gradient call captured once as a CUDA graph and replayed.
   bool gpuGraphs = true;
