@@ -68,23 +68,43 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   return true;
 }
 
+int64_t ModelRunner::shareSize(int64_t batch) const {
+  int64_t n = std::max<int64_t>(1, std::min<int64_t>(threads_, batch));
+  return (batch + n - 1) / n;
+}
+
+int64_t ModelRunner::partsOf(int64_t share, int64_t points) const {
+  if (microTokens_ <= 0 || share <= 1)
+    return 1;
+  // As many prompts per chunk as fit the target (at least one), and as few
+  // chunks as that allows.
+  const int64_t fit = std::max<int64_t>(1, microTokens_ / std::max<int64_t>(1, 2 * points));
+  return (share + fit - 1) / fit;
+}
+
 std::vector<std::vector<ModelRunner::Chunk>> ModelRunner::plan(const Prompts &p) const {
-  int64_t n = std::max<int64_t>(1, std::min<int64_t>(threads_, p.batch));
-  int64_t per = (p.batch + n - 1) / n;
+  const int64_t per = shareSize(p.batch);
   std::vector<std::vector<Chunk>> chunks;
   for (int64_t b0 = 0; b0 < p.batch; b0 += per) {
-    int64_t b1 = std::min(p.batch, b0 + per), share = b1 - b0;
-    // The share's tokens over the target, in near-equal parts.
-    int64_t parts = 1;
-    if (microTokens_ > 0)
-      parts =
-          std::clamp<int64_t>((share * 2 * p.points + microTokens_ - 1) / microTokens_, 1, share);
-    std::vector<Chunk> mine;
+    int64_t b1 = std::min(p.batch, b0 + per), share = b1 - b0, parts = partsOf(share, p.points);
+    std::vector<Chunk> mine; // near-equal parts
     for (int64_t i = 0; i < parts; ++i)
       mine.push_back({b0 + share * i / parts, b0 + share * (i + 1) / parts});
     chunks.push_back(std::move(mine));
   }
   return chunks;
+}
+
+int64_t ModelRunner::livePrompts(int64_t batch, int64_t points) const {
+  if (batch <= 0)
+    return 0;
+  const int64_t per = shareSize(batch), shares = (batch + per - 1) / per;
+  auto largest = [&](int64_t share) {
+    int64_t parts = partsOf(share, points);
+    return (share + parts - 1) / parts;
+  };
+  // Every share but the last has `per` prompts.
+  return (shares - 1) * largest(per) + largest(batch - (shares - 1) * per);
 }
 
 namespace {
@@ -96,19 +116,14 @@ Prompts slice(const Prompts &p, int64_t begin, int64_t end) {
   return s;
 }
 
-/// Runs fn(chunk index, b0, b1, prompts [b0, b1)) for the chunks of `plan`
+/// Runs fn(thread, b0, b1, prompts [b0, b1)) for the chunks of `plan`
 /// (ModelRunner::plan): one thread per entry, each running its chunks in
-/// order; chunk indices count over all threads' chunks.
+/// order.
 template <typename Fn>
 void overChunks(const Prompts &p, const std::vector<std::vector<ModelRunner::Chunk>> &plan, Fn fn) {
-  std::vector<int64_t> first(plan.size(), 0);
-  for (size_t t = 1; t < plan.size(); ++t)
-    first[t] = first[t - 1] + int64_t(plan[t - 1].size());
   auto work = [&](size_t t) {
-    for (size_t i = 0; i < plan[t].size(); ++i) {
-      auto [b0, b1] = plan[t][i];
-      fn(first[t] + int64_t(i), b0, b1, slice(p, b0, b1));
-    }
+    for (auto [b0, b1] : plan[t])
+      fn(int64_t(t), b0, b1, slice(p, b0, b1));
   };
   std::vector<std::thread> pool;
   for (size_t t = 1; t < plan.size(); ++t)
@@ -327,30 +342,41 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
     error = "the loss window T must be >= 1, got " + std::to_string(window);
     return false;
   }
-  // Each chunk's loss is a mean over its own prompts: weight by chunk size.
+  // Each chunk's loss is a mean over its own prompts: weighted by its size,
+  // summed per thread as its chunks finish (one gradient per thread is
+  // kept, not one per chunk), then over the threads in order.
   auto chunks = plan(p);
-  std::vector<std::vector<double>> ls(chunkCount(chunks)), gs(ls.size());
-  std::vector<FixedPointStats> stats(ls.size());
-  std::vector<double> weight(ls.size());
-  overChunks(p, chunks, [&](int64_t c, int64_t b0, int64_t b1, const Prompts &part) {
-    weight[c] = double(b1 - b0) / double(p.batch);
+  std::vector<std::vector<double>> ls(chunks.size()), gs(chunks.size());
+  std::vector<FixedPointStats> stats(chunks.size());
+  overChunks(p, chunks, [&](int64_t t, int64_t b0, int64_t b1, const Prompts &part) {
+    std::vector<double> l, g;
+    FixedPointStats st;
     if (gradient_.fixedPoint()) {
       if (f32_) {
-        std::vector<float> th = to<float>(theta), g(theta.size());
-        callLossGradFixedInto<float>(lossGradFixed_, part, th.data(), g.data(), th.size(), loops,
-                                     gradient_, ls[c], stats[c]);
-        gs[c].assign(g.begin(), g.end());
+        std::vector<float> th = to<float>(theta), gf(theta.size());
+        callLossGradFixedInto<float>(lossGradFixed_, part, th.data(), gf.data(), th.size(), loops,
+                                     gradient_, l, st);
+        g.assign(gf.begin(), gf.end());
       } else {
         std::vector<double> th = theta;
-        gs[c].assign(theta.size(), 0.0);
-        callLossGradFixedInto<double>(lossGradFixed_, part, th.data(), gs[c].data(), th.size(),
-                                      loops, gradient_, ls[c], stats[c]);
+        g.assign(theta.size(), 0.0);
+        callLossGradFixedInto<double>(lossGradFixed_, part, th.data(), g.data(), th.size(), loops,
+                                      gradient_, l, st);
       }
     } else if (f32_) {
-      callLossGrad<float>(lossGrad_, part, theta, loops, window, ls[c], gs[c]);
+      callLossGrad<float>(lossGrad_, part, theta, loops, window, l, g);
     } else {
-      callLossGrad<double>(lossGrad_, part, theta, loops, window, ls[c], gs[c]);
+      callLossGrad<double>(lossGrad_, part, theta, loops, window, l, g);
     }
+    const double w = double(b1 - b0) / double(p.batch);
+    ls[t].resize(l.size(), 0.0);
+    gs[t].resize(g.size(), 0.0);
+    for (size_t i = 0; i < l.size(); ++i)
+      ls[t][i] += w * l[i];
+    for (size_t i = 0; i < g.size(); ++i)
+      gs[t][i] += w * g[i];
+    stats[t].iterations = std::max(stats[t].iterations, st.iterations);
+    stats[t].residual = std::max(stats[t].residual, st.residual);
   });
   fixedStats_ = FixedPointStats();
   for (const FixedPointStats &s : stats) {
@@ -359,11 +385,11 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
   }
   losses.assign(ls[0].size(), 0.0);
   grad.assign(gs[0].size(), 0.0);
-  for (size_t c = 0; c < ls.size(); ++c) {
+  for (size_t t = 0; t < ls.size(); ++t) {
     for (size_t i = 0; i < losses.size(); ++i)
-      losses[i] += weight[c] * ls[c][i];
+      losses[i] += ls[t][i];
     for (size_t i = 0; i < grad.size(); ++i)
-      grad[i] += weight[c] * gs[c][i];
+      grad[i] += gs[t][i];
   }
   return true;
 }

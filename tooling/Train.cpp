@@ -625,10 +625,13 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   int64_t d = mi["prompt_dim"];
   {
     // A step's share of the batch: its prompts (host, and converted for the
-    // library), the activations the gradient keeps, and the parameter-sized
-    // vectors (theta, gradient, Adam's moments).
+    // library), the activations the gradient keeps (for the prompts whose
+    // micro-batches run at once), and the parameter-sized vectors (theta,
+    // gradient, Adam's moments).
     double n = 2.0 * cfg.points.end, b = (double)local;
-    double needed = b * n * d * 8 * 3 + b * std::max<double>(kept, 0) + 8.0 * 6 * run.numParams();
+    double live = (double)run.livePrompts(local, cfg.points.end);
+    double needed =
+        b * n * d * 8 * 3 + live * std::max<double>(kept, 0) + 8.0 * 6 * run.numParams();
     ok = checkMemory(needed, "a training step at batch " + std::to_string(local), // per rank
                      "--batch (or --loops, --window)", err);
     if (!ok)

@@ -403,7 +403,8 @@ TEST(Tasks, PromptsOfAStepDoNotDependOnTheSplit) {
     const TaskSpec *t = findTask(name, known);
     ASSERT_NE(t, nullptr);
     Prompts whole = t->sampleAt(7, 12, 0, 8, 11, 5, 5, 0.0);
-    Prompts a = t->sampleAt(7, 12, 0, 3, 11, 5, 5, 0.0), b = t->sampleAt(7, 12, 3, 5, 11, 5, 5, 0.0);
+    Prompts a = t->sampleAt(7, 12, 0, 3, 11, 5, 5, 0.0),
+            b = t->sampleAt(7, 12, 3, 5, 11, 5, 5, 0.0);
     std::vector<double> xs = a.xs, ys = a.ys;
     xs.insert(xs.end(), b.xs.begin(), b.xs.end());
     ys.insert(ys.end(), b.ys.begin(), b.ys.end());
@@ -438,4 +439,51 @@ TEST(Training, LearningRateSchedules) {
   c.lrSchedule = "linear";
   EXPECT_NEAR(c.lrAt(549), 3e-3 + (1e-5 - 3e-3) * 449.0 / 899, 1e-15);
   EXPECT_NEAR(c.lrAt(999), 1e-5, 1e-18);
+}
+
+// Micro-batches: the plan covers the batch in order, with non-empty chunks
+// of at most the token target (where a prompt fits it) that differ by at
+// most one prompt within a thread's share, and livePrompts (computed, not
+// planned) is each share's largest chunk summed over the shares.
+TEST(MicroBatches, PlanCoversTheBatch) {
+  for (int threads : {1, 2, 3, 8})
+    for (int64_t tokens : {0, 1, 16, 100, 1536})
+      for (int64_t batch : {1, 2, 5, 7, 64, 100})
+        for (int64_t points : {1, 4, 11, 41}) {
+          ModelRunner run;
+          run.setThreads(threads);
+          run.setMicroBatchTokens(tokens);
+          Prompts p{batch, points, 1, {}, {}};
+          auto plan = run.plan(p);
+          ASSERT_LE((int64_t)plan.size(), std::min<int64_t>(threads, batch));
+          int64_t next = 0, live = 0;
+          for (const auto &share : plan) {
+            int64_t most = 0, least = batch;
+            for (auto [b0, b1] : share) {
+              ASSERT_EQ(b0, next);
+              ASSERT_GT(b1, b0);
+              if (tokens > 0 && 2 * points <= tokens)
+                EXPECT_LE((b1 - b0) * 2 * points, tokens);
+              most = std::max(most, b1 - b0);
+              least = std::min(least, b1 - b0);
+              next = b1;
+            }
+            EXPECT_LE(most - least, 1);
+            if (tokens == 0)
+              EXPECT_EQ(share.size(), 1u);
+            live += most;
+          }
+          EXPECT_EQ(next, batch);
+          EXPECT_EQ(run.livePrompts(batch, points), live)
+              << "threads " << threads << ", tokens " << tokens << ", batch " << batch
+              << ", points " << points;
+        }
+}
+
+// A hostile batch is estimated, never planned.
+TEST(MicroBatches, LivePromptsOfAHugeBatch) {
+  ModelRunner run;
+  run.setThreads(2);
+  run.setMicroBatchTokens(1536);
+  EXPECT_EQ(run.livePrompts(100000000000, 11), 2 * 69); // 1536 / 22 = 69 prompts per chunk
 }

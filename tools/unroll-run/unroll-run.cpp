@@ -81,7 +81,7 @@ Training and evaluation (models):
                          prints a note where bf16 measures slower than f32 (a Xeon
                          whose vdpbf16ps issues on one port: 0.6x)
   --micro-batch-tokens N CPU libraries: each thread runs its share of a batch in
-                         micro-batches of about N tokens (prompts x 2k), whose
+                         micro-batches of at most N tokens (prompts x 2k), whose
                          gradients are summed: the same step, with activations that
                          stay in the caches (default 1536; 0: the whole share at once)
   --gpu-graphs on|off    GPU libraries: capture each shape's training step (loss,

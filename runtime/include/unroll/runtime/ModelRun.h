@@ -163,8 +163,9 @@ public:
   /// GPU libraries take the whole batch in one call (threads stay 1).
   void setThreads(int n) { threads_ = gpu_ || n < 1 ? 1 : n; }
   int threads() const { return threads_; }
-  /// Micro-batches (CPU): each thread's share of a batch is cut into chunks
-  /// of about `tokens` tokens (prompts x 2k) that run one after another, their
+  /// Micro-batches (CPU): each thread's share of a batch is cut into the
+  /// fewest near-equal chunks of at most `tokens` tokens (prompts x 2k; at
+  /// least one prompt) that run one after another, their
   /// losses and gradients summed with the chunks' weights, so that a chunk's
   /// activations stay in the caches (the paper config's step on one thread
   /// of a Xeon: 5248 tokens at once ~3% slower than chunks of 1312). The same
@@ -177,6 +178,10 @@ public:
   /// runs plan(p)[t] in order.
   using Chunk = std::pair<int64_t, int64_t>;
   std::vector<std::vector<Chunk>> plan(const Prompts &p) const;
+  /// How many of a batch's prompts have their activations live at once (each
+  /// thread's largest chunk), for memory estimates: computed, not planned
+  /// (a hostile --batch must not allocate its plan).
+  int64_t livePrompts(int64_t batch, int64_t points) const;
 
   /// preds [loops, B, k]: the prediction for y_i read at x_i after each
   /// iteration t = 1 .. loops.
@@ -252,6 +257,10 @@ private:
   mutable FixedPointStats fixedStats_;
   bool f32_ = false, gpu_ = false;
   int64_t numParams_ = 0, dim_ = 0, positions_ = -1;
+  /// A thread's share of a batch (the largest), and how many chunks a share
+  /// of `share` prompts of `points` points is cut into.
+  int64_t shareSize(int64_t batch) const;
+  int64_t partsOf(int64_t share, int64_t points) const;
   int threads_ = 1;
   int64_t microTokens_ = 0;
 };
