@@ -606,7 +606,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
         cfg.cpuPrecision == "bf16" ? "; GEMM operands bf16 (f32 accumulation and weights)" : "");
     std::string micro;
     if (!m.gpu() && run.microBatchTokens() > 0)
-      micro = "; threads run micro-batches of ~" + std::to_string(run.microBatchTokens()) +
+      micro = "; threads run micro-batches of <= " + std::to_string(run.microBatchTokens()) +
               " tokens (--micro-batch-tokens)";
     fprintf(stderr, "gradient: %s; activations kept per prompt at b %lld, %lld points: %s%s\n",
             gm.str().c_str(), (long long)cfg.loops, (long long)cfg.points.end,
