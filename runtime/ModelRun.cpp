@@ -95,6 +95,10 @@ std::vector<std::vector<ModelRunner::Chunk>> ModelRunner::plan(const Prompts &p)
   return chunks;
 }
 
+bool ModelRunner::oneCall(const Prompts &p) const {
+  return shareSize(p.batch) >= p.batch && partsOf(p.batch, p.points) == 1;
+}
+
 int64_t ModelRunner::livePrompts(int64_t batch, int64_t points) const {
   if (batch <= 0)
     return 0;
@@ -132,14 +136,6 @@ void overChunks(const Prompts &p, const std::vector<std::vector<ModelRunner::Chu
     work(0);
   for (auto &t : pool)
     t.join();
-}
-
-/// How many chunks a plan has.
-size_t chunkCount(const std::vector<std::vector<ModelRunner::Chunk>> &plan) {
-  size_t n = 0;
-  for (const auto &t : plan)
-    n += t.size();
-  return n;
 }
 } // namespace
 
@@ -563,7 +559,7 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
     return f32_ ? lossGradGraph<float>(p, st, loops, window, losses)
                 : lossGradGraph<double>(p, st, loops, window, losses);
   // One call straight on the resident buffers when the plan is one chunk.
-  const bool whole = chunkCount(plan(p)) == 1;
+  const bool whole = oneCall(p);
   if (whole && gradient_.fixedPoint()) {
     if (f32_)
       callLossGradFixedInto<float>(lossGradFixed_, p, (float *)st.theta, (float *)st.grad, st.size,
@@ -645,7 +641,7 @@ bool ModelRunner::forward(const Prompts &p, ResidentState &st, int64_t loops,
     error = "the resident state does not match the model";
     return false;
   }
-  if (chunkCount(plan(p)) != 1) { // threads or micro-batches (CPU): from a host copy
+  if (!oneCall(p)) { // threads or micro-batches (CPU): from a host copy
     std::vector<double> theta;
     st.readVector(theta, st.theta);
     return forward(p, theta, loops, preds, error);

@@ -474,6 +474,10 @@ TEST(MicroBatches, PlanCoversTheBatch) {
             live += most;
           }
           EXPECT_EQ(next, batch);
+          size_t calls = 0;
+          for (const auto &share : plan)
+            calls += share.size();
+          EXPECT_EQ(run.oneCall(p), calls == 1);
           EXPECT_EQ(run.livePrompts(batch, points), live)
               << "threads " << threads << ", tokens " << tokens << ", batch " << batch
               << ", points " << points;

@@ -165,12 +165,12 @@ public:
   int threads() const { return threads_; }
   /// Micro-batches (CPU): each thread's share of a batch is cut into the
   /// fewest near-equal chunks of at most `tokens` tokens (prompts x 2k; at
-  /// least one prompt) that run one after another, their
-  /// losses and gradients summed with the chunks' weights, so that a chunk's
+  /// least one prompt) that run one after another, their losses and
+  /// gradients summed with the chunks' weights, so that a chunk's
   /// activations stay in the caches (the paper config's step on one thread
-  /// of a Xeon: 5248 tokens at once ~3% slower than chunks of 1312). The same
-  /// step, up to summation order. 0 runs a thread's whole share at once; GPU
-  /// libraries take the whole batch in one call.
+  /// of a Xeon: 5248 tokens at once ~3% slower than chunks of 1312). The
+  /// same step, up to summation order. 0 runs a thread's whole share at
+  /// once; GPU libraries take the whole batch in one call.
   static constexpr int64_t kDefaultMicroBatchTokens = 1536;
   void setMicroBatchTokens(int64_t tokens) { microTokens_ = gpu_ || tokens < 0 ? 0 : tokens; }
   int64_t microBatchTokens() const { return microTokens_; }
@@ -178,6 +178,8 @@ public:
   /// runs plan(p)[t] in order.
   using Chunk = std::pair<int64_t, int64_t>;
   std::vector<std::vector<Chunk>> plan(const Prompts &p) const;
+  /// plan(p) is one chunk: the batch goes to the library in one call.
+  bool oneCall(const Prompts &p) const;
   /// How many of a batch's prompts have their activations live at once (each
   /// thread's largest chunk), for memory estimates: computed, not planned
   /// (a hostile --batch must not allocate its plan).
