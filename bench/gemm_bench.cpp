@@ -24,10 +24,11 @@
 //                                        its VJP without and with an addend
 //                                        (f32, B x n rows of F)
 //   unroll-gemm-bench M N K [--ta] [--tb] [--repeats R] [--threads T]
-//                    [--epilogue bias|gelu|dgelu|residual|rowsum]
+//                    [--epilogue bias|gelu|dgelu|residual|rowsum] [--cold]
 //                                        GFLOP/s of C += A·B (f32), the
 //                                        machine's measured peak for the
-//                                        benchmark's share-of-peak column
+//                                        benchmark's share-of-peak column;
+//                                        --cold: operands from memory
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/CpuKernels.h"
@@ -685,10 +686,12 @@ const char *const kUsage =
     "                                    median times of the f32 layer norm and its VJP\n"
     "                                    (without and with an addend for dx)\n"
     "  M N K [--ta] [--tb] [--repeats R] [--threads T] [--bf16]\n"
-    "        [--epilogue bias|gelu|dgelu|residual|rowsum]\n"
+    "        [--epilogue bias|gelu|dgelu|residual|rowsum] [--cold]\n"
     "                                    GFLOP/s of C += A B (f32; --bf16: bf16 operands;\n"
     "                                    --epilogue: C = A B and a model epilogue, gelu =\n"
-    "                                    bias+GELU, residual = bias+residual):\n"
+    "                                    bias+GELU, residual = bias+residual; --cold: the\n"
+    "                                    caches flushed before each run, so the operands\n"
+    "                                    come from memory as a training step's tape does):\n"
     "                                    the machine's peak for bench/run.sh's share-of-peak\n"
     "                                    column\n"
     "UNROLL_GEMM_ISA=avx2|plain forces a narrower instruction set.\n";
@@ -715,7 +718,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]), repeats = 5, threads = 1;
-  bool ta = false, tb = false, bf16 = false; // A stored [K, M] / B stored [N, K]
+  bool ta = false, tb = false, bf16 = false, cold = false; // A stored [K, M] / B stored [N, K]
   int64_t flags = 0; // --epilogue: unroll_gemm_ex's flags, as the compiler calls it
   std::string epilogue = "none";
   for (int i = 4; i < argc; ++i) {
@@ -729,6 +732,8 @@ int main(int argc, char **argv) {
       threads = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--bf16"))
       bf16 = true;
+    else if (!strcmp(argv[i], "--cold"))
+      cold = true;
     else if (i + 1 < argc && !strcmp(argv[i], "--epilogue")) {
       epilogue = argv[++i];
       flags = epilogue == "bias"       ? UNROLL_GEMM_BIAS
@@ -778,7 +783,13 @@ int main(int argc, char **argv) {
                       tb ? K : 1, Cs[t].data(), N, 1, 1);
   };
   std::vector<double> secs;
+  // --cold: before each run a buffer larger than the caches is written
+  // over, so that the operands come from memory, as a training step's tape
+  // does (the run itself is timed alone).
+  std::vector<char> flush(cold ? size_t(512) << 20 : 0);
   for (int64_t r = 0; r <= repeats; ++r) {
+    for (size_t i = 0; i < flush.size(); i += 64)
+      flush[i] = char(r + i);
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> pool;
     for (int64_t t = 1; t < threads; ++t)
@@ -794,10 +805,10 @@ int main(int argc, char **argv) {
   double med = secs[secs.size() / 2];
   double gflops = 2.0 * M * N * K * threads / med / 1e9;
   printf("{\"M\": %lld, \"N\": %lld, \"K\": %lld, \"A\": \"%s\", \"B\": \"%s\", "
-         "\"threads\": %lld, \"operands\": \"%s\", \"epilogue\": \"%s\", \"median_s\": %.6g, "
+         "\"threads\": %lld, \"operands\": \"%s\", \"epilogue\": \"%s\", \"cold\": %s, \"median_s\": %.6g, "
          "\"gflops\": %.2f}\n",
          (long long)M, (long long)N, (long long)K, ta ? "transposed" : "row-major",
          tb ? "transposed" : "row-major", (long long)threads, bf16 ? "bf16" : "f32",
-         epilogue.c_str(), med, gflops);
+         epilogue.c_str(), cold ? "true" : "false", med, gflops);
   return 0;
 }
