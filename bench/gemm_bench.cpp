@@ -805,8 +805,8 @@ int main(int argc, char **argv) {
   double med = secs[secs.size() / 2];
   double gflops = 2.0 * M * N * K * threads / med / 1e9;
   printf("{\"M\": %lld, \"N\": %lld, \"K\": %lld, \"A\": \"%s\", \"B\": \"%s\", "
-         "\"threads\": %lld, \"operands\": \"%s\", \"epilogue\": \"%s\", \"cold\": %s, \"median_s\": %.6g, "
-         "\"gflops\": %.2f}\n",
+         "\"threads\": %lld, \"operands\": \"%s\", \"epilogue\": \"%s\", \"cold\": %s, "
+         "\"median_s\": %.6g, \"gflops\": %.2f}\n",
          (long long)M, (long long)N, (long long)K, ta ? "transposed" : "row-major",
          tb ? "transposed" : "row-major", (long long)threads, bf16 ? "bf16" : "f32",
          epilogue.c_str(), cold ? "true" : "false", med, gflops);
