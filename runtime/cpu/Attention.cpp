@@ -164,6 +164,7 @@ INLINE void scoreTile(int64_t j0, int64_t np, int64_t hd, const T *x, int64_t ld
     for (int v = 0; v < NV; ++v)
       acc[r][v] = V{};
   const T *col = kt + j0;
+#pragma GCC unroll 4
   for (int64_t e = 0; e < hd; ++e) {
     V k[NV];
     for (int v = 0; v < NV; ++v)
@@ -255,6 +256,7 @@ INLINE void combineTile(int64_t begin, int64_t end, int64_t np, const T *c, cons
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v)
       acc[r][v] = V{};
+#pragma GCC unroll 4
   for (int64_t j = begin; j < end; ++j) {
     V x[NV];
     for (int v = 0; v < NV; ++v)
