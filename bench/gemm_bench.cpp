@@ -23,6 +23,9 @@
 //                                        median times of the layer norm and
 //                                        its VJP without and with an addend
 //                                        (f32, B x n rows of F)
+//   unroll-gemm-bench --fma-peak [--threads T]
+//                                        GFLOP/s of vector FMAs on registers
+//                                        alone: the FMA pipes' ceiling
 //   unroll-gemm-bench M N K [--ta] [--tb] [--repeats R] [--threads T]
 //                    [--epilogue bias|gelu|dgelu|residual|rowsum] [--cold]
 //                                        GFLOP/s of C += A·B (f32), the
@@ -596,6 +599,103 @@ template <typename Fn> double medianSeconds(int64_t repeats, Fn fn) {
   return secs[secs.size() / 2];
 }
 
+/// n iterations of 16 independent vector FMAs on registers (no memory
+/// operand): the FMA pipes' own rate, which no GEMM can pass.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void fmaLoopAvx512(int64_t n) {
+  __asm__ volatile("vxorps %%xmm0, %%xmm0, %%xmm0\n"
+                   "vmovaps %%zmm0, %%zmm30\n"
+                   "vmovaps %%zmm0, %%zmm31\n"
+                   "1:\n"
+#define UNROLL_FMA_16(R)                                                                           \
+  "vfmadd231ps %%" R "30, %%" R "31, %%" R "0\n vfmadd231ps %%" R "30, %%" R "31, %%" R "1\n"      \
+  "vfmadd231ps %%" R "30, %%" R "31, %%" R "2\n vfmadd231ps %%" R "30, %%" R "31, %%" R "3\n"      \
+  "vfmadd231ps %%" R "30, %%" R "31, %%" R "4\n vfmadd231ps %%" R "30, %%" R "31, %%" R "5\n"      \
+  "vfmadd231ps %%" R "30, %%" R "31, %%" R "6\n vfmadd231ps %%" R "30, %%" R "31, %%" R "7\n"      \
+  "vfmadd231ps %%" R "30, %%" R "31, %%" R "8\n vfmadd231ps %%" R "30, %%" R "31, %%" R "9\n"      \
+  "vfmadd231ps %%" R "30, %%" R "31, %%" R "10\n vfmadd231ps %%" R "30, %%" R "31, %%" R "11\n"    \
+  "vfmadd231ps %%" R "30, %%" R "31, %%" R "12\n vfmadd231ps %%" R "30, %%" R "31, %%" R "13\n"    \
+  "vfmadd231ps %%" R "30, %%" R "31, %%" R "14\n vfmadd231ps %%" R "30, %%" R "31, %%" R "15\n"
+                   UNROLL_FMA_16("zmm")
+                   "dec %0\n"
+                   "jnz 1b\n"
+                   : "+r"(n)
+                   :
+                   : "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                     "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+                     "xmm30", "xmm31");
+}
+/// The same with 256-bit vectors (AVX2 has 16 registers: 14 accumulators).
+__attribute__((target("avx2,fma"))) void fmaLoopAvx2(int64_t n) {
+  __asm__ volatile("vxorps %%xmm0, %%xmm0, %%xmm0\n"
+                   "vmovaps %%ymm0, %%ymm14\n"
+                   "vmovaps %%ymm0, %%ymm15\n"
+                   "1:\n"
+#define UNROLL_FMA_14(R)                                                                           \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "0\n vfmadd231ps %%" R "14, %%" R "15, %%" R "1\n"      \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "2\n vfmadd231ps %%" R "14, %%" R "15, %%" R "3\n"      \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "4\n vfmadd231ps %%" R "14, %%" R "15, %%" R "5\n"      \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "6\n vfmadd231ps %%" R "14, %%" R "15, %%" R "7\n"      \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "8\n vfmadd231ps %%" R "14, %%" R "15, %%" R "9\n"      \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "10\n vfmadd231ps %%" R "14, %%" R "15, %%" R "11\n"    \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "12\n vfmadd231ps %%" R "14, %%" R "15, %%" R "13\n"
+                   UNROLL_FMA_14("ymm")
+                   "dec %0\n"
+                   "jnz 1b\n"
+                   : "+r"(n)
+                   :
+                   : "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                     "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+}
+#endif
+
+/// --fma-peak [--threads T]: f32 GFLOP/s of the FMA pipes alone on T threads
+/// (the instruction set the GEMM uses: AVX-512 where the CPU has it, unless
+/// UNROLL_GEMM_ISA says otherwise), the ceiling beside bench/run.sh's GEMM
+/// peak, which is this project's own kernel and so moves with it.
+int fmaPeak(int argc, char **argv) {
+  int64_t threads = 1;
+  for (int i = 2; i < argc; ++i) {
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = atoll(argv[++i]);
+    } else {
+      fprintf(stderr, "unroll-gemm-bench: --fma-peak takes only --threads T, not '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (threads < 1) {
+    fprintf(stderr, "unroll-gemm-bench: --threads must be at least 1\n");
+    return 2;
+  }
+#if defined(__x86_64__)
+  const char *forced = getenv("UNROLL_GEMM_ISA");
+  bool avx512 = __builtin_cpu_supports("avx512f") && !(forced && strcmp(forced, "avx512"));
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+              !(forced && !strcmp(forced, "plain"));
+  if (!avx512 && !avx2) {
+    fprintf(stderr, "unroll-gemm-bench: --fma-peak needs AVX2 with FMA or AVX-512\n");
+    return 1;
+  }
+  // FMAs per iteration and lanes per FMA.
+  const int64_t perIter = avx512 ? 16 : 14, lanes = avx512 ? 16 : 8, iters = 40'000'000;
+  auto once = [&] {
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < threads; ++t)
+      pool.emplace_back([&] { avx512 ? fmaLoopAvx512(iters) : fmaLoopAvx2(iters); });
+    for (auto &th : pool)
+      th.join();
+  };
+  double secs = medianSeconds(5, once);
+  double gflops = 2.0 * lanes * perIter * iters * threads / secs / 1e9;
+  printf("{\"fma_peak\": true, \"isa\": \"%s\", \"threads\": %lld, \"gflops\": %.2f}\n",
+         avx512 ? "avx512" : "avx2", (long long)threads, gflops);
+  return 0;
+#else
+  fprintf(stderr, "unroll-gemm-bench: --fma-peak is implemented for x86-64 only\n");
+  return 1;
+#endif
+}
+
 /// --time-attention: the f32 kernels at one size (qkv and out dense).
 int timeAttention(int argc, char **argv) {
   if (argc < 6) {
@@ -694,6 +794,8 @@ const char *const kUsage =
     "                                    come from memory as a training step's tape does):\n"
     "                                    the machine's peak for bench/run.sh's share-of-peak\n"
     "                                    column\n"
+    "  --fma-peak [--threads T]          GFLOP/s of the FMA pipes alone (vector FMAs on\n"
+    "                                    registers): the ceiling above the GEMM peak\n"
     "UNROLL_GEMM_ISA=avx2|plain forces a narrower instruction set.\n";
 
 int main(int argc, char **argv) {
@@ -707,6 +809,8 @@ int main(int argc, char **argv) {
     return timeLayerNorm(argc, argv);
   if (argc >= 2 && !strcmp(argv[1], "--time-attention"))
     return timeAttention(argc, argv);
+  if (argc >= 2 && !strcmp(argv[1], "--fma-peak"))
+    return fmaPeak(argc, argv);
   if (argc >= 2 && !strcmp(argv[1], "--check-bf16"))
     return checkBf16();
   if (argc >= 2 && !strcmp(argv[1], "--check"))
@@ -717,7 +821,18 @@ int main(int argc, char **argv) {
     fputs(kUsage, stderr);
     return 2;
   }
-  int64_t M = atoll(argv[1]), N = atoll(argv[2]), K = atoll(argv[3]), repeats = 5, threads = 1;
+  // M N K: positive integers (an unknown --mode would otherwise read as 0).
+  int64_t dims[3];
+  for (int i = 0; i < 3; ++i) {
+    char *end = nullptr;
+    dims[i] = strtoll(argv[i + 1], &end, 10);
+    if (*argv[i + 1] == '\0' || *end != '\0' || dims[i] < 1) {
+      fprintf(stderr, "unroll-gemm-bench: '%s' is not a mode nor a size (M N K are positive)\n%s",
+              argv[i + 1], kUsage);
+      return 2;
+    }
+  }
+  int64_t M = dims[0], N = dims[1], K = dims[2], repeats = 5, threads = 1;
   bool ta = false, tb = false, bf16 = false, cold = false; // A stored [K, M] / B stored [N, K]
   int64_t flags = 0; // --epilogue: unroll_gemm_ex's flags, as the compiler calls it
   std::string epilogue = "none";

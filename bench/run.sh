@@ -113,7 +113,13 @@ best["measured_gflops"] = [a["gflops"], b["gflops"]]
 print(json.dumps(best))' "${early[$t$k]}" "$late")")
   done
 done
-printf '{"runs": [%s], "gemm_peak": {%s}}\n' "$(IFS=,; echo "${results[*]}")" \
-  "$(IFS=,; echo "${peaks[*]}")" > "$OUT/bench.json"
+# The FMA pipes' own rate (vector FMAs on registers): the ceiling above the
+# GEMM peak, which is unroll's own kernel and moves with it.
+fma=()
+for t in "${THREAD_COUNTS[@]}"; do
+  if f=$("$BIN/unroll-gemm-bench" --fma-peak --threads "$t"); then fma+=("\"$t\": $f"); fi
+done
+printf '{"runs": [%s], "gemm_peak": {%s}, "fma_peak": {%s}}\n' "$(IFS=,; echo "${results[*]}")" \
+  "$(IFS=,; echo "${peaks[*]}")" "$(IFS=,; echo "${fma[*]}")" > "$OUT/bench.json"
 $PY "$(dirname "$0")/table.py" "$OUT/bench.json"
 echo "wrote $OUT/bench.json" >&2

@@ -6,7 +6,8 @@ peak measured in the same run and the share of it (against the higher of
 the peaks before and after all timings, and the median over rounds of the
 share against the peak measured right before that round), and with BENCH_BASE the
 other build's times, and with BENCH_BF16=1 unroll's times with bf16 GEMM
-operands against the bf16 GEMM peak of the same run.
+operands against the bf16 GEMM peak of the same run. Below the table, the
+FMA pipes' own rate (`unroll-gemm-bench --fma-peak`) where bench.json has it.
 
   bench/table.py OUT/bench.json
 """
@@ -79,5 +80,11 @@ rp = "; ".join(f"{r['config']}, {r['threads']} thread{'s' if r['threads'] != 1 e
                + ", ".join(f"{p:.0f}" for p in r["round_peaks"])
                for r in j["runs"] if r.get("round_peaks"))
 rp = f"; the peaks measured right before each round (GFLOP/s): {rp}" if rp else ""
+fp = {t: v for t, v in (j.get("fma_peak") or {}).items() if v.get("fma_peak")}
+if fp:
+    rp += "; the FMA pipes alone (unroll-gemm-bench --fma-peak), the ceiling above the GEMM peak: " + ", ".join(
+        f"{t} thread{'s' if t != '1' else ''}: {v['gflops']:.0f} GFLOP/s ({v['isa']}; GEMM peak "
+        f"{100 * j['gemm_peak'][t]['gflops'] / v['gflops']:.0f}% of it)"
+        for t, v in fp.items() if t in j["gemm_peak"])
 print(f"(median of {n} runs each, unroll and PyTorch alternating in {j['runs'][0]['unroll']['rounds']} rounds; GEMM peak = unroll's f32 GEMM kernel on 2048x2048x256 in the same run: {pk}{rp}; "
       f"PyTorch {t0['torch']}, BLAS: {t0['blas']})")
