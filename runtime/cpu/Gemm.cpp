@@ -26,9 +26,10 @@
 // rows of A read in place, or the rows of C a tile stores, into the cache
 // ahead of time but the hardware's prefetcher, whose short streams (8 rows
 // of 1-2 KB) start late: before each tile the driver asks for that tile's
-// rows of C (write intent) and for a share of the next tile's rows of A
-// (the 5248 x 256 x 256 products of the paper config: 89-95 -> 96-104
-// GFLOP/s on one thread of a Zen 4 host).
+// rows of C (write intent) and, on AMD's CPUs, for a share of the next
+// tile's rows of A (the 5248 x 256 x 256 products of the paper config:
+// 89-95 -> 96-104 GFLOP/s on one thread of a Zen 4 host). On the Intel
+// Xeon host that share made the paper step slower (prefetchNextA).
 //
 // unroll_gemm_ex_* adds the epilogues of GemmFlags.h (a bias row, GELU into
 // a second output, GELU's gradient, a residual matrix added to the
@@ -638,6 +639,21 @@ template <typename T> struct Epilogue {
   }
 };
 
+/// Whether the driver asks for a share of the next rows of a row-major A
+/// before each tile: on AMD's CPUs, not on Intel's. On the Intel Xeon host,
+/// with the unrolled tile, leaving it out made the paper step 0.973x on one
+/// thread and 0.956x on two (paired medians of 26 and 9 rounds) and the
+/// forward 0.999x and 1.006x (10 and 5). UNROLL_GEMM_PREFETCH_A=0 or 1
+/// overrides.
+inline bool prefetchNextA() {
+  static const bool on = [] {
+    if (const char *e = getenv("UNROLL_GEMM_PREFETCH_A"))
+      return strcmp(e, "0") != 0;
+    return !unroll::cpu::isIntel();
+  }();
+  return on;
+}
+
 template <typename T>
 using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, int64_t, int64_t,
                         int64_t, bool);
@@ -657,6 +673,7 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
     return;
   }
   thread_local Scratch<T> scratch;
+  const bool aheadA = prefetchNextA();
   int64_t ncMax = std::min<int64_t>(kNC, N);
   T *pb = scratch.bufB(size_t(kKC) * ((ncMax + NR - 1) / NR) * NR);
   T *pa = scratch.bufA(size_t(kKC) * ((std::min<int64_t>(kMC, M) + MR - 1) / MR) * MR);
@@ -689,7 +706,7 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
           // the next panel's first) come from memory: a share of their
           // lines is asked for before each of this sliver's tiles.
           const T *next = nullptr;
-          if (direct && ic + ir + 2 * MR <= M)
+          if (aheadA && direct && ic + ir + 2 * MR <= M)
             next = A + (ic + ir + MR) * sAm + pc;
           const int64_t lines = MR * ((kc * int64_t(sizeof(T)) + 63) / 64);
           const int64_t tiles = (nc + NR - 1) / NR, share = (lines + tiles - 1) / tiles;

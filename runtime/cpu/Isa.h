@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <cpuid.h>
+
 namespace unroll::cpu {
 
 enum class Isa { Plain, Avx2, Avx512 };
@@ -42,6 +44,23 @@ inline Isa detectIsa() {
 inline bool hasBf16() {
   static const bool has = detectIsa() == Isa::Avx512 && __builtin_cpu_supports("avx512bf16");
   return has;
+}
+
+/// Whether the CPU is Intel's (cpuid's vendor string): tuning choices that
+/// were measured to go opposite ways on the AMD and Intel hosts (Gemm.cpp).
+inline bool isIntel() {
+  static const bool intel = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+      return false;
+    char vendor[13];
+    memcpy(vendor, &b, 4);
+    memcpy(vendor + 4, &d, 4);
+    memcpy(vendor + 8, &c, 4);
+    vendor[12] = 0;
+    return !strcmp(vendor, "GenuineIntel");
+  }();
+  return intel;
 }
 
 /// Calls the variant of a kernel for this machine's instruction set.
