@@ -35,6 +35,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/CpuKernels.h"
+// The instruction set the kernels pick (detectIsa), for --fma-peak.
+#include "../runtime/cpu/Isa.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -647,14 +649,14 @@ int fmaPeak(int argc, char **argv) {
     return 2;
   }
 #if defined(__x86_64__)
-  const char *forced = getenv("UNROLL_GEMM_ISA");
-  bool avx512 = __builtin_cpu_supports("avx512f") && !(forced && strcmp(forced, "avx512"));
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-              !(forced && !strcmp(forced, "plain"));
-  if (!avx512 && !avx2) {
-    fprintf(stderr, "unroll-gemm-bench: --fma-peak needs AVX2 with FMA or AVX-512\n");
+  // The kernels' own choice (runtime/cpu/Isa.h), UNROLL_GEMM_ISA included.
+  const unroll::cpu::Isa isa = unroll::cpu::detectIsa();
+  if (isa == unroll::cpu::Isa::Plain) {
+    fprintf(stderr, "unroll-gemm-bench: --fma-peak needs AVX2 with FMA or AVX-512 (the kernels "
+                    "run their plain variant here)\n");
     return 1;
   }
+  const bool avx512 = isa == unroll::cpu::Isa::Avx512;
   // FMAs per iteration and lanes per FMA.
   const int64_t perIter = 14, lanes = avx512 ? 16 : 8, iters = 40'000'000;
   auto once = [&] {
