@@ -66,6 +66,10 @@ except Exception:
 try:
     if "avx512_bf16" in open("/proc/cpuinfo").read().split():
         config.available_features.add("avx512bf16")
+    # AMX tiles with bf16 (the bf16 GEMM's AMX kernel; Linux must also
+    # grant the tile state, which the kernel asks for and amx.test checks).
+    if {"amx_tile", "amx_bf16"} <= set(open("/proc/cpuinfo").read().split()):
+        config.available_features.add("amx")
 except OSError:
     pass
 

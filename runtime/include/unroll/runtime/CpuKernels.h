@@ -15,6 +15,7 @@
  *                                   gradient) added while A is packed
  *   unroll_cpu_set_precision        bf16 operands for the f32 GEMMs (AVX512_BF16)
  *   unroll_cpu_bf16_rates           f32 and bf16 GEMM rates measured on this CPU
+ *   unroll_cpu_bf16_kernel          which kernel bf16 operands run on (AMX or not)
  *   unroll_attention_<f32|f64>      causal multi-head attention forward
  *   unroll_attention_vjp_<f32|f64>  and its VJP (runtime/cpu/Attention.cpp)
  *   unroll_layer_norm_<f32|f64>     LayerNorm over the last dimension, one pass per row
@@ -60,18 +61,23 @@ void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_
 
 /* The operand precision of the f32 GEMMs' blocked path: 0 = f32, 1 = bf16
  * (operands rounded to bfloat16 as they are packed, products accumulated
- * in f32 with vdpbf16ps; the narrow kernel and f64 are unchanged). bf16
+ * in f32 with vdpbf16ps, or AMX's tdpbf16ps where the CPU and the OS allow
+ * it (UNROLL_GEMM_AMX=0 turns that off); the narrow kernel and f64 are
+ * unchanged). bf16
  * needs AVX512_BF16: unroll_cpu_set_precision returns the precision now in
  * effect (0 when bf16 was asked for on a CPU without it). The initial value
  * comes from $UNROLL_CPU_PRECISION (f32 or bf16). */
 int32_t unroll_cpu_bf16_supported(void);
 int32_t unroll_cpu_set_precision(int32_t bf16);
 int32_t unroll_cpu_precision(void);
+/* Which kernel bf16 operands run on: "amx" (AMX tiles), "avx512bf16"
+ * (vdpbf16ps) or "none" (no AVX512_BF16). */
+const char *unroll_cpu_bf16_kernel(void);
 /* Times one f32 GEMM (512 x 512 x 256) with f32 and with bf16 operands,
  * best of 5 each (~10 ms), into the two rates (GFLOP/s); returns 0 without
  * AVX512_BF16. vdpbf16ps is not faster everywhere: where it issues on one
  * port and FMAs on two (an Intel Xeon of this project's hosts), bf16 ran
- * at 0.6x f32. */
+ * at 0.6x f32 without AMX (4.6x with it). */
 int32_t unroll_cpu_bf16_rates(double *f32Gflops, double *bf16Gflops);
 
 /* out[b, i, h·hd + e] = Σ_{j ≤ i} softmax_j(q_i·k_j / √hd) v_j[e] for qkv
