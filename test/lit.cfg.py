@@ -66,11 +66,15 @@ except Exception:
 try:
     if "avx512_bf16" in open("/proc/cpuinfo").read().split():
         config.available_features.add("avx512bf16")
-    # AMX tiles with bf16 (the bf16 GEMM's AMX kernel; Linux must also
-    # grant the tile state, which the kernel asks for and amx.test checks).
+    # AMX tiles with bf16 (the bf16 GEMM's AMX kernel), where Linux also
+    # grants a process the tile state: the same arch_prctl request
+    # (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) the kernel makes, asked here.
     if {"amx_tile", "amx_bf16"} <= set(open("/proc/cpuinfo").read().split()):
-        config.available_features.add("amx")
-except OSError:
+        import ctypes
+        SYS_arch_prctl = 158
+        if ctypes.CDLL(None, use_errno=True).syscall(SYS_arch_prctl, 0x1023, 18) == 0:
+            config.available_features.add("amx")
+except (OSError, AttributeError):
     pass
 
 # The CUDA toolkit (libdevice, ptxas) for --lower-to-gpu, and a usable GPU
