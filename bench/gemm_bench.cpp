@@ -101,10 +101,11 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
   int64_t M = dim(rng), N = dim(rng), K = rng() % 4 == 0 ? dim(rng) * 4 : dim(rng);
   if (rng() % 10 == 0)
     K = 0;
-  // An eighth with N past 512: several of the kernel's column blocks (the
-  // epilogue's bias offset, the row sums counted in the first block only).
+  // An eighth with N past 512: several of the kernel's column blocks (512;
+  // 1024 on AMX) (the epilogue's bias offset, the row sums counted in the
+  // first block only).
   if (rng() % 8 == 0)
-    N = 513 + int64_t(rng() % 700);
+    N = 513 + int64_t(rng() % 1100);
   if (rng() % 4 == 0)
     N = (rng() % 4 + 1) * 4; // 4..16: the unpacked narrow kernel's widths
   if (rng() % 5 == 0) {      // the thin kernels: M, N or K = 1, the others up to 300

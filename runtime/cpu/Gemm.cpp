@@ -993,6 +993,13 @@ UNROLL_AVX512_BF16 void tileBf16(int64_t kp, const uint32_t *a, const uint32_t *
   __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,fma,amx-tile,amx-bf16")))
 
 constexpr int kAmxMR = 32, kAmxNR = 32, kAmxKP = 16; // k-pairs per tile step
+// The AMX driver's column block: 1024 columns, twice the f32 drivers'. A
+// panel of A is packed (converted, and for a column-major A transposed)
+// once per column block, which costs more against AMX's rate than against
+// f32 FMAs: with 1024, the model's N <= 1024 products pack A once, and the
+// bf16 paper step was 0.87x of 512 (6 paired rounds; the packed B block,
+// 256 pairs x 1024 columns, is 1 MB of the Xeon's 2 MB L2).
+constexpr int64_t kAmxNC = 1024;
 
 /// Whether the bf16 GEMM runs on AMX: the CPU has AMX-TILE and AMX-BF16,
 /// the kernel grants the tile state, and UNROLL_GEMM_AMX is not 0.
@@ -1084,13 +1091,13 @@ UNROLL_AMX void gemmAmx(int64_t M, int64_t N, int64_t K, const float *A, int64_t
                         int64_t sCn, bool accumulate, const Epilogue<float> &epi) {
   thread_local Scratch<uint32_t> scratch;
   static_assert(kKC / 2 % kAmxKP == 0 && kMC % kAmxMR == 0, "whole AMX tiles per block");
-  const int64_t kpsMax = kKC / 2, ncMax = std::min<int64_t>(kNC, N);
+  const int64_t kpsMax = kKC / 2, ncMax = std::min<int64_t>(kAmxNC, N);
   uint32_t *pb = scratch.bufB(size_t(kpsMax) * ((ncMax + kAmxNR - 1) / kAmxNR) * kAmxNR);
   uint32_t *pa =
       scratch.bufA(size_t(kpsMax) * ((std::min<int64_t>(kMC, M) + kAmxMR - 1) / kAmxMR) * kAmxMR);
   amxConfigure();
-  for (int64_t jc = 0; jc < N; jc += kNC) {
-    int64_t nc = std::min<int64_t>(kNC, N - jc);
+  for (int64_t jc = 0; jc < N; jc += kAmxNC) {
+    int64_t nc = std::min<int64_t>(kAmxNC, N - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc);
       int64_t kps = ((kc + 1) / 2 + kAmxKP - 1) / kAmxKP * kAmxKP;

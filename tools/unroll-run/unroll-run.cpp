@@ -79,7 +79,7 @@ Training and evaluation (models):
                          rounded to bfloat16 (f32 accumulation, f32 weights and Adam;
                          attention and layer norms stay f32); needs AVX512_BF16,
                          and runs on AMX tiles where the CPU has them (Intel
-                         Xeon: the paper step 2.1-2.2x faster than f32); prints a
+                         Xeon: the paper step 2.3-2.4x faster than f32); prints a
                          note where bf16 measures slower than f32
   --micro-batch-tokens N CPU libraries: each thread runs its share of a batch in
                          micro-batches of at most N tokens (prompts x 2k), whose
