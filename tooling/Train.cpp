@@ -368,7 +368,8 @@ bool unroll::applyCpuPrecision(const Model &m, const std::string &precision, std
                    "use --cpu-precision f32";
   else {
     // Having the instruction does not make it faster: on a Xeon whose
-    // vdpbf16ps issues on one port (FMAs on two) bf16 ran at 0.6x f32. The
+    // vdpbf16ps issues on one port (FMAs on two) bf16 ran at 0.6x f32
+    // (with its AMX tiles, the default there, at 4.6x). The
     // library times both (~10 ms) and the user hears of it; bf16 stays on,
     // as asked.
     using Rates = int32_t (*)(double *, double *);
@@ -591,19 +592,31 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     }
     if (!scheduleText.empty())
       scheduleText += ")";
+    std::string precisionText;
+    if (cfg.cpuPrecision == "bf16") {
+      // Which kernel multiplies them (libraries built before AMX support
+      // do not say).
+      auto kernel = reinterpret_cast<const char *(*)()>(m.symbol("unroll_cpu_bf16_kernel"));
+      std::string k = kernel ? kernel() : "";
+      precisionText = "; GEMM operands bf16 (f32 accumulation and weights" +
+                      std::string(k == "amx"          ? "; AMX tiles"
+                                  : k == "avx512bf16" ? "; vdpbf16ps"
+                                                      : "") +
+                      ")";
+    }
     std::string loopsText = cfg.loopsRandomLo > 0
                                 ? std::to_string(cfg.loopsRandomLo) + ".." +
                                       std::to_string(cfg.loopsRandomHi) + " (random)"
                                 : std::to_string(cfg.loops);
-    fprintf(
-        stderr,
-        "training %s on %s: %lld steps, batch %lld, lr %g%s, b %s, T %lld, %s curriculum; "
-        "%lld parameters; Adam %s%s\n",
-        mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
-        (long long)cfg.batch, cfg.lr, scheduleText.c_str(), loopsText.c_str(),
-        (long long)cfg.window, cfg.curriculum ? "with" : "no", (long long)run.numParams(),
-        compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled") : "on the host",
-        cfg.cpuPrecision == "bf16" ? "; GEMM operands bf16 (f32 accumulation and weights)" : "");
+    fprintf(stderr,
+            "training %s on %s: %lld steps, batch %lld, lr %g%s, b %s, T %lld, %s curriculum; "
+            "%lld parameters; Adam %s%s\n",
+            mi["name"].get<std::string>().c_str(), cfg.task.c_str(), (long long)cfg.steps,
+            (long long)cfg.batch, cfg.lr, scheduleText.c_str(), loopsText.c_str(),
+            (long long)cfg.window, cfg.curriculum ? "with" : "no", (long long)run.numParams(),
+            compiled ? (m.gpu() ? "compiled, state resident on the GPU" : "compiled")
+                     : "on the host",
+            precisionText.c_str());
     std::string micro;
     if (!m.gpu() && run.microBatchTokens() > 0)
       micro = "; threads run micro-batches of <= " + std::to_string(run.microBatchTokens()) +
