@@ -790,7 +790,8 @@ inline uint32_t toBf16(float f) {
 /// out[s·S·kps], word p·S + l holding steps 2p and 2p+1 of lane l (zeros
 /// past len, up to `lanes` (default: len rounded up to S), and past kc, up
 /// to kps pairs (default ⌈kc/2⌉)). S = 1 is the AMX kernel's A: each lane
-/// (row) its kps words in a row.
+/// (row) its kps words in a row. With `sums`, also sums[l] += Σ_k X[l, k]
+/// (the f32 values, as they pass through the registers).
 /// The 16 x 16 transpose of 32-bit lanes: r[j][i] ← r[i][j] (unpacks
 /// within 128-bit lanes, then 128-bit lanes exchanged in two steps).
 UNROLL_AVX512_BF16 inline void transpose16x32(__m512i r[16]) {
@@ -821,11 +822,11 @@ UNROLL_AVX512_BF16 inline void transpose16x32(__m512i r[16]) {
 
 // Not inlined into gemmAmx (whose target includes AVX512_BF16): GCC 12 then
 // warned about its own intrinsics' undefined vectors.
-UNROLL_AVX512_BF16 __attribute__((noinline)) void packPairs(const float *X, int64_t sLane,
-                                                            int64_t sK, int64_t len, int64_t kc,
-                                                            int S, uint32_t *out, int64_t kps = 0,
-                                                            int64_t lanes = 0) {
+UNROLL_AVX512_BF16 __attribute__((noinline)) void
+packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, int S, uint32_t *out,
+          int64_t kps = 0, int64_t lanes = 0, float *sums = nullptr) {
   const int64_t kp = (kc + 1) / 2;
+  bool summed = false; // sums added by the path below (else after it)
   kps = std::max(kps, kp);
   lanes = std::max(lanes, (len + S - 1) / S * S);
   // Lane l's word for pair p is lane(l)[p·S].
@@ -897,6 +898,7 @@ UNROLL_AVX512_BF16 __attribute__((noinline)) void packPairs(const float *X, int6
         word(l, p) = toBf16(x0[l]) | (odd ? 0u : toBf16(x1[l]) << 16);
     }
   } else if (sLane == 1 && S == 1 && kps % 16 == 0) {
+    summed = true;
     // Lanes contiguous, each lane's words in a row (AMX's A from a
     // column-major A): blocks of 16 pairs (one vector of 16 lanes' words
     // each) transposed into 16 lanes' rows of 16 words. Pairs past kp are
@@ -912,11 +914,14 @@ UNROLL_AVX512_BF16 __attribute__((noinline)) void packPairs(const float *X, int6
             continue;
           }
           const float *x0 = X + 2 * p * sK + l;
-          __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x0)));
+          const bool odd = 2 * p + 1 >= kc;
+          __m512 v0 = _mm512_loadu_ps(x0),
+                 v1 = odd ? _mm512_setzero_ps() : _mm512_loadu_ps(x0 + sK);
+          if (sums)
+            _mm512_storeu_ps(sums + l, _mm512_loadu_ps(sums + l) + (v0 + v1));
+          __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v0));
           __m512i hi =
-              2 * p + 1 >= kc
-                  ? _mm512_setzero_si512()
-                  : _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x0 + sK)));
+              odd ? _mm512_setzero_si512() : _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v1));
           r[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
         }
         transpose16x32(r);
@@ -926,8 +931,11 @@ UNROLL_AVX512_BF16 __attribute__((noinline)) void packPairs(const float *X, int6
     for (int64_t p = 0; p < kp; ++p) {
       const float *x0 = X + 2 * p * sK, *x1 = x0 + sK;
       bool odd = 2 * p + 1 >= kc;
-      for (int64_t l = full; l < len; ++l)
+      for (int64_t l = full; l < len; ++l) {
         word(l, p) = toBf16(x0[l]) | (odd ? 0u : toBf16(x1[l]) << 16);
+        if (sums)
+          sums[l] += x0[l] + (odd ? 0.0f : x1[l]);
+      }
     }
   } else {
     for (int64_t l = 0; l < len; ++l)
@@ -935,6 +943,10 @@ UNROLL_AVX512_BF16 __attribute__((noinline)) void packPairs(const float *X, int6
         word(l, p) = toBf16(X[l * sLane + 2 * p * sK]) |
                      (2 * p + 1 < kc ? toBf16(X[l * sLane + (2 * p + 1) * sK]) << 16 : 0u);
   }
+  if (sums && !summed)
+    for (int64_t l = 0; l < len; ++l)
+      for (int64_t k = 0; k < kc; ++k)
+        sums[l] += X[l * sLane + k * sK];
   for (int64_t l = 0; l < len; ++l)
     for (int64_t p = kp; p < kps; ++p)
       word(l, p) = 0;
@@ -1106,7 +1118,8 @@ UNROLL_AMX void gemmAmx(int64_t M, int64_t N, int64_t K, const float *A, int64_t
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         packPairs(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, 1, pa, kps,
-                  (mc + kAmxMR - 1) / kAmxMR * kAmxMR);
+                  (mc + kAmxMR - 1) / kAmxMR * kAmxMR,
+                  jc == 0 && epi.rowSums ? epi.rowSums + ic : nullptr);
         for (int64_t ir = 0; ir < mc; ir += kAmxMR)
           for (int64_t jr = 0; jr < nc; jr += kAmxNR) {
             // No prefetch of the epilogue's D here (the f32 drivers' gain):
@@ -1223,9 +1236,12 @@ const char *dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, i
   const bool bf16 = std::is_same_v<T, float> && K > 0 && !thin &&
                     precisionBf16().load(std::memory_order_relaxed);
   // A's row sums (ROWSUM_A, into D): while the blocked f32/f64 product packs
-  // A (A strided, K > 0), else in a loop of their own first.
+  // A (A strided, K > 0), or the AMX one packs a column-major A (a weight
+  // gradient's Xᵀ: a pass of its own over it from memory was 3% of the bf16
+  // paper step), else in a loop of their own first.
   if (flags & UNROLL_GEMM_ROWSUM_A) {
-    if (sAk != 1 && K > 0 && M > 0 && N > 0 && !narrow && !thin && !bf16)
+    const bool packed = sAk != 1 && K > 0 && M > 0 && N > 0 && !narrow && !thin;
+    if (packed && (!bf16 || (sAm == 1 && amxBf16())))
       epi.rowSums = D;
     else
       rowSums(M, K, A, sAm, sAk, D);
