@@ -785,6 +785,10 @@ inline uint32_t toBf16(float f) {
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
+/// The word of one k-pair: lo's bf16 in the low half, hi's in the high
+/// (hi = 0 past the last step: toBf16(0) = 0).
+inline uint32_t pairWord(float lo, float hi) { return toBf16(lo) | toBf16(hi) << 16; }
+
 /// Packs X (lane l, step k at X[l·sLane + k·sK]; len lanes, kc steps) as the
 /// slivers the bf16 tiles read: S lanes by kps pairs, sliver s at
 /// out[s·S·kps], word p·S + l holding steps 2p and 2p+1 of lane l (zeros
@@ -832,24 +836,21 @@ packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, in
   // Lane l's word for pair p is lane(l)[p·S].
   auto lane = [&](int64_t l) { return out + (l / S) * S * kps + l % S; };
   auto word = [&](int64_t l, int64_t p) -> uint32_t & { return lane(l)[p * S]; };
+  // Lane l's pairs from p on, one word at a time (steps contiguous: sK = 1).
+  auto laneTail = [&](int64_t l, int64_t p) __attribute__((always_inline)) {
+    const float *x = X + l * sLane;
+    for (; p < kp; ++p)
+      word(l, p) = pairWord(x[2 * p], 2 * p + 1 < kc ? x[2 * p + 1] : 0.0f);
+  };
   if (sK == 1) {
-    // Each lane's steps are contiguous: 32 at a time become 16 words. With
-    // S = 1 (AMX's A) those are a lane's next 16 words; with S a multiple
-    // of 16, blocks of 16 lanes by 16 pairs are transposed so that each
-    // pair's 16 lanes are stored side by side (the forward's B = Wᵀ).
+    // Each lane's steps are contiguous: 32 at a time become 16 words (the
+    // pairs below p16), the rest one by one. With S a multiple of 16,
+    // blocks of 16 lanes by 16 pairs are transposed so that each pair's 16
+    // lanes are stored side by side (the forward's B = Wᵀ); with S = 1
+    // (AMX's A) a lane's 16 words are its next 16.
     int64_t l0 = 0;
-    const int64_t p16 = kc / 32 * 16; // pairs in whole vectors
-    if (S == 1)
-      for (; l0 < len; ++l0) {
-        const float *x = X + l0 * sLane;
-        for (int64_t p = 0; p < p16; p += 16)
-          _mm512_storeu_si512(lane(l0) + p,
-                              (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 2 * p + 16),
-                                                           _mm512_loadu_ps(x + 2 * p)));
-        for (int64_t p = p16; p < kp; ++p)
-          word(l0, p) = toBf16(x[2 * p]) | (2 * p + 1 < kc ? toBf16(x[2 * p + 1]) << 16 : 0u);
-      }
-    else if (S % 16 == 0)
+    const int64_t p16 = kc / 32 * 16;
+    if (S % 16 == 0)
       for (; l0 + 16 <= len; l0 += 16) {
         for (int64_t p = 0; p < p16; p += 16) {
           __m512i r[16];
@@ -861,26 +862,25 @@ packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, in
           for (int j = 0; j < 16; ++j)
             _mm512_storeu_si512(&word(l0, p + j), r[j]);
         }
-        for (int64_t l = l0; l < l0 + 16; ++l) {
-          const float *x = X + l * sLane;
-          for (int64_t p = p16; p < kp; ++p)
-            word(l, p) = toBf16(x[2 * p]) | (2 * p + 1 < kc ? toBf16(x[2 * p + 1]) << 16 : 0u);
-        }
+        for (int64_t l = l0; l < l0 + 16; ++l)
+          laneTail(l, p16);
       }
     for (int64_t l = l0; l < len; ++l) {
       const float *x = X + l * sLane;
       uint32_t *o = lane(l);
-      int64_t p = 0;
-      for (; 2 * p + 32 <= kc; p += 16) {
-        __m512bh v =
-            _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 2 * p + 16), _mm512_loadu_ps(x + 2 * p));
+      for (int64_t p = 0; p < p16; p += 16) {
+        __m512i v = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 2 * p + 16),
+                                                 _mm512_loadu_ps(x + 2 * p));
+        if (S == 1) {
+          _mm512_storeu_si512(o + p, v);
+          continue;
+        }
         alignas(64) uint32_t w[16];
-        _mm512_store_si512(w, (__m512i)v);
+        _mm512_store_si512(w, v);
         for (int i = 0; i < 16; ++i)
           o[(p + i) * S] = w[i];
       }
-      for (; p < kp; ++p)
-        o[p * S] = toBf16(x[2 * p]) | (2 * p + 1 < kc ? toBf16(x[2 * p + 1]) << 16 : 0u);
+      laneTail(l, p16);
     }
   } else if (sLane == 1 && S % 8 == 0) {
     // Lanes contiguous: 8 lanes of two steps become 8 words.
@@ -895,7 +895,7 @@ packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, in
         _mm256_storeu_si256((__m256i *)&word(l, p), _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16)));
       }
       for (int64_t l = full; l < len; ++l)
-        word(l, p) = toBf16(x0[l]) | (odd ? 0u : toBf16(x1[l]) << 16);
+        word(l, p) = pairWord(x0[l], odd ? 0.0f : x1[l]);
     }
   } else if (sLane == 1 && S == 1 && kps % 16 == 0) {
     summed = true;
@@ -932,7 +932,7 @@ packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, in
       const float *x0 = X + 2 * p * sK, *x1 = x0 + sK;
       bool odd = 2 * p + 1 >= kc;
       for (int64_t l = full; l < len; ++l) {
-        word(l, p) = toBf16(x0[l]) | (odd ? 0u : toBf16(x1[l]) << 16);
+        word(l, p) = pairWord(x0[l], odd ? 0.0f : x1[l]);
         if (sums)
           sums[l] += x0[l] + (odd ? 0.0f : x1[l]);
       }
@@ -940,8 +940,8 @@ packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, in
   } else {
     for (int64_t l = 0; l < len; ++l)
       for (int64_t p = 0; p < kp; ++p)
-        word(l, p) = toBf16(X[l * sLane + 2 * p * sK]) |
-                     (2 * p + 1 < kc ? toBf16(X[l * sLane + (2 * p + 1) * sK]) << 16 : 0u);
+        word(l, p) = pairWord(X[l * sLane + 2 * p * sK],
+                              2 * p + 1 < kc ? X[l * sLane + (2 * p + 1) * sK] : 0.0f);
   }
   if (sums && !summed)
     for (int64_t l = 0; l < len; ++l)
