@@ -23,8 +23,9 @@ configure: $(BUILD)/build.ninja
 build: setup configure
 	cmake --build $(BUILD)
 
+# ARGS: more unroll-run flags for `make run`, e.g. ARGS="--seed 1 --cpu-precision bf16".
 run: build
-	@bash scripts/run-train.sh $(BUILD) $(OUT)
+	@bash scripts/run-train.sh $(BUILD) $(OUT) $(ARGS)
 
 run-energy: build
 	@bash scripts/run-energy.sh $(BUILD) $(OUT)
