@@ -318,11 +318,13 @@ typedef double f64x2 __attribute__((vector_size(16)));
 
 /// DEF(PREFIX<variant>, T, V, ATTR) for each precision and instruction set:
 /// the kernels whose variants differ in nothing but these.
-#define UNROLL_FOR_EACH_VARIANT(DEF, PREFIX)                                                       \
-  DEF(PREFIX##F32Avx512, float, f32x16, AVX512)                                                    \
+#define UNROLL_FOR_EACH_VARIANT(DEF, PREFIX) UNROLL_FOR_EACH_VARIANT_AT(DEF, PREFIX, AVX512)
+/// The same with the AVX-512 variants compiled for ATTR512.
+#define UNROLL_FOR_EACH_VARIANT_AT(DEF, PREFIX, ATTR512)                                           \
+  DEF(PREFIX##F32Avx512, float, f32x16, ATTR512)                                                   \
   DEF(PREFIX##F32Avx2, float, f32x8, AVX2)                                                         \
   DEF(PREFIX##F32Plain, float, f32x4, PLAIN)                                                       \
-  DEF(PREFIX##F64Avx512, double, f64x8, AVX512)                                                    \
+  DEF(PREFIX##F64Avx512, double, f64x8, ATTR512)                                                   \
   DEF(PREFIX##F64Avx2, double, f64x4, AVX2)                                                        \
   DEF(PREFIX##F64Plain, double, f64x2, PLAIN)
 
@@ -541,6 +543,8 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
   constexpr int W = sizeof(V) / sizeof(T);
   const bool addBias = flags & UNROLL_GEMM_BIAS, toD = flags & UNROLL_GEMM_GELU_AUX,
              grad = flags & UNROLL_GEMM_DGELU, addD = flags & UNROLL_GEMM_ADD_D;
+  // D = C: GELU in place, the pre-activation not kept (stored once).
+  const bool keepC = !(toD && D == C);
   // The lambdas are always inlined: compiled on their own they would not
   // get the caller's target attribute, and a 512-bit GCC vector would be
   // emulated with SSE2 (the AVX-512 GELU epilogue was: 13% of the paper
@@ -556,7 +560,8 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
       x[0] = *d;
       v[0] *= geluGrad(x)[0];
     }
-    *c = v[0];
+    if (keepC)
+      *c = v[0];
     if (toD)
       *d = gelu(v)[0];
   };
@@ -593,8 +598,9 @@ inline __attribute__((always_inline)) void epilogueBlock(int64_t rows, int64_t c
         for (int q = 0; q < N; ++q)
           v[q] *= x[q];
       }
-      for (int q = 0; q < N; ++q)
-        memcpy(c + j + q * W, &v[q], sizeof(V));
+      if (keepC)
+        for (int q = 0; q < N; ++q)
+          memcpy(c + j + q * W, &v[q], sizeof(V));
       if (toD) {
         geluN<V, N>(v);
         for (int q = 0; q < N; ++q)
@@ -620,7 +626,10 @@ using EpilogueFn = void (*)(int64_t, int64_t, T *, int64_t, int64_t, int64_t, co
                  const T *bias, T *D) {                                                            \
     epilogueBlock<V, T>(rows, cols, C, sCm, sCn, flags, bias, D);                                  \
   }
-UNROLL_FOR_EACH_VARIANT(UNROLL_EPILOGUE, epi)
+// With the extensions Isa.h's AVX-512 variants have (GELU's exponent is
+// clamped by vrangeps, AVX512DQ); the dispatch picks them only where the
+// CPU has those.
+UNROLL_FOR_EACH_VARIANT_AT(UNROLL_EPILOGUE, epi, UNROLL_AVX512)
 
 /// What unroll_gemm_ex adds to a product: its flags, vectors and the
 /// instruction set's epilogue (flags 0: none).

@@ -68,11 +68,42 @@ template <typename V> UNROLL_VEC_INLINE auto laneSum(V v) {
   return v[0];
 }
 
-/// exp of every lane, x <= 0. f32: range reduction x = t ln2 + f,
-/// |f| <= ln2/2, and Cephes' degree-6 polynomial (relative error ~2e-7).
+/// e^x for f32 vectors with x in [−87, 87] (a normal f32 either way): range
+/// reduction x = t ln2 + f, |f| <= ln2/2, and Cephes' degree-6 polynomial
+/// (relative error ~2e-7), its tail in Horner's form (1 + f (1 + f p)).
 /// With 512-bit vectors t is rounded by vrndscaleps and 2^t applied by
 /// vscalefps (one instruction each, where the generic form takes two and
 /// four: the GELU epilogues and the softmax spend most of their time here).
+template <typename V> UNROLL_VEC_INLINE V expInRange(V x) {
+  typedef int32_t I __attribute__((vector_size(sizeof(V))));
+  V t;
+  if constexpr (sizeof(V) == 64) // round to nearest (imm 0), all lanes
+    t = __builtin_ia32_rndscaleps_mask(x * 1.44269504088896341f, 0, V{}, (unsigned short)0xffff,
+                                       4 /* _MM_FROUND_CUR_DIRECTION */);
+  else
+    t = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  V f = x - t * 0.693359375f + t * 2.12194440e-4f;
+  V p = 1.9875691500e-4f - V{};
+  p = p * f + 1.3981999507e-3f;
+  p = p * f + 8.3334519073e-3f;
+  p = p * f + 4.1665795894e-2f;
+  p = p * f + 1.6666665459e-1f;
+  p = p * f + 5.0000001201e-1f;
+  p = p * f + 1.0f;
+  p = p * f + 1.0f;
+  if constexpr (sizeof(V) == 64) {
+    return __builtin_ia32_scalefps512_mask(p, t, V{}, (unsigned short)0xffff, 4);
+  } else {
+    I bits = (__builtin_convertvector(t, I) + 127) << 23;
+    V scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+  }
+}
+
+/// exp of every lane, x <= 0 (the softmax's scores minus their maximum);
+/// f32 clamps x at −87 (e^x is then ~1.6e-38 instead of smaller), f64
+/// calls libm.
 template <typename V> UNROLL_VEC_INLINE V expNonPositive(V x) {
   using T = typename LanesOf<V>::T;
   if constexpr (sizeof(T) == 8) {
@@ -80,38 +111,31 @@ template <typename V> UNROLL_VEC_INLINE V expNonPositive(V x) {
       x[l] = std::exp(x[l]);
     return x;
   } else {
-    typedef int32_t I __attribute__((vector_size(sizeof(V))));
-    x = x < -87.0f ? V{} - 87.0f : x;
-    V t;
-    if constexpr (sizeof(V) == 64) // round to nearest (imm 0), all lanes
-      t = __builtin_ia32_rndscaleps_mask(x * 1.44269504088896341f, 0, V{}, (unsigned short)0xffff,
-                                         4 /* _MM_FROUND_CUR_DIRECTION */);
-    else
-      t = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    V f = x - t * 0.693359375f + t * 2.12194440e-4f;
-    V p = 1.9875691500e-4f - V{};
-    p = p * f + 1.3981999507e-3f;
-    p = p * f + 8.3334519073e-3f;
-    p = p * f + 4.1665795894e-2f;
-    p = p * f + 1.6666665459e-1f;
-    p = p * f + 5.0000001201e-1f;
-    p = p * f * f + f + 1.0f;
-    if constexpr (sizeof(V) == 64) {
-      return __builtin_ia32_scalefps512_mask(p, t, V{}, (unsigned short)0xffff, 4);
-    } else {
-      I bits = (__builtin_convertvector(t, I) + 127) << 23;
-      V scale;
-      std::memcpy(&scale, &bits, sizeof scale);
-      return p * scale;
-    }
+    return expInRange(x < -87.0f ? V{} - 87.0f : x);
   }
 }
 
-/// 1 / d for f32 vectors with d in [1, 2] (GELU's 1 + e): the hardware's
-/// estimate (14 bits with AVX-512, 12 below) and one Newton step, r(2 − d r),
-/// within 2 ulp — a division is ~5x the issue cost, and GELU had one per
-/// vector. The builtins expand in the function this is inlined into, which
-/// is compiled for the instruction set of V's width.
+/// exp of every lane of f32 vectors, x clamped to [−87, 87] first (at ±88
+/// one side is subnormal, and the GELU epilogue with it ran 2.5x slower on
+/// the Xeon host, from the microcode assists of subnormal arithmetic).
+/// With 512-bit vectors the clamp is one vrangeps (|x| bounded, its sign
+/// kept; AVX512DQ).
+template <typename V> UNROLL_VEC_INLINE V expClamped(V x) {
+  if constexpr (sizeof(V) == 64) {
+    // imm 0b0010: the smaller magnitude of x and 87, with x's sign.
+    x = __builtin_ia32_rangeps512_mask(x, V{} + 87.0f, 2, V{}, (unsigned short)0xffff, 4);
+  } else {
+    x = x < -87.0f ? V{} - 87.0f : x;
+    x = x > 87.0f ? V{} + 87.0f : x;
+  }
+  return expInRange(x);
+}
+
+/// 1 / d for f32 vectors with d in [1, 6e37] (GELU's 1 + e, so that 1 / d
+/// is a normal f32): the hardware's estimate (14 bits with AVX-512, 12
+/// below) and one Newton step, r(2 − d r), within 2 ulp — a division is ~5x the issue cost, and
+/// GELU had one per vector. The builtins expand in the function this is inlined into, which is
+/// compiled for the instruction set of V's width.
 template <typename V> UNROLL_VEC_INLINE V reciprocal(V d) {
   V r;
   if constexpr (sizeof(V) == 64)
@@ -124,63 +148,75 @@ template <typename V> UNROLL_VEC_INLINE V reciprocal(V d) {
 }
 
 // The model's GELU (tanh form, unroll.gelu) and its derivative, through the
-// identity ½(1 + tanh u) = σ(2u) = 1 / (1 + e^{−2u}): with e = exp(−2|u|) ≤ 1,
-// σ(2u) = 1 / (1 + e) for u ≥ 0 and e / (1 + e) below — one exp and one
-// division, no tanh polynomial, and no cancellation in 1 + tanh u for
-// u ≪ 0. f64 keeps std::tanh (the reference precision).
+// identity ½(1 + tanh u) = σ(2u) = 1 / (1 + e) with e = e^{−2u}: one exp
+// and one reciprocal, no tanh polynomial, and no cancellation anywhere: σ
+// is a reciprocal, and its complement 1 − σ = e σ a product (a difference
+// 1 − σ loses all its digits where σ nears 1, and GELU' multiplies it by
+// ~x³: 1e-4 wrong at x = 20 with AVX2's reciprocal, and worse beyond). The
+// exponent is clamped to ±87 (e stays a normal f32, σ ≥ 1.6e-38: GELU(x)
+// for x < −10 is ~1.6e-38 x instead of 0). f64 keeps std::tanh (the
+// reference precision).
 constexpr double kGeluC = 0.7978845608028654, kGeluA = 0.044715;
 
-/// x[q] ← σ(2u) for u = c(x + a x³), the half-sum ½(1 + tanh u), for N
-/// vectors side by side (independent chains the core can overlap). (f32
-/// keeps 2u in u: only its sign and magnitude are used.)
-template <typename V, int N> UNROLL_VEC_INLINE void geluGateN(V *x) {
+/// f64: ½(1 + tanh u), u = c(x + a x³).
+inline double halfSumTanh(double x) {
+  return 0.5 * (1 + std::tanh(kGeluC * (x + kGeluA * x * x * x)));
+}
+
+/// s[q] = σ(2u) and e[q] = e^{−2u} (so that 1 − s = e s) for u = c(x +
+/// a x³), N f32 vectors side by side (independent chains the core can
+/// overlap). −2u = x (−2c − 2ca x²): a product, a multiply-add and a
+/// product; then the exp (~12 instructions with AVX-512) and the
+/// reciprocal (4).
+template <typename V, int N> UNROLL_VEC_INLINE void geluSigmoidN(const V *x, V *s, V *e) {
   using T = typename LanesOf<V>::T;
-  V u[N];
-  if constexpr (sizeof(T) == 8) {
-    for (int q = 0; q < N; ++q)
-      u[q] = T(kGeluC) * (x[q] + T(kGeluA) * x[q] * x[q] * x[q]);
-    for (int q = 0; q < N; ++q)
-      for (int l = 0; l < LanesOf<V>::W; ++l)
-        x[q][l] = T(0.5) * (T(1) + std::tanh(u[q][l]));
-  } else {
-    // 2u = x (2c + 2ca x²): a product, a fused multiply-add and a product.
-    for (int q = 0; q < N; ++q)
-      u[q] = x[q] * (T(2 * kGeluC) + T(2 * kGeluC * kGeluA) * (x[q] * x[q]));
-    typedef int32_t I __attribute__((vector_size(sizeof(V))));
-    V e[N];
-    for (int q = 0; q < N; ++q) {
-      I bits;
-      std::memcpy(&bits, &u[q], sizeof bits);
-      bits |= int32_t(0x80000000u); // −|2u|
-      std::memcpy(&e[q], &bits, sizeof bits);
-      e[q] = expNonPositive(e[q]);
-    }
-    for (int q = 0; q < N; ++q)
-      x[q] = (u[q] < 0 ? e[q] : V{} + 1.0f) * reciprocal(1.0f + e[q]);
-  }
+  for (int q = 0; q < N; ++q)
+    e[q] = expClamped(x[q] * (T(-2 * kGeluC) + T(-2 * kGeluC * kGeluA) * (x[q] * x[q])));
+  for (int q = 0; q < N; ++q)
+    s[q] = reciprocal(1.0f + e[q]);
 }
 
 /// x[q] ← GELU(x[q]) = x σ(2u).
 template <typename V, int N> UNROLL_VEC_INLINE void geluN(V *x) {
-  V s[N];
-  for (int q = 0; q < N; ++q)
-    s[q] = x[q];
-  geluGateN<V, N>(s);
-  for (int q = 0; q < N; ++q)
-    x[q] *= s[q];
+  using T = typename LanesOf<V>::T;
+  if constexpr (sizeof(T) == 8) {
+    for (int q = 0; q < N; ++q)
+      for (int l = 0; l < LanesOf<V>::W; ++l)
+        x[q][l] *= halfSumTanh(x[q][l]);
+  } else {
+    V s[N], e[N];
+    geluSigmoidN<V, N>(x, s, e);
+    for (int q = 0; q < N; ++q)
+      x[q] *= s[q];
+  }
 }
 
-/// x[q] ← GELU'(x[q]) = s + 2 x s (1 − s) c (1 + 3a x²) with s = σ(2u) (that
-/// is ½(1 + t) + ½x(1 − t²)·c(1 + 3a x²), t = tanh u).
+/// x[q] ← GELU'(x[q]) = s + 2c x s (1 − s) (1 + 3a x²) with s = σ(2u) (that
+/// is ½(1 + t) + ½x(1 − t²)·c(1 + 3a x²), t = tanh u). f32 takes 1 − s as
+/// e s, and x clamped to ±15 in the second term: beyond, s (1 − s) is
+/// below e^{−87} by the clamped exponent while (1 + 3a x²) x grows without
+/// bound (∞ · 0 past x² = 1e38); the term is < 1e-34 there.
 template <typename V, int N> UNROLL_VEC_INLINE void geluGradN(V *x) {
   using T = typename LanesOf<V>::T;
-  V s[N];
-  for (int q = 0; q < N; ++q)
-    s[q] = x[q];
-  geluGateN<V, N>(s);
-  for (int q = 0; q < N; ++q)
-    x[q] =
-        s[q] + T(2 * kGeluC) * x[q] * s[q] * (T(1) - s[q]) * (T(1) + T(3 * kGeluA) * x[q] * x[q]);
+  if constexpr (sizeof(T) == 8) {
+    for (int q = 0; q < N; ++q)
+      for (int l = 0; l < LanesOf<V>::W; ++l) {
+        T v = x[q][l], s = halfSumTanh(v);
+        x[q][l] = s + T(2 * kGeluC) * v * s * (T(1) - s) * (T(1) + T(3 * kGeluA) * v * v);
+      }
+  } else {
+    V s[N], e[N];
+    geluSigmoidN<V, N>(x, s, e);
+    for (int q = 0; q < N; ++q) {
+      V xc;
+      if constexpr (sizeof(V) == 64) // the smaller magnitude of x and 15, x's sign
+        xc = __builtin_ia32_rangeps512_mask(x[q], V{} + 15.0f, 2, V{}, (unsigned short)0xffff, 4);
+      else
+        xc = x[q] < -15.0f ? V{} - 15.0f : x[q] > 15.0f ? V{} + 15.0f : x[q];
+      x[q] =
+          s[q] + (T(2 * kGeluC) * xc) * s[q] * (e[q] * s[q]) * (T(1) + T(3 * kGeluA) * (xc * xc));
+    }
+  }
 }
 
 template <typename V> UNROLL_VEC_INLINE V gelu(V x) {

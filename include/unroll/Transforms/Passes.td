@@ -130,12 +130,17 @@ def UnrollCPUGemm : Pass<"unroll-cpu-gemm", "ModuleOp"> {
     layer becomes the call's epilogue (GemmFlags.h): the bias broadcast
     before it, a GELU or GELU gradient after it, and a residual sum after
     it (`r = x + (A·B + b)` with the product in a buffer nothing else reads:
-    the call writes r, adding x block by block). See docs/performance.md.
+    the call writes r, adding x block by block). A GELU whose input buffer
+    nothing reads after it runs in place first (its output buffer takes the
+    input's place), so the call writes one buffer instead of two. See
+    docs/performance.md.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
   let statistics = [
     Statistic<"numCalls", "calls", "Contractions turned into GEMM calls">,
+    Statistic<"numInPlaceGelus", "in-place-gelus",
+              "GELUs made to write over their input, which nothing reads after them">,
     Statistic<"numDeadFills", "dead-fills", "Fills removed because the next op overwrites them">,
     Statistic<"numResidualSums", "residual-sums",
               "Products written straight into the residual sum after them">

@@ -49,7 +49,8 @@ void unroll_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t s
  * C (+)= A · B, then, as each block of C is complete, C += bias[n]
  * (UNROLL_GEMM_BIAS), D = GELU(C) (UNROLL_GEMM_GELU_AUX) or C ∘= GELU'(D)
  * (UNROLL_GEMM_DGELU; D holds GELU's input). D has C's strides; bias and D
- * are null where their flag is not set. */
+ * are null where their flag is not set. With UNROLL_GEMM_GELU_AUX, D = C
+ * applies GELU in place (C's pre-activation is not kept). */
 void unroll_gemm_ex_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t sAm, int64_t sAk,
                         const float *B, int64_t sBk, int64_t sBn, float *C, int64_t sCm,
                         int64_t sCn, int64_t accumulate, int64_t flags, const float *bias,

@@ -16,7 +16,8 @@
 #define UNROLL_GEMM_BIAS 2
 /* ... and write GELU(C) (tanh GELU, after the bias) to D, which has C's
  * strides; C keeps the pre-activation (cuBLASLt's GELU_AUX(_BIAS)
- * epilogue: D the output, C the aux matrix; C row-major, accumulate = 0). */
+ * epilogue: D the output, C the aux matrix; C row-major, accumulate = 0).
+ * On the CPU D may be C: GELU in place, the pre-activation not kept. */
 #define UNROLL_GEMM_GELU_AUX 4
 /* ... or, instead, C = GELU'(D) ∘ (A · B), D (GELU's input, C's strides)
  * read (cuBLASLt's DGELU epilogue with D as the aux matrix; C row-major,
