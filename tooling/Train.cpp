@@ -174,8 +174,7 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
       ok = num(curriculumInterval, 0);
       if (ok && curriculumInterval > 0)
         for (Curriculum *c : {&dims, &points})
-          if (c->end != 0)
-            c->interval = curriculumInterval;
+          c->interval = curriculumInterval;
     } else if (k == "dims")
       ok = curr(dims);
     else if (k == "points")
@@ -289,15 +288,22 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
   }
   int64_t maxPoints = mi.contains("positions") ? mi["positions"].get<int64_t>() / 2 : 1 << 20;
   int64_t interval = curriculumInterval > 0 ? curriculumInterval : 5000;
-  if (dims.end == 0)
-    dims = {std::min<int64_t>(5, d), d, 1, interval};
-  if (points.end == 0) {
-    // P2's curricula at d = 20 (11 -> 41 by 2 for the linear tasks, 26 -> 101
-    // by 5 for trees and ReLU nets) end at 2d + 1 and 5d + 1 points.
-    int64_t per = spec->pointsEnd >= 101 ? 5 : 2;
-    int64_t pe = std::min<int64_t>(per * dims.end + 1, maxPoints);
-    points = {std::min<int64_t>(spec->pointsStart, pe), pe, spec->pointsInc, interval};
-  }
+  // The fields a config left out (-1), each from the ones it gave: a
+  // curriculum that sets only where to start runs to the model's end.
+  auto fill = [](int64_t &field, int64_t value) {
+    if (field < 0)
+      field = value;
+  };
+  fill(dims.end, d);
+  fill(dims.start, std::min<int64_t>(5, dims.end));
+  fill(dims.inc, 1);
+  fill(dims.interval, interval);
+  // P2's curricula at d = 20 (11 -> 41 by 2 for the linear tasks, 26 -> 101
+  // by 5 for trees and ReLU nets) end at 2d + 1 and 5d + 1 points.
+  fill(points.end, std::min<int64_t>((spec->pointsEnd >= 101 ? 5 : 2) * dims.end + 1, maxPoints));
+  fill(points.start, std::min<int64_t>(spec->pointsStart, points.end));
+  fill(points.inc, spec->pointsInc);
+  fill(points.interval, interval);
   if (lrMin > lr) {
     char b[128];
     snprintf(b, sizeof b, "lr_min %g exceeds the peak learning rate lr %g", lrMin, lr);

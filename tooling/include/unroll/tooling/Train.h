@@ -30,7 +30,11 @@ struct TrainConfig {
   bool curriculum = true;
   int64_t loops = 0, window = 0;           // b and T (0: the model's)
   int64_t loopInc = 2, loopInterval = 500; // b(step) = min(T + 2 floor(step/500), b)
-  Curriculum dims, points;                 // filled from the model when unset
+  /// The dims and points curricula; a field left at -1 (not given) is
+  /// filled by finish() from the model and the others: dims end at d and
+  /// start at min(5, end), points end at 2 end_dims + 1 (5 end_dims + 1 for
+  /// trees and ReLU nets) and start at the task's first count.
+  Curriculum dims{-1, -1, -1, -1}, points{-1, -1, -1, -1};
   int64_t curriculumInterval = 0;          // their interval (0: P2's 5000)
   double noise = 0.0;
   const TaskSpec *spec = nullptr; // set by finish()
