@@ -35,7 +35,7 @@ struct TrainConfig {
   /// start at min(5, end), points end at 2 end_dims + 1 (5 end_dims + 1 for
   /// trees and ReLU nets) and start at the task's first count.
   Curriculum dims{-1, -1, -1, -1}, points{-1, -1, -1, -1};
-  int64_t curriculumInterval = 0;          // their interval (0: P2's 5000)
+  int64_t curriculumInterval = 0; // their interval (0: P2's 5000)
   double noise = 0.0;
   const TaskSpec *spec = nullptr; // set by finish()
   int64_t logEvery = 50, saveEvery = 500;
