@@ -9,6 +9,7 @@
 #          inside) and for the CPU (*.cpu.so, the oracle); libunroll_mpi.so
 #          where the build has it (used only under mpirun: it needs the
 #          machine's Open MPI 4 libmpi.so.40)
+#          lib/cubins/: the paper config's kernels as cubins (for cuobjdump)
 #   gpu-check.sh, bench/torch_bench.py, bench/p2_torch.py (PyTorch peer, used
 #          only if the GPU machine has torch)
 #
@@ -60,4 +61,8 @@ done
 build energy_gradients "$SRC/test/Integration/CPU/energy-gradients.mlir" gpu "=cuda-path=$CUDA"
 # Halting and the fixed-point gradients (scf.while on device values).
 build contractive_block "$SRC/test/Integration/CPU/Inputs/contractive-block.mlir" gpu "=cuda-path=$CUDA"
+# The paper config's kernels as plain cubins, for cuobjdump there (registers,
+# spills, SASS): the library embeds them where cuobjdump does not look.
+rm -rf "$OUT/lib/cubins"
+python3 "$SRC/scripts/extract-cubins.py" "$OUT/lib/looped_gpt2.gpu.so" "$OUT/lib/cubins" > /dev/null
 echo "bundle in $OUT ($(du -sh "$OUT" | cut -f1)); on the GPU machine: $OUT/gpu-check.sh $OUT RESULTS" >&2

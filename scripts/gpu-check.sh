@@ -9,7 +9,19 @@
 # and RESULTS/gpu-bench.md (the table), RESULTS/summary.txt. Exit status 0 iff
 # every test passed. Budget: under 8 minutes on an H200 (the training run and
 # each PyTorch peer are cut at 150 s and 120 s).
+#
+# Limits, from the environment (seconds): CHECK_LIMIT (each check, 120),
+# TRAIN_LIMIT (the short training run, 150), PEER_LIMIT (each PyTorch peer,
+# 120), DEADLINE (after this many seconds the remaining stages are skipped
+# and logged as such, 900). A check that hangs is killed and FAILs with 124.
+# PEERS: which PyTorch peers to run, "0 1" (eager, torch.compile).
 set -uo pipefail
+CHECK_LIMIT=${CHECK_LIMIT:-120}; TRAIN_LIMIT=${TRAIN_LIMIT:-150}
+PEER_LIMIT=${PEER_LIMIT:-120}; DEADLINE=${DEADLINE:-900}
+late() { # late STAGE: true (and logged) once DEADLINE has passed
+  [ "$SECONDS" -lt "$DEADLINE" ] && return 1
+  log "skipped: $1 (DEADLINE=$DEADLINE s passed)"
+}
 B=$(cd "${1:?usage: gpu-check.sh BUNDLE RESULTS [REPEATS]}" && pwd)
 R=${2:?usage: gpu-check.sh BUNDLE RESULTS [REPEATS]}; REPEATS=${3:-20}
 mkdir -p "$R"; R=$(cd "$R" && pwd)
@@ -26,10 +38,12 @@ export UNROLL_THREADS=$(nproc)
 fails=0
 check() { # check NAME COMMAND... : runs it, records the last lines and PASS/FAIL
   local name=$1; shift
+  if late "$name"; then fails=$((fails + 1)); echo "$name SKIPPED" >> "$R/tests.txt"; return; fi
   local t0=$(date +%s.%N)
-  "$@" > "$R/$name.log" 2>&1; local rc=$?
+  timeout "$CHECK_LIMIT" "$@" > "$R/$name.log" 2>&1; local rc=$?
   local dt=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
   if [ $rc -eq 0 ]; then st=PASS; else st=FAIL; fails=$((fails + 1)); fi
+  [ $rc -eq 124 ] && st="FAIL (killed after ${CHECK_LIMIT} s)"
   printf '%-32s %s  (%ss)  %s\n' "$name" "$st" "$dt" "$(grep -E 'max rel|relative error' "$R/$name.log" | tail -1)" | tee -a "$R/tests.txt" >&2
 }
 log "tests"
@@ -70,28 +84,41 @@ else
   log "data parallelism over NCCL: skipped ($ngpu GPU(s); needs 2, mpirun and lib/libunroll_mpi.so)"
 fi
 
+late "profile" || {
 log "one-step kernel profile (paper config, batch 64, k = 41; top 15)"
-"$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats 1 --gpu-profile 15 > /dev/null 2> "$R/profile.txt" || log "profile failed; see profile.txt"
-if command -v cuobjdump >/dev/null; then
-  # Register spills in the SASS of every kernel: LDL/STL must be 0.
-  cuobjdump --dump-sass "$LIB/looped_gpt2.gpu.so" > "$R/sass.txt" 2>&1
-  log "SASS: $(grep -c 'Function :' "$R/sass.txt") kernels, LDL $(grep -c 'LDL' "$R/sass.txt"), STL $(grep -c 'STL' "$R/sass.txt"), FFMA $(grep -c 'FFMA' "$R/sass.txt")"
+timeout "$CHECK_LIMIT" "$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats 1 --gpu-profile 15 > /dev/null 2> "$R/profile.txt" || log "profile failed; see profile.txt"
+if command -v cuobjdump >/dev/null && [ -d "$LIB/cubins" ]; then
+  # Registers, stack and spills of every kernel (LDL/STL must be 0), from the
+  # cubins scripts/gpu-bundle.sh extracted (cuobjdump cannot see them inside
+  # the .so).
+  for c in "$LIB"/cubins/*.cubin; do cuobjdump --dump-resource-usage "$c"; done > "$R/resource-usage.txt" 2>&1
+  for c in "$LIB"/cubins/*.cubin; do cuobjdump --dump-sass "$c"; done > "$R/sass.txt" 2>&1
+  log "SASS: $(grep -c 'Function :' "$R/sass.txt") kernels, LDL $(grep -c 'LDL' "$R/sass.txt"), STL $(grep -c 'STL' "$R/sass.txt"), SHFL $(grep -c 'SHFL' "$R/sass.txt"), FFMA $(grep -c 'FFMA' "$R/sass.txt"); max registers $(grep -o 'REG:[0-9]*' "$R/resource-usage.txt" | cut -d: -f2 | sort -n | tail -1)"
 fi
-log "short paper-config training run (2,000 steps, batch 64, d = 20 from the start; evaluated against least squares; at most 150 s)"
+log "short paper-config training run (2,000 steps, batch 64, the default curriculum from d = 5; evaluated against least squares; at most $TRAIN_LIMIT s)"
 rm -rf "$R/train-paper"
-timeout 150 "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --task icl_linear --steps 2000 --batch 64 --no-curriculum --eval-prompts 640 --log-every 200 --out "$R/train-paper" > "$R/train-paper.log" 2>&1 \
-  || log "training run stopped (status $?; 124 = the 150 s limit): see train-paper.log"
+timeout "$TRAIN_LIMIT" "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --task icl_linear --steps 2000 --batch 64 --eval-prompts 640 --log-every 200 --out "$R/train-paper" > "$R/train-paper.log" 2>&1 \
+  || log "training run stopped (status $?; 124 = the $TRAIN_LIMIT s limit): see train-paper.log"
 grep -E "steps/s|trained|CUDA graphs|^ +k +model|^ +(20|40) " "$R/train-paper.log" | tail -7 | tee -a "$R/summary.txt" >&2
+}
 log "benchmark (paper config, batch 64, k = 41, median of $REPEATS)"
 rows=()
-u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU (FP32)\", \"r\": $u}")
-u=$("$BIN/unroll-bench" "$LIB/looped_gpt2_tf32.gpu.so" --points 41 --repeats "$REPEATS" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU (TF32)\", \"r\": $u}")
-u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" --gpu-graphs off 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll GPU (FP32, no CUDA graph)\", \"r\": $u}")
-u=$("$BIN/unroll-bench" "$LIB/looped_gpt2.cpu.so" --points 41 --repeats 3 --threads "$(nproc)" 2>>"$R/summary.txt") && rows+=("{\"name\": \"unroll CPU ($(nproc) threads)\", \"r\": $u}")
+row() { # row NAME UNROLL-BENCH-ARGS...: one benchmark row, unless late or failing
+  late "benchmark row '$1'" && return
+  local name=$1; shift
+  local u
+  u=$(timeout "$CHECK_LIMIT" "$BIN/unroll-bench" "$@" 2>>"$R/summary.txt") && rows+=("{\"name\": \"$name\", \"r\": $u}") \
+    || log "benchmark row '$name' failed (status $?)"
+}
+row "unroll GPU (FP32)" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS"
+row "unroll GPU (TF32)" "$LIB/looped_gpt2_tf32.gpu.so" --points 41 --repeats "$REPEATS"
+row "unroll GPU (FP32, no CUDA graph)" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" --gpu-graphs off
+row "unroll CPU ($(nproc) threads)" "$LIB/looped_gpt2.cpu.so" --points 41 --repeats 3 --threads "$(nproc)"
 PY=$(command -v python3 || true)
 if [ -n "$PY" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  for compiled in 0 1; do
-    t=$(cd "$B/bench" && timeout 120 "$PY" torch_bench.py 20 256 8 1 203 20 15 41 64 "$REPEATS" 1 cuda $compiled 2>>"$R/summary.txt") \
+  for compiled in ${PEERS:-0 1}; do
+    late "PyTorch (compile=$compiled)" && continue
+    t=$(cd "$B/bench" && timeout "$PEER_LIMIT" "$PY" torch_bench.py 20 256 8 1 203 20 15 41 64 "$REPEATS" 1 cuda $compiled 2>>"$R/summary.txt") \
       && rows+=("{\"name\": \"PyTorch $( [ $compiled = 1 ] && echo torch.compile || echo eager )\", \"r\": $t}") \
       || log "PyTorch (compile=$compiled) failed; see summary"
   done

@@ -182,6 +182,11 @@ static void buildKernelMapping(OpPassManager &pm, const LowerToGPUOptions &optio
   co.emulateOnHost = emulate;
   co.reverseThreads = emulate && options.emulateReverseThreads;
   pm.addNestedPass<func::FuncOp>(createUnrollGPUMapCTAs(co));
+  // Row kernels (layer norms and their gradients): a warp per row.
+  UnrollGPUMapRowsOptions ro;
+  ro.blockSize = options.blockSize;
+  ro.emulateOnHost = emulate;
+  pm.addNestedPass<func::FuncOp>(createUnrollGPUMapRows(ro));
   UnrollGPUMapLoopsOptions mo;
   mo.blockSize = options.blockSize;
   mo.emulateOnHost = emulate;

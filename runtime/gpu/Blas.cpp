@@ -22,6 +22,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -56,6 +57,7 @@ constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POI
 constexpr int32_t EPILOGUE_BIAS = 4, EPILOGUE_GELU_AUX = 160, EPILOGUE_GELU_AUX_BIAS = 164,
                   EPILOGUE_DGELU = 192;
 constexpr int PREF_MAX_WORKSPACE_BYTES = 1;
+constexpr int PREF_MIN_ALIGNMENT_A_BYTES = 5; // then B, C, D: 6, 7, 8
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
 struct Lt {
@@ -154,14 +156,29 @@ struct Prepared {
   Algo algo;
 };
 using Key = std::tuple<bool, int64_t, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, int64_t>;
+                       int64_t, int64_t, int64_t, int64_t, int64_t, std::array<uint32_t, 4>>;
 std::map<Key, Prepared> gPrepared;
 
+/// The alignment of `p` in bytes that cuBLASLt's heuristic may assume: the
+/// largest power of two dividing the address, at most 256 (its default
+/// assumption). An algorithm chosen for 256-byte operands refuses less
+/// aligned ones with NOT_SUPPORTED (status 15): an f64 model's weights at
+/// odd offsets in the flat parameter vector, seen on an H200.
+uint32_t alignmentOf(const void *p) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align != 0)
+    align /= 2;
+  return align;
+}
+
 /// `aux`: the first call's aux matrix (GELU_AUX), whose alignment the
-/// heuristic assumes.
-const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p, const void *aux) {
-  Key key{f32,   flags, p.transX, p.transY, p.m,     p.n,     p.k,
-          p.ldx, p.ldy, p.ldc,    p.rowsX,  p.colsX, p.rowsY, p.colsY};
+/// heuristic assumes. `align`: the operands' alignments (X, Y, C, D), part of
+/// the key, since the algorithm depends on them.
+const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p, const void *aux,
+                        const std::array<uint32_t, 4> &align) {
+  Key key{f32,   flags, p.transX, p.transY, p.m,     p.n,     p.k,  p.ldx,
+          p.ldy, p.ldc, p.rowsX,  p.colsX,  p.rowsY, p.colsY, align};
   auto it = gPrepared.find(key);
   if (it != gPrepared.end())
     return it->second;
@@ -197,6 +214,10 @@ const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p, const void *
     fail("cublasLtMatrixLayoutCreate(B)", s);
   if (Status s = gLt.layoutCreate(&r.c, type, p.m, p.n, p.ldc))
     fail("cublasLtMatrixLayoutCreate(C)", s);
+  for (int i = 0; i < 4; ++i)
+    if (Status s = gLt.prefSetAttribute(gPreference, PREF_MIN_ALIGNMENT_A_BYTES + i, &align[i],
+                                        sizeof align[i]))
+      fail("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)", s);
   Heuristic h[1];
   int found = 0;
   Status s = gLt.heuristic(gHandle, r.desc, r.x, r.y, r.c, r.c, gPreference, 1, h, &found);
@@ -247,23 +268,27 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
   const T alpha = 1, beta = accumulate ? 1 : 0;
   std::lock_guard<std::mutex> lock(gMutex);
   initLocked();
-  const Prepared &r = prepare(sizeof(T) == 4, flags, p, (flags & UNROLL_GEMM_DGELU) ? D : C);
+  T *out = (flags & UNROLL_GEMM_GELU_AUX) ? D : C;
+  const T *x = p.swap ? B : A, *y = p.swap ? A : B;
+  std::array<uint32_t, 4> align{alignmentOf(x), alignmentOf(y), alignmentOf(C), alignmentOf(out)};
+  const Prepared &r = prepare(sizeof(T) == 4, flags, p, (flags & UNROLL_GEMM_DGELU) ? D : C, align);
   if (flags & UNROLL_GEMM_BIAS)
     if (Status s = gLt.descSetAttribute(r.desc, DESC_BIAS_POINTER, &bias, sizeof bias))
       fail("cublasLtMatmulDescSetAttribute(BIAS_POINTER)", s);
-  T *out = C;
-  if (flags & UNROLL_GEMM_GELU_AUX) {
-    // cuBLASLt's D is GELU's output; the aux matrix (C) gets its input.
+  if (flags & UNROLL_GEMM_GELU_AUX) // cuBLASLt's D is GELU's output; the aux matrix (C) its input
     setAux(r.desc, C, p.ldc);
-    out = D;
-  }
   if (flags & UNROLL_GEMM_DGELU) // the aux matrix (our D): GELU's input
     setAux(r.desc, D, p.ldc);
-  const T *x = p.swap ? B : A, *y = p.swap ? A : B;
   int token = profiling() ? profileBegin(stream) : -1;
   if (Status s = gLt.matmul(gHandle, r.desc, &alpha, x, r.x, y, r.y, &beta, C, r.c, out, r.c,
-                            &r.algo, gWorkspace, kWorkspaceBytes, stream))
-    fail("cublasLtMatmul", s);
+                            &r.algo, gWorkspace, kWorkspaceBytes, stream)) {
+    fprintf(stderr,
+            "unroll GPU runtime: error: cuBLASLt cublasLtMatmul failed (status %d) for a %lld x "
+            "%lld x %lld %s GEMM, flags %lld, operands aligned to %u, %u, %u, %u bytes\n",
+            s, (long long)M, (long long)N, (long long)K, sizeof(T) == 4 ? "f32" : "f64",
+            (long long)flags, align[0], align[1], align[2], align[3]);
+    exit(70);
+  }
   if (token >= 0) {
     char name[96];
     snprintf(name, sizeof name, "cublasLt %s %lldx%lldx%lld%s%s", sizeof(T) == 4 ? "f32" : "f64",

@@ -1,18 +1,19 @@
 // RUN: unroll-opt %s --pass-pipeline='builtin.module(func.func(unroll-gpu-column-reductions))' --split-input-file | FileCheck %s
 //
 // A bias gradient accumulated in place, g[j] += Σ_{b,i} dy[b, i, j]: a CTA
-// kernel of 512 threads per 32 outputs. Phase 1: thread t takes output
-// t mod 32 of its CTA and rows t / 32, t / 32 + 16, ... into a register,
-// then shared memory [16, 32]; phase 2: one thread per output adds the old
-// value and the 16 partial sums.
+// kernel of 512 threads per 8 outputs (64 outputs: 32 per CTA would leave 2
+// CTAs; 8 outputs, one 32-byte sector of a row, is the floor). Phase 1:
+// thread t takes output t mod 8 of its CTA and rows t / 8, t / 8 + 64, ...
+// into a register, then shared memory [64, 8]; phase 2: one thread per
+// output adds the old value and the 64 partial sums.
 // CHECK-LABEL: func.func @bias_gradient(
 // CHECK-SAME:    %[[DY:.*]]: memref<?x?x64xf32>, %[[G:.*]]: memref<64xf32, strided<[1], offset: 8>>)
-// CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<1x16x32xf32>
+// CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<1x64x8xf32>
 // CHECK:         scf.for %[[CTA:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           scf.for %[[T:.*]] = %{{.*}} to %c512{{.*}} step
-// CHECK:             %[[C:.*]] = arith.remui %[[T]], %c32
-// CHECK:             %[[GR:.*]] = arith.divui %[[T]], %c32
-// CHECK:             %[[S:.*]] = scf.for %{{.*}} = %[[GR]] to %{{.*}} step %c16{{.*}} iter_args(%[[A:.*]] = %{{.*}}) -> (f32) {
+// CHECK:             %[[C:.*]] = arith.remui %[[T]], %c8
+// CHECK:             %[[GR:.*]] = arith.divui %[[T]], %c8
+// CHECK:             %[[S:.*]] = scf.for %{{.*}} = %[[GR]] to %{{.*}} step %c64{{.*}} iter_args(%[[A:.*]] = %{{.*}}) -> (f32) {
 // CHECK:               memref.load %[[DY]]
 // CHECK:               arith.addf %[[A]]
 // CHECK:             memref.store %[[S]], %[[P]][%{{.*}}, %[[GR]], %[[C]]]
@@ -42,7 +43,7 @@ func.func @bias_gradient(%dy: memref<?x?x64xf32>, %g: memref<64xf32, strided<[1]
 // slices of the flat gradient: one kernel, two accumulators, two partial
 // sums per thread.
 // CHECK-LABEL: func.func @gain_and_bias(
-// CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<2x16x32xf32>
+// CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<2x64x8xf32>
 // CHECK:         scf.for
 // CHECK:           scf.for
 // CHECK:             %[[S:.*]]:2 = scf.for {{.*}} -> (f32, f32) {
@@ -116,6 +117,25 @@ func.func @kept(%x: memref<?x64xf32>, %y: memref<?xf32>, %s: memref<8x64xf32>, %
   ^bb0(%in: f32, %acc: f32):
     %r = arith.maximumf %acc, %in : f32
     linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// One output (the read-out bias of a model with one prediction per token):
+// one CTA whose 512 threads all split the rows, in a grid of two (the second
+// idle), since a grid loop of one iteration would be folded away.
+// CHECK-LABEL: func.func @one_output(
+// CHECK:         memref.alloc() {unroll.cta.shared} : memref<1x512x1xf32>
+// CHECK:         arith.maxui %{{.*}}, %c2
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c512{{.*}} iter_args
+// CHECK:         unroll.cta.grid = 512 : i64
+func.func @one_output(%dy: memref<?x?x1xf32>, %g: memref<1xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (j)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%dy : memref<?x?x1xf32>) outs(%g : memref<1xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
   }
   return
 }

@@ -284,6 +284,37 @@ def UnrollGPUFuseRows : Pass<"unroll-gpu-fuse-rows", "func::FuncOp"> {
   ];
 }
 
+def UnrollGPUMapRows : Pass<"unroll-gpu-map-rows", "func::FuncOp"> {
+  let summary = "Give each row of a row kernel (layer norm, its gradient) a warp";
+  let description = [{
+    An outermost `scf.parallel` over rows whose body walks the row's columns
+    in serial `scf.for` loops (what `unroll-gpu-fuse-rows` makes of a layer
+    norm, its gradient, a softmax) becomes one `gpu.launch` with a warp per
+    row: lane l takes the columns l, l + 32, ... of every column loop, a sum
+    (or max) over the columns into a row value is 32 partial results
+    combined by xor shuffles, and the code between the loops runs in every
+    lane alike. Kernels that do not fit (a loop that is neither elementwise
+    over its columns nor such a reduction, code between the loops that would
+    not give the same result run 32 times) are left to
+    `unroll-gpu-map-loops`: one thread per row. With `emulate-on-host` the
+    same lane arithmetic runs as host loops (lanes in turn, partial results
+    summed in lane order).
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block (a multiple of 32: block-size / 32 rows per block)">,
+    Option<"emulateOnHost", "emulate-on-host", "bool", /*default=*/"false",
+           "Emit the same row and lane index arithmetic as serial host loops "
+           "instead of gpu.launch (the CPU oracle for the GPU lowering)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::NVVM::NVVMDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "row kernels given a warp per row">,
+    Statistic<"numReductions", "reductions", "column loops reduced across lanes">
+  ];
+}
+
 def UnrollGPUMapLoops : Pass<"unroll-gpu-map-loops", "func::FuncOp"> {
   let summary = "Turn every outermost scf.parallel into a gpu.launch";
   let description = [{

@@ -4,9 +4,10 @@
 // gradient: Σ over batch and tokens of dY[b, i, j], for j < 64) mapped one
 // thread per output is 64 threads that each read thousands of rows in
 // turn. This pass writes such reductions as CTA kernels
-// (include/unroll/Transforms/CtaKernel.h): 32 outputs per CTA, 16 groups
-// of threads splitting the rows, the partial sums combined in shared
-// memory. See docs/gpu.md.
+// (include/unroll/Transforms/CtaKernel.h) of 512 threads: 32 outputs per
+// CTA, down to 8 where that leaves under 64 CTAs (8 for 256 outputs; one
+// CTA for fewer than 8), 512 / outputs-per-CTA groups of threads splitting
+// the rows, the partial sums combined in shared memory. See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
 #include "../Contraction.h"
@@ -33,8 +34,10 @@ using namespace mlir::unroll;
 
 namespace {
 
-constexpr int64_t kColumns = 32; // outputs per CTA (one warp's worth)
-constexpr int64_t kGroups = 16;  // threads per output, splitting the rows
+constexpr int64_t kThreads = 512;   // per CTA
+constexpr int64_t kMaxColumns = 32; // outputs per CTA (one warp's worth)
+constexpr int64_t kMinColumns = 8;  // 32 bytes of a row: one memory sector
+constexpr int64_t kMinCTAs = 64;    // fewer outputs per CTA until this many CTAs
 constexpr int64_t kMaxOutputs = 8192;
 constexpr int64_t kMinRows = 256; // static row counts below this stay as they are
 
@@ -159,11 +162,31 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
     return idx;
   }
 
+  /// Outputs per CTA for `outputs` outputs: 32 (a warp reads 32 neighbouring
+  /// outputs of a row), halved down to 8 (one 32-byte sector) while that
+  /// leaves fewer than kMinCTAs CTAs, since CTAs are what spreads over the
+  /// multiprocessors (the paper config's 256 bias-gradient outputs were 8
+  /// CTAs, 131 us each on an H200, now 32); fewer than 8 outputs share one CTA
+  /// (its read-out bias, one output, was 16 threads, 880 us; now 512).
+  static int64_t columnsFor(int64_t outputs) {
+    int64_t columns = kMaxColumns;
+    while (columns > kMinColumns && (outputs + columns - 1) / columns < kMinCTAs)
+      columns /= 2;
+    while (columns > 1 && columns / 2 >= outputs)
+      columns /= 2;
+    return columns;
+  }
+
   void rewrite(ArrayRef<linalg::GenericOp> group) {
     linalg::GenericOp op = group.front();
     Location loc = op.getLoc();
     OpBuilder b(group.back());
-    cta::KernelBuilder k(b, loc, kColumns * kGroups);
+    int64_t staticOutputs = 1;
+    for (auto [size, it] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+      if (it == utils::IteratorType::parallel)
+        staticOutputs *= size;
+    const int64_t kColumns = columnsFor(staticOutputs), kGroups = kThreads / kColumns;
+    cta::KernelBuilder k(b, loc, kThreads);
     int64_t n = group.size();
     Type elem = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
     SmallVector<Range, 4> ranges =
@@ -197,10 +220,16 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
     Value partial = k.shared({n, kGroups, kColumns}, elem);
     Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
     Value cols = k.idx(kColumns);
-    Value ctas = b.create<arith::CeilDivUIOp>(loc, outputs, cols);
+    // At least two CTAs: a grid loop of one iteration would be folded into
+    // its body by the canonicalizer before unroll-gpu-map-ctas sees it, and
+    // the phases would run in one thread (the paper config's read-out bias
+    // gradient did: 842 us per call on an H200). A CTA past the outputs
+    // reads no rows and writes nothing (both phases check p < outputs).
+    Value ctas =
+        b.create<arith::MaxUIOp>(loc, b.create<arith::CeilDivUIOp>(loc, outputs, cols), k.idx(2));
     k.grid(ctas, "column_reduction", [&](Value cta) {
       Value first = b.create<arith::MulIOp>(loc, cta, cols);
-      // Each thread: its output's rows g, g + 16, ... summed in a register.
+      // Each thread: its output's rows g, g + groups, ... summed in a register.
       k.phase([&](Value t) {
         Value c = b.create<arith::RemUIOp>(loc, t, cols);
         Value g = b.create<arith::DivUIOp>(loc, t, cols);
@@ -230,7 +259,7 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
         for (int64_t j = 0; j < n; ++j)
           b.create<memref::StoreOp>(loc, loop.getResult(j), partial, ValueRange{k.idx(j), g, c});
       });
-      // The first 32 threads: the output's value plus the 16 partial sums.
+      // The first `columns` threads: the output's value plus its partial sums.
       k.phase([&](Value t) {
         Value p = b.create<arith::AddIOp>(loc, first, t);
         Value inRange = b.create<arith::AndIOp>(

@@ -5,6 +5,7 @@
 // See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
+#include "IterationSpace.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -72,24 +73,11 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
     }
   }
 
-  /// n = ceil((ub - lb) / step), folded for the common lb = 0, step = 1.
-  static Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
-    Value span = isConstantIntValue(lb, 0) ? ub : b.create<arith::SubIOp>(loc, ub, lb).getResult();
-    if (isConstantIntValue(step, 1))
-      return span;
-    return b.create<arith::CeilDivSIOp>(loc, span, step);
-  }
-
   void mapLoop(scf::ParallelOp p) {
     Location loc = p.getLoc();
     OpBuilder b(p);
     SmallVector<Value> counts;
-    Value total;
-    for (auto [lb, ub, step] : llvm::zip(p.getLowerBound(), p.getUpperBound(), p.getStep())) {
-      counts.push_back(tripCount(b, loc, lb, ub, step));
-      total =
-          total ? b.create<arith::MulIOp>(loc, total, counts.back()).getResult() : counts.back();
-    }
+    Value total = unroll::iterspace::iterationCount(b, p, counts);
     Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
     Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
     Value bs = b.create<arith::ConstantIndexOp>(loc, blockSize);
@@ -124,24 +112,8 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
     auto guard = b.create<scf::IfOp>(loc, inRange, /*withElse=*/false);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
 
-    // Delinearize, last dimension fastest: neighbouring threads touch
-    // neighbouring elements of row-major buffers.
-    unsigned rank = counts.size();
-    SmallVector<Value> ivs(rank);
-    Value rest = linear;
-    for (int k = rank - 1; k >= 0; --k) {
-      Value idx = k == 0 ? rest : b.create<arith::RemSIOp>(loc, rest, counts[k]).getResult();
-      if (k > 0)
-        rest = b.create<arith::DivSIOp>(loc, rest, counts[k]);
-      Value lb = p.getLowerBound()[k], step = p.getStep()[k];
-      Value iv =
-          isConstantIntValue(step, 1) ? idx : b.create<arith::MulIOp>(loc, idx, step).getResult();
-      if (!isConstantIntValue(lb, 0))
-        iv = b.create<arith::AddIOp>(loc, lb, iv);
-      ivs[k] = iv;
-    }
     IRMapping map;
-    map.map(p.getInductionVars(), ivs);
+    unroll::iterspace::delinearize(b, p, linear, counts, map);
     for (Operation &op : p.getBody()->without_terminator())
       b.clone(op, map);
     p.erase();
