@@ -112,6 +112,7 @@ row() { # row NAME UNROLL-BENCH-ARGS...: one benchmark row, unless late or faili
 }
 row "unroll GPU (FP32)" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS"
 row "unroll GPU (TF32)" "$LIB/looped_gpt2_tf32.gpu.so" --points 41 --repeats "$REPEATS"
+row "unroll GPU (FP32, GELU epilogue)" "$LIB/looped_gpt2_gelu.gpu.so" --points 41 --repeats "$REPEATS"
 row "unroll GPU (FP32, no CUDA graph)" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" --gpu-graphs off
 row "unroll CPU ($(nproc) threads)" "$LIB/looped_gpt2.cpu.so" --points 41 --repeats 3 --threads "$(nproc)"
 PY=$(command -v python3 || true)
