@@ -51,6 +51,10 @@ build looped_gpt2_tf32 "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA pr
 # until this check shows cuBLASLt's GELU is the model's tanh GELU).
 build looped_gpt2_gelu "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA gelu-epilogue=1"
 build tiny_f64 "$tmp/tiny_f64.mlir" gpu "=cuda-path=$CUDA"
+# D = 32: layer norms on a warp per row, f64 sums shuffled as 32-bit halves.
+python3 "$SRC/scripts/gen_gpt2.py" add --d 3 --D 32 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > "$tmp/rows_f64.mlir"
+build rows_f64 "$tmp/rows_f64.mlir" gpu "=cuda-path=$CUDA"
+build rows_f64 "$tmp/rows_f64.mlir" cpu
 # Fused attention over many small tiles (22-token prompts: 6 key tiles of 4).
 python3 "$SRC/scripts/gen_gpt2.py" add --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 24 --dtype f64 > "$tmp/tiles_f64.mlir"
 build tiles_f64 "$tmp/tiles_f64.mlir" gpu "=cuda-path=$CUDA attention-tile=4"

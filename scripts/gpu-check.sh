@@ -54,6 +54,8 @@ check small-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_small.g
 check paper-vs-reference "$BIN/unroll-model-check" --forward "$LIB/looped_gpt2.gpu.so" --batch 4 --points 41 --perturb 0
 check gradcheck-f64-truncated "$BIN/unroll-model-check" --gradcheck "$LIB/tiny_f64.gpu.so"
 check gradcheck-f64-full "$BIN/unroll-model-check" --gradcheck "$LIB/tiny_f64.gpu.so" --loops 3 --window 3
+check rows-f64-gradcheck "$BIN/unroll-model-check" --gradcheck "$LIB/rows_f64.gpu.so"
+check rows-f64-vs-cpu "$BIN/unroll-model-check" --against "$LIB/rows_f64.gpu.so" "$LIB/rows_f64.cpu.so" --points 6 --tol 1e-12
 check attention-tiles-f64-gradcheck "$BIN/unroll-model-check" --gradcheck "$LIB/tiles_f64.gpu.so" --points 11
 check attention-tiles-f64-vs-cpu "$BIN/unroll-model-check" --against "$LIB/tiles_f64.gpu.so" "$LIB/tiles_f64.cpu.so" --points 11 --tol 1e-12
 for e in transformer_energy custom_rho_energy residual_energy; do
