@@ -5,8 +5,9 @@
 // per row, serial loops over the 256 columns) gets a warp per row: 8 rows
 // per block of 256 threads, lane = thread mod 32 starting every column loop
 // at its lane and stepping 32 columns, the mean's and variance's sums kept
-// per lane and combined by five xor shuffles (16, 8, 4, 2, 1), the row
-// scalars stored by every lane, a __syncwarp after each column loop. (The
+// per lane and combined by five xor shuffles (16, 8, 4, 2, 1) and stored by
+// lane 0, the row scalars between the loops stored by every lane, a
+// __syncwarp after each column loop and before one that follows stores. (The
 // output is an allocation made after x was defined, so it cannot alias x;
 // two function arguments might, and would keep the kernel as it is.)
 // CHECK-LABEL: func.func @layer_norm(
@@ -21,6 +22,8 @@
 // CHECK:           %[[WARP:.*]] = arith.divui %[[TX]], %c32
 // CHECK:           scf.if
 // CHECK:             memref.store %{{.*}}, %[[MEAN]]
+// CHECK-NEXT:        arith.constant -1
+// CHECK-NEXT:        nvvm.bar.warp.sync
 // CHECK:             %[[STEP:.*]] = arith.muli %c1{{.*}}, %c32
 // CHECK:             %[[INIT:.*]] = memref.load %[[MEAN]]
 // CHECK:             %[[OFF:.*]] = arith.muli %[[LANE]], %c1
@@ -30,8 +33,11 @@
 // CHECK:               arith.addf %[[P]]
 // CHECK:             gpu.shuffle  xor %[[PART]], %c16
 // CHECK-COUNT-4:     gpu.shuffle  xor
-// CHECK:             arith.addf %[[INIT]]
-// CHECK:             memref.store %{{.*}}, %[[MEAN]]
+// CHECK:             %[[ZERO:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK:             scf.if %[[ZERO]] {
+// CHECK:               arith.addf %[[INIT]]
+// CHECK:               memref.store %{{.*}}, %[[MEAN]]
+// CHECK:             }
 // CHECK:             nvvm.bar.warp.sync
 // CHECK:             memref.store %{{.*}}, %[[MU]]
 // CHECK-COUNT-5:     gpu.shuffle  xor

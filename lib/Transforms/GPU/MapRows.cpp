@@ -11,8 +11,9 @@
 // the columns into a row value becomes 32 partial results combined by xor
 // shuffles, and the code between the loops (the row's scalars: mean,
 // variance, 1/sigma) runs in every lane alike, each lane writing the same
-// value. A __syncwarp after each column loop orders one loop's writes
-// before the next loop's reads by other lanes.
+// value; a loop's reduced results are written by lane 0. A __syncwarp after
+// each column loop (and before one that follows stores) orders one part's
+// writes before the next part's reads and writes by other lanes.
 //
 // What must hold (else the kernel is left to unroll-gpu-map-loops):
 //   - each top-level op of the body is a column loop, a load, a store, or
@@ -324,12 +325,22 @@ struct MapRows : public unroll::impl::UnrollGPUMapRowsBase<MapRows> {
 
     IRMapping map;
     unroll::iterspace::delinearize(b, p, row, counts, map);
+    // The code between the loops runs in every lane; a store there is
+    // followed by a __syncwarp before the next column loop, whose lanes may
+    // write the element it stored (every lane's store lands before any
+    // lane's loop starts).
     auto next = loops.begin();
+    bool stored = false;
     for (Operation &op : p.getBody()->without_terminator()) {
-      if (next != loops.end() && &op == next->loop.getOperation())
+      if (next != loops.end() && &op == next->loop.getOperation()) {
+        if (stored && !emulateOnHost)
+          syncWarp(b, op.getLoc());
         emitColumnLoop(b, *next++, lane, map);
-      else
+        stored = false;
+      } else {
         b.clone(op, map);
+        stored |= isa<memref::StoreOp>(op);
+      }
     }
     p.erase();
   }
@@ -395,15 +406,36 @@ struct MapRows : public unroll::impl::UnrollGPUMapRowsBase<MapRows> {
       for (auto [a, m] : llvm::zip(c.accumulators, mine))
         totals.push_back(warpAllReduce(b, loc, a.combine, m));
     }
-    for (auto [a, init, total] : llvm::zip(c.accumulators, inits, totals)) {
-      SmallVector<Value> idx = llvm::map_to_vector(a.store.getIndices(),
-                                                   [&](Value v) { return map.lookupOrDefault(v); });
-      b.create<memref::StoreOp>(loc, combineLike(b, loc, a.combine, init, total),
-                                map.lookupOrDefault(a.store.getMemRef()), idx);
-      ++numReductions;
+    auto storeResults = [&] {
+      for (auto [a, init, total] : llvm::zip(c.accumulators, inits, totals)) {
+        SmallVector<Value> idx = llvm::map_to_vector(
+            a.store.getIndices(), [&](Value v) { return map.lookupOrDefault(v); });
+        b.create<memref::StoreOp>(loc, combineLike(b, loc, a.combine, init, total),
+                                  map.lookupOrDefault(a.store.getMemRef()), idx);
+        ++numReductions;
+      }
+    };
+    if (emulateOnHost) {
+      storeResults();
+      return;
     }
-    if (!emulateOnHost)
-      b.create<NVVM::SyncWarpOp>(loc, b.create<arith::ConstantIntOp>(loc, -1, 32));
+    // Lane 0 alone writes the row's results: a lane that stored init + total
+    // before another lane had read init would make that lane add total
+    // twice. The __syncwarp after orders the stores before the other lanes'
+    // next reads.
+    if (!c.accumulators.empty()) {
+      Value isFirst = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane,
+                                              b.create<arith::ConstantIndexOp>(loc, 0));
+      auto laneZero = b.create<scf::IfOp>(loc, isFirst, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(laneZero.thenBlock());
+      storeResults();
+    }
+    syncWarp(b, loc);
+  }
+
+  static void syncWarp(OpBuilder &b, Location loc) {
+    b.create<NVVM::SyncWarpOp>(loc, b.create<arith::ConstantIntOp>(loc, -1, 32));
   }
 };
 
