@@ -63,6 +63,11 @@ for e in transformer_energy custom_rho_energy residual_energy; do
   build "$e" "$SRC/examples/$e.mlir" gpu "=cuda-path=$CUDA"
 done
 build energy_gradients "$SRC/test/Integration/CPU/energy-gradients.mlir" gpu "=cuda-path=$CUDA"
+# An energy whose derived steps are looped and trained in context (f32), and
+# an f64 energy model for gradient checks: the product's central use.
+build energy_icl "$SRC/examples/energy_icl.mlir" gpu "=cuda-path=$CUDA"
+build energy_icl "$SRC/examples/energy_icl.mlir" cpu
+build energy_model_f64 "$SRC/test/Integration/CPU/Inputs/energy_model.mlir" gpu "=cuda-path=$CUDA"
 # Halting and the fixed-point gradients (scf.while on device values).
 build contractive_block "$SRC/test/Integration/CPU/Inputs/contractive-block.mlir" gpu "=cuda-path=$CUDA"
 # The paper config's kernels as plain cubins, for cuobjdump there (registers,

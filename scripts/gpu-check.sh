@@ -63,6 +63,15 @@ for e in transformer_energy custom_rho_energy residual_energy; do
 done
 check energy-gradcheck-custom "$BIN/unroll-energy-check" --gradcheck "$LIB/energy_gradients.gpu.so" --energy custom_causal --cases 3
 check energy-gradcheck-residual "$BIN/unroll-energy-check" --gradcheck "$LIB/energy_gradients.gpu.so" --energy log1_residual --cases 3
+# Energies that learn in context: the descent steps of examples/energy_icl.mlir
+# looped with injection, against the CPU build, and 50 training steps on both;
+# an f64 energy model against central differences.
+check energy-icl-vs-cpu "$BIN/unroll-model-check" --against "$LIB/energy_icl.gpu.so" "$LIB/energy_icl.cpu.so"
+check energy-model-f64-gradcheck "$BIN/unroll-model-check" --gradcheck "$LIB/energy_model_f64.gpu.so"
+rm -rf "$R/energy-icl-gpu" "$R/energy-icl-cpu"
+check energy-icl-train-50-gpu "$BIN/unroll-run" "$LIB/energy_icl.gpu.so" --steps 50 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --out "$R/energy-icl-gpu"
+check energy-icl-train-50-cpu "$BIN/unroll-run" "$LIB/energy_icl.cpu.so" --steps 50 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --out "$R/energy-icl-cpu"
+check energy-icl-train-50-match "$BIN/unroll-model-check" --compare-checkpoints "$R/energy-icl-gpu/checkpoint" "$R/energy-icl-cpu/checkpoint"
 rm -rf "$R/train-gpu" "$R/train-cpu"
 check fixed-point-f64 "$BIN/unroll-fixed-point-check" "$LIB/contractive_block.gpu.so"
 check train-100-gpu "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-gpu"
