@@ -160,6 +160,9 @@ bool classify(scf::ForOp loop, ColumnLoop &out, DominanceInfo &dom) {
         Operation *c = st.getValueToStore().getDefiningOp();
         if (!c || c->getBlock() != loop.getBody() || !isCombiner(c) || !c->hasOneUse())
           return false;
+        // Shuffles move 32-bit words: f32 in one, f64 in two.
+        if (!c->getResult(0).getType().isF32() && !c->getResult(0).getType().isF64())
+          return false;
         memref::LoadOp acc;
         for (Value operand : c->getOperands())
           if (auto ld = operand.getDefiningOp<memref::LoadOp>())
