@@ -9,6 +9,7 @@
 #define UNROLL_LIB_TRANSFORMS_GPU_ITERATIONSPACE_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -52,6 +53,34 @@ inline void delinearize(OpBuilder &b, scf::ParallelOp p, Value linear, ArrayRef<
       iv = b.create<arith::AddIOp>(loc, lb, iv);
     map.map(p.getInductionVars()[k], iv);
   }
+}
+
+/// A grid opened by openGrid: the block's index, the index inside the block
+/// (a thread on the GPU, the emulation loop's index on the host), and the op
+/// that holds the body.
+struct Grid {
+  Value block, inner;
+  Operation *scope;
+};
+
+/// Opens `blocks` blocks at b's insertion point and leaves b inside: a
+/// gpu.launch of `threads` threads, or (emulated) two host loops over the
+/// blocks and over `hostInner` indices per block.
+inline Grid openGrid(OpBuilder &b, Location loc, Value blocks, Value threads, Value hostInner,
+                     bool emulate) {
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  if (emulate) {
+    auto blockLoop = b.create<scf::ForOp>(loc, c0, blocks, c1);
+    b.setInsertionPointToStart(blockLoop.getBody());
+    auto innerLoop = b.create<scf::ForOp>(loc, c0, hostInner, c1);
+    b.setInsertionPointToStart(innerLoop.getBody());
+    return {blockLoop.getInductionVar(), innerLoop.getInductionVar(), blockLoop};
+  }
+  auto launch = b.create<::mlir::gpu::LaunchOp>(loc, blocks, c1, c1, threads, c1, c1);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  b.setInsertionPoint(b.create<::mlir::gpu::TerminatorOp>(loc));
+  return {launch.getBlockIds().x, launch.getThreadIds().x, launch};
 }
 
 } // namespace mlir::unroll::iterspace

@@ -79,7 +79,6 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
     SmallVector<Value> counts;
     Value total = unroll::iterspace::iterationCount(b, p, counts);
     Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
-    Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
     Value bs = b.create<arith::ConstantIndexOp>(loc, blockSize);
     Value blocks = b.create<arith::CeilDivSIOp>(loc, total, bs);
     Value nonEmpty = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, total, c0);
@@ -87,27 +86,11 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
     b.setInsertionPointToStart(&ifNonEmpty.getThenRegion().front());
 
     // The thread's linear index, from a launch or (emulated) from two loops.
-    Value linear;
-    Operation *threadScope;
-    if (emulateOnHost) {
-      auto blockLoop = b.create<scf::ForOp>(loc, c0, blocks, c1);
-      b.setInsertionPointToStart(blockLoop.getBody());
-      auto threadLoop = b.create<scf::ForOp>(loc, c0, bs, c1);
-      b.setInsertionPointToStart(threadLoop.getBody());
-      linear = b.create<arith::AddIOp>(
-          loc, b.create<arith::MulIOp>(loc, blockLoop.getInductionVar(), bs),
-          threadLoop.getInductionVar());
-      threadScope = blockLoop;
-    } else {
-      auto launch = b.create<gpu::LaunchOp>(loc, blocks, c1, c1, bs, c1, c1);
-      Block &body = launch.getBody().front();
-      b.setInsertionPointToEnd(&body);
-      auto term = b.create<gpu::TerminatorOp>(loc);
-      b.setInsertionPoint(term);
-      linear = b.create<arith::AddIOp>(
-          loc, b.create<arith::MulIOp>(loc, launch.getBlockIds().x, bs), launch.getThreadIds().x);
-      threadScope = launch;
-    }
+    unroll::iterspace::Grid grid =
+        unroll::iterspace::openGrid(b, loc, blocks, bs, bs, emulateOnHost);
+    Value linear =
+        b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, grid.block, bs), grid.inner);
+    Operation *threadScope = grid.scope;
     Value inRange = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, linear, total);
     auto guard = b.create<scf::IfOp>(loc, inRange, /*withElse=*/false);
     b.setInsertionPointToStart(&guard.getThenRegion().front());

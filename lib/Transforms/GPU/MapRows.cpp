@@ -290,7 +290,6 @@ struct MapRows : public unroll::impl::UnrollGPUMapRowsBase<MapRows> {
     SmallVector<Value> counts;
     Value rows = unroll::iterspace::iterationCount(b, p, counts);
     Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
-    Value c1 = b.create<arith::ConstantIndexOp>(loc, 1);
     Value lanes = b.create<arith::ConstantIndexOp>(loc, kLanes);
     Value perBlock = b.create<arith::ConstantIndexOp>(loc, blockSize / kLanes);
     Value blocks = b.create<arith::CeilDivSIOp>(loc, rows, perBlock);
@@ -298,28 +297,19 @@ struct MapRows : public unroll::impl::UnrollGPUMapRowsBase<MapRows> {
         loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, rows, c0), false);
     b.setInsertionPointToStart(&ifNonEmpty.getThenRegion().front());
 
-    // The row of this warp, and (on the GPU) the lane.
+    // The row of this warp, and (on the GPU) the lane; emulated, the inner
+    // loop runs over the block's rows.
+    Value threads = b.create<arith::ConstantIndexOp>(loc, blockSize);
+    unroll::iterspace::Grid grid =
+        unroll::iterspace::openGrid(b, loc, blocks, threads, perBlock, emulateOnHost);
     Value row, lane;
     if (emulateOnHost) {
-      auto blockLoop = b.create<scf::ForOp>(loc, c0, blocks, c1);
-      b.setInsertionPointToStart(blockLoop.getBody());
-      auto warpLoop = b.create<scf::ForOp>(loc, c0, perBlock, c1);
-      b.setInsertionPointToStart(warpLoop.getBody());
-      row = b.create<arith::AddIOp>(
-          loc, b.create<arith::MulIOp>(loc, blockLoop.getInductionVar(), perBlock),
-          warpLoop.getInductionVar());
+      row = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, grid.block, perBlock),
+                                    grid.inner);
     } else {
-      Value threads = b.create<arith::ConstantIndexOp>(loc, blockSize);
-      auto launch = b.create<gpu::LaunchOp>(loc, blocks, c1, c1, threads, c1, c1);
-      Block &body = launch.getBody().front();
-      b.setInsertionPointToEnd(&body);
-      auto term = b.create<gpu::TerminatorOp>(loc);
-      b.setInsertionPoint(term);
-      Value tid = launch.getThreadIds().x;
-      lane = b.create<arith::RemUIOp>(loc, tid, lanes);
-      row = b.create<arith::AddIOp>(loc,
-                                    b.create<arith::MulIOp>(loc, launch.getBlockIds().x, perBlock),
-                                    b.create<arith::DivUIOp>(loc, tid, lanes));
+      lane = b.create<arith::RemUIOp>(loc, grid.inner, lanes);
+      row = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, grid.block, perBlock),
+                                    b.create<arith::DivUIOp>(loc, grid.inner, lanes));
     }
     // A whole warp shares its row, so the guard keeps warps converged.
     auto guard = b.create<scf::IfOp>(

@@ -23,8 +23,8 @@
 // CHECK-NOT:   scf.parallel
 // EMU-LABEL: func @two_d
 // EMU-NOT:     gpu.launch
-// EMU:         scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1
-// EMU:           scf.for %[[T:.*]] = %c0 to %c256 step %c1
+// EMU:         scf.for %[[B:.*]] = %c0{{.*}} to %{{.*}} step %c1{{.*}}
+// EMU:           scf.for %[[T:.*]] = %c0{{.*}} to %c256 step %c1{{.*}}
 func.func @two_d(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %m: index, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
