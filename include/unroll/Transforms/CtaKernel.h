@@ -103,6 +103,16 @@ public:
     return loop.getResult(0);
   }
 
+  /// The same with several accumulators: step returns the next value of each.
+  SmallVector<Value> folds(Value lb, Value ub, ValueRange init,
+                           llvm::function_ref<SmallVector<Value>(Value, ValueRange)> step) {
+    auto loop = b.create<scf::ForOp>(loc, lb, ub, idx(1), init,
+                                     [&](OpBuilder &, Location, Value iv, ValueRange acc) {
+                                       b.create<scf::YieldOp>(loc, step(iv, acc));
+                                     });
+    return SmallVector<Value>(loop.getResults());
+  }
+
   /// if (cond) body().
   void when(Value cond, llvm::function_ref<void()> body) {
     auto op = b.create<scf::IfOp>(loc, cond, /*withElseRegion=*/false);

@@ -7,16 +7,23 @@
 // in phase form (include/unroll/Transforms/CtaKernel.h): a grid of one CTA
 // per (batch, head, query tile) with 128 threads; tiles of 32 rows padded to
 // hd + 1 = 5 (queries, keys, values, accumulator), the scores 32 x 33, and
-// the running maximum, sum and correction per row, all in shared memory;
-// the online softmax rescales by exp(m_old - m_new).
+// the running maximum and sum per row in two slots each, all in shared
+// memory. Per key tile: the keys; the scores, a block of 2 x 4 per thread;
+// the new row maxima, the online softmax's rescaling by exp(m_old - m_new)
+// and the accumulator update in one phase.
 // CHECK-LABEL: func.func @attention(
 // CHECK-COUNT-4: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
 // CHECK:         memref.alloc() {unroll.cta.shared} : memref<32x33xf32>
-// CHECK-COUNT-3: memref.alloc() {unroll.cta.shared} : memref<32xf32>
+// CHECK-COUNT-2: memref.alloc() {unroll.cta.shared} : memref<2x32xf32>
 // CHECK:         scf.for %[[CTA:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           {unroll.cta.phase}
+// CHECK:           {unroll.cta.phase}
+// CHECK-COUNT-6:   memref.load %{{.*}} : memref<32x5xf32>
+// CHECK-COUNT-8:   memref.store %{{.*}} : memref<32x33xf32>
 // CHECK:           {unroll.cta.phase}
 // CHECK:           arith.maximumf
 // CHECK:           math.exp
+// CHECK:           {unroll.cta.phase}
 // CHECK:           {unroll.cta.phase}
 // CHECK:         } {unroll.cta.grid = 128 : i64, unroll.cta.name = "attention_fwd"}
 // CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x?x8xf32>
@@ -33,18 +40,32 @@ func.func @attention(%qkv: tensor<?x?x24xf32>) -> tensor<?x?x8xf32> {
 
 // -----
 
-// The gradient: one CTA per (batch, head), the row statistics (log-sum-exp,
-// D = dO·O) in two global vectors of B·H·n, two more tiles (dV, dO) and dS.
+// The gradient: three grids of one CTA per (batch, head, tile). The row
+// statistics (log-sum-exp, D = dO·O) go to two global vectors of B·H·n;
+// then dK and dV per key tile (six row tiles, P and dS) and dQ per query
+// tile (five row tiles, dS), each grid with its own shared buffers.
 // CHECK-LABEL: func.func @attention_vjp(
 // CHECK:         %[[LSE:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
 // CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
-// CHECK-COUNT-4: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
+// CHECK-COUNT-5: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
 // CHECK:         memref.alloc() {unroll.cta.shared} : memref<32x33xf32>
-// CHECK-COUNT-3: memref.alloc() {unroll.cta.shared} : memref<32xf32>
-// CHECK-COUNT-2: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
-// CHECK:         memref.alloc() {unroll.cta.shared} : memref<32x33xf32>
+// CHECK-COUNT-2: memref.alloc() {unroll.cta.shared} : memref<2x32xf32>
 // CHECK:         math.log
-// CHECK:         } {unroll.cta.grid = 128 : i64, unroll.cta.name = "attention_bwd"}
+// CHECK:         memref.store %{{.*}}, %[[LSE]]
+// CHECK:         memref.store %{{.*}}, %[[D]]
+// CHECK:         } {unroll.cta.grid = 128 : i64, unroll.cta.name = "attention_bwd_stats"}
+// CHECK-COUNT-4: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
+// CHECK-COUNT-2: memref.alloc() {unroll.cta.shared} : memref<32xf32>
+// CHECK-COUNT-2: memref.alloc() {unroll.cta.shared} : memref<32x33xf32>
+// CHECK-COUNT-2: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
+// CHECK:         memref.load %[[LSE]]
+// CHECK:         memref.load %[[D]]
+// CHECK:         } {unroll.cta.grid = 128 : i64, unroll.cta.name = "attention_bwd_keys"}
+// CHECK-COUNT-4: memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
+// CHECK-COUNT-2: memref.alloc() {unroll.cta.shared} : memref<32xf32>
+// CHECK:         memref.alloc() {unroll.cta.shared} : memref<32x33xf32>
+// CHECK:         memref.alloc() {unroll.cta.shared} : memref<32x5xf32>
+// CHECK:         } {unroll.cta.grid = 128 : i64, unroll.cta.name = "attention_bwd_queries"}
 // CHECK:         bufferization.to_tensor %{{.*}} restrict writable : memref<?x?x24xf32>
 // CHECK-NOT:     linalg.generic
 func.func @attention_vjp(%qkv: tensor<?x?x24xf32>, %dy: tensor<?x?x8xf32>) -> tensor<?x?x24xf32> {
