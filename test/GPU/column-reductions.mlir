@@ -4,8 +4,10 @@
 // kernel of 512 threads per 8 outputs (64 outputs: 32 per CTA would leave 2
 // CTAs; 8 outputs, one 32-byte sector of a row, is the floor). Phase 1:
 // thread t takes output t mod 8 of its CTA and rows t / 8, t / 8 + 64, ...
-// into a register, then shared memory [64, 8]; phase 2: one thread per
-// output adds the old value and the 64 partial sums.
+// into four registers in turn (four loads in flight; the rows past a
+// multiple of four into the first), adds them, and stores the sum in
+// shared memory [64, 8]; phase 2: one thread per output adds the old value
+// and the 64 partial sums.
 // CHECK-LABEL: func.func @bias_gradient(
 // CHECK-SAME:    %[[DY:.*]]: memref<?x?x64xf32>, %[[G:.*]]: memref<64xf32, strided<[1], offset: 8>>)
 // CHECK:         %[[P:.*]] = memref.alloc() {unroll.cta.shared} : memref<1x64x8xf32>
@@ -13,10 +15,15 @@
 // CHECK:           scf.for %[[T:.*]] = %{{.*}} to %c512{{.*}} step
 // CHECK:             %[[C:.*]] = arith.remui %[[T]], %c8
 // CHECK:             %[[GR:.*]] = arith.divui %[[T]], %c8
-// CHECK:             %[[S:.*]] = scf.for %{{.*}} = %[[GR]] to %{{.*}} step %c64{{.*}} iter_args(%[[A:.*]] = %{{.*}}) -> (f32) {
+// CHECK:             %[[S:.*]]:4 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4{{.*}} iter_args(%[[A:[^ ]*]] = %{{.*}}, %{{.*}}) -> (f32, f32, f32, f32) {
 // CHECK:               memref.load %[[DY]]
 // CHECK:               arith.addf %[[A]]
-// CHECK:             memref.store %[[S]], %[[P]][%{{.*}}, %[[GR]], %[[C]]]
+// CHECK-COUNT-3:       memref.load %[[DY]]
+// CHECK:             %[[TAIL:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[S]]#0) -> (f32)
+// CHECK:             arith.addf %[[TAIL]], %[[S]]#1
+// CHECK:             arith.addf %{{.*}}, %[[S]]#2
+// CHECK:             %[[SUM4:.*]] = arith.addf %{{.*}}, %[[S]]#3
+// CHECK:             memref.store %[[SUM4]], %[[P]][%{{.*}}, %[[GR]], %[[C]]]
 // CHECK:           } {unroll.cta.phase}
 // CHECK:           scf.for %[[T2:.*]] = %{{.*}} to %c512{{.*}} step
 // CHECK:             scf.if
@@ -129,7 +136,8 @@ func.func @kept(%x: memref<?x64xf32>, %y: memref<?xf32>, %s: memref<8x64xf32>, %
 // CHECK-LABEL: func.func @one_output(
 // CHECK:         memref.alloc() {unroll.cta.shared} : memref<1x512x1xf32>
 // CHECK:         arith.maxui %{{.*}}, %c2
-// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c512{{.*}} iter_args
+// CHECK:         arith.ceildivui %{{.*}}, %c512
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4{{.*}} iter_args
 // CHECK:         unroll.cta.grid = 512 : i64
 func.func @one_output(%dy: memref<?x?x1xf32>, %g: memref<1xf32>) {
   linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (j)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%dy : memref<?x?x1xf32>) outs(%g : memref<1xf32>) {

@@ -40,6 +40,7 @@ constexpr int64_t kMinColumns = 8;  // 32 bytes of a row: one memory sector
 constexpr int64_t kMinCTAs = 64;    // fewer outputs per CTA until this many CTAs
 constexpr int64_t kMaxOutputs = 8192;
 constexpr int64_t kMinRows = 256; // static row counts below this stay as they are
+constexpr int64_t kUnroll = 4;    // partial sums per thread, for loads in flight
 
 struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<ColumnReductions> {
   void runOnOperation() override {
@@ -229,35 +230,65 @@ struct ColumnReductions : public unroll::impl::UnrollGPUColumnReductionsBase<Col
         b.create<arith::MaxUIOp>(loc, b.create<arith::CeilDivUIOp>(loc, outputs, cols), k.idx(2));
     k.grid(ctas, "column_reduction", [&](Value cta) {
       Value first = b.create<arith::MulIOp>(loc, cta, cols);
-      // Each thread: its output's rows g, g + groups, ... summed in a register.
+      // Each thread: its output's rows g, g + groups, ... summed in
+      // kUnroll registers taking turns (so that many loads are in flight:
+      // one chain of dependent adds over ~80 rows was latency-bound), the
+      // rows past a multiple of kUnroll into the first, then added up.
       k.phase([&](Value t) {
         Value c = b.create<arith::RemUIOp>(loc, t, cols);
         Value g = b.create<arith::DivUIOp>(loc, t, cols);
         Value p = b.create<arith::AddIOp>(loc, first, c);
         Value inRange = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, p, outputs);
         Value last = b.create<arith::SelectOp>(loc, inRange, rows, k.idx(0));
-        auto loop = b.create<scf::ForOp>(
-            loc, g, last, k.idx(kGroups), SmallVector<Value>(n, zero),
-            [&](OpBuilder &, Location, Value r, ValueRange acc) {
-              SmallVector<Value> ivs = loopIvs(p, r), next;
-              for (int64_t j = 0; j < n; ++j) {
-                linalg::GenericOp red = group[j];
-                SmallVector<AffineMap> maps = red.getIndexingMapsArray();
-                Block &body = red.getRegion().front();
-                IRMapping map;
-                for (auto [i, in] : llvm::enumerate(red.getDpsInputs()))
-                  map.map(body.getArgument(i),
-                          b.create<memref::LoadOp>(loc, in, indices(b, loc, maps[i], ivs)));
-                map.map(body.getArguments().back(), acc[j]);
-                for (Operation &o : body.without_terminator())
-                  b.clone(o, map);
-                auto yield = cast<linalg::YieldOp>(body.getTerminator());
-                next.push_back(map.lookup(yield.getOperand(0)));
-              }
+        Value groups = k.idx(kGroups);
+        // This thread's row count: ceil((last - g) / groups) where g < last.
+        Value any = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, g, last);
+        Value mine = b.create<arith::SelectOp>(
+            loc, any,
+            b.create<arith::CeilDivUIOp>(loc, b.create<arith::SubIOp>(loc, last, g), groups),
+            k.idx(0));
+        Value full =
+            b.create<arith::SubIOp>(loc, mine, b.create<arith::RemUIOp>(loc, mine, k.idx(kUnroll)));
+        // acc_j + the row's term, for each reduction j of the group.
+        auto addRow = [&](Value m, ValueRange acc) {
+          Value r = b.create<arith::AddIOp>(loc, g, b.create<arith::MulIOp>(loc, m, groups));
+          SmallVector<Value> ivs = loopIvs(p, r), next;
+          for (int64_t j = 0; j < n; ++j) {
+            linalg::GenericOp red = group[j];
+            SmallVector<AffineMap> maps = red.getIndexingMapsArray();
+            Block &body = red.getRegion().front();
+            IRMapping map;
+            for (auto [i, in] : llvm::enumerate(red.getDpsInputs()))
+              map.map(body.getArgument(i),
+                      b.create<memref::LoadOp>(loc, in, indices(b, loc, maps[i], ivs)));
+            map.map(body.getArguments().back(), acc[j]);
+            for (Operation &o : body.without_terminator())
+              b.clone(o, map);
+            auto yield = cast<linalg::YieldOp>(body.getTerminator());
+            next.push_back(map.lookup(yield.getOperand(0)));
+          }
+          return next;
+        };
+        auto unrolled = b.create<scf::ForOp>(
+            loc, k.idx(0), full, k.idx(kUnroll), SmallVector<Value>(n * kUnroll, zero),
+            [&](OpBuilder &, Location, Value m, ValueRange acc) {
+              SmallVector<Value> next;
+              for (int64_t u = 0; u < kUnroll; ++u)
+                llvm::append_range(
+                    next, addRow(b.create<arith::AddIOp>(loc, m, k.idx(u)), acc.slice(u * n, n)));
               b.create<scf::YieldOp>(loc, next);
             });
-        for (int64_t j = 0; j < n; ++j)
-          b.create<memref::StoreOp>(loc, loop.getResult(j), partial, ValueRange{k.idx(j), g, c});
+        auto tail =
+            b.create<scf::ForOp>(loc, full, mine, k.idx(1), unrolled.getResults().take_front(n),
+                                 [&](OpBuilder &, Location, Value m, ValueRange acc) {
+                                   b.create<scf::YieldOp>(loc, addRow(m, acc));
+                                 });
+        for (int64_t j = 0; j < n; ++j) {
+          Value sum = tail.getResult(j);
+          for (int64_t u = 1; u < kUnroll; ++u)
+            sum = b.create<arith::AddFOp>(loc, sum, unrolled.getResult(u * n + j));
+          b.create<memref::StoreOp>(loc, sum, partial, ValueRange{k.idx(j), g, c});
+        }
       });
       // The first `columns` threads: the output's value plus its partial sums.
       k.phase([&](Value t) {
