@@ -78,8 +78,8 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
            "instead of becoming linalg ops (--lower-to-cpu sets it)">,
     Option<"attention", "attention", "std::string", /*default=*/"\"generic\"",
            "unroll.attention and unroll.attention_vjp: generic (linalg ops "
-           "over [B, H, n, n]) or fused (one kernel each with shared-memory "
-           "tiles and barriers, FusedAttention.cpp; --lower-to-gpu and its "
+           "over [B, H, n, n]) or fused (one kernel, and three for the "
+           "gradient, with shared-memory tiles and barriers, FusedAttention.cpp; --lower-to-gpu and its "
            "emulation use it)">,
     Option<"attentionTile", "attention-tile", "int64_t", /*default=*/"0",
            "With attention=fused: rows per query and key tile (0: the largest "

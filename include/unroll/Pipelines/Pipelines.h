@@ -73,8 +73,8 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::init(false)};
   Option<std::string> attention{
       *this, "attention",
-      llvm::cl::desc("Attention and its gradient: fused (one kernel each, tiles in shared "
-                     "memory, online softmax) or generic (score, softmax and product kernels "
+      llvm::cl::desc("Attention and its gradient: fused (one kernel and three, tiles in "
+                     "shared memory, online softmax) or generic (score, softmax and product kernels "
                      "over [B, H, n, n])"),
       llvm::cl::init("fused")};
   Option<int64_t> attentionTile{

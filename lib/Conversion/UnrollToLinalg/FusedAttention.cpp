@@ -267,12 +267,17 @@ struct FusedAttention {
   struct Head {
     Value batch, col; // col = h * hd
   };
-  /// CTA `cta` of a (batch, head, tile) grid: its head and tile.
-  std::pair<Head, Value> headAndTile(Value cta, Value tiles) {
-    Value bh = div(cta, tiles);
-    return {{div(bh, idx(heads)), mul(rem(bh, idx(heads)), idx(hd))}, rem(cta, tiles)};
+  /// What CTA `cta` of a (batch, head, tile) grid works on.
+  struct TileCta {
+    Head head;
+    Value tile, start; // the tile's index and its first row
+    Value rowBase;     // the head's first row in the per-row vectors (B·H·n)
+  };
+  TileCta tileCta(Value cta, Value tiles, Value n) {
+    Value bh = div(cta, tiles), t = rem(cta, tiles);
+    return {
+        {div(bh, idx(heads)), mul(rem(bh, idx(heads)), idx(hd))}, t, mul(t, idx(tile)), mul(bh, n)};
   }
-  Value rowIndex(Value bh, Value n, Value i) { return add(mul(bh, n), i); }
 
   /// Row i0 + r of tile buffer `tileBuf` from qkv (or dO) column col + e; 0 past n.
   void stageRow(Value src, Value batch, Value n, Value i0, Value col, Value r, Value e,
@@ -387,11 +392,9 @@ struct FusedAttention {
     Value tiles = numTiles(n);
     Tiles w = forwardTiles(/*withGradient=*/false);
     k.grid(mul(mul(bsz, idx(heads)), tiles), "attention_fwd", [&](Value cta) {
-      auto [headAt, qtAt] = headAndTile(cta, tiles);
-      Head head = headAt;
-      Value qt = qtAt;
-      Value last = onlineSoftmax(w, qkv, Value(), head, n, qt);
-      Value q0 = mul(qt, idx(tile));
+      TileCta c = tileCta(cta, tiles, n);
+      Head head = c.head;
+      Value last = onlineSoftmax(w, qkv, Value(), head, n, c.tile), q0 = c.start;
       k.phase([&](Value t) {
         eachElement(t, [&](Value r, Value e) {
           Value i = add(q0, r);
@@ -462,12 +465,10 @@ struct FusedAttention {
     // 1. Row statistics.
     Tiles fw = forwardTiles(/*withGradient=*/true);
     k.grid(count, "attention_bwd_stats", [&](Value cta) {
-      auto [headAt, qtAt] = headAndTile(cta, tiles);
-      Head head = headAt;
-      Value qt = qtAt;
-      Value rowBase = mul(div(cta, tiles), n);
-      Value last = onlineSoftmax(fw, qkv, dy, head, n, qt);
-      Value q0 = mul(qt, idx(tile));
+      TileCta c = tileCta(cta, tiles, n);
+      Head head = c.head;
+      Value rowBase = c.rowBase, q0 = c.start;
+      Value last = onlineSoftmax(fw, qkv, dy, head, n, c.tile);
       k.phase([&](Value t) {
         k.strided(t, idx(tile), [&](Value r) {
           Value i = add(q0, r);
@@ -488,10 +489,9 @@ struct FusedAttention {
     GradTiles kw{rows(), rows(), rows(), rows(), perRow(), perRow(), square(), square()};
     Value dk = rows(), dv = rows();
     k.grid(count, "attention_bwd_keys", [&](Value cta) {
-      auto [headAt, ktAt] = headAndTile(cta, tiles);
-      Head head = headAt;
-      Value kt = ktAt;
-      Value rowBase = mul(div(cta, tiles), n), k0 = mul(kt, idx(tile));
+      TileCta c = tileCta(cta, tiles, n);
+      Head head = c.head;
+      Value kt = c.tile, rowBase = c.rowBase, k0 = c.start;
       k.phase([&](Value t) {
         eachElement(t, [&](Value r, Value e) {
           stageKeys(kw.kk, kw.v, qkv, head, n, k0, r, e);
@@ -539,10 +539,9 @@ struct FusedAttention {
     GradTiles qw{rows(), rows(), rows(), rows(), perRow(), perRow(), Value(), square()};
     Value dq = rows();
     k.grid(count, "attention_bwd_queries", [&](Value cta) {
-      auto [headAt, qtAt] = headAndTile(cta, tiles);
-      Head head = headAt;
-      Value qt = qtAt;
-      Value rowBase = mul(div(cta, tiles), n), q0 = mul(qt, idx(tile));
+      TileCta c = tileCta(cta, tiles, n);
+      Head head = c.head;
+      Value qt = c.tile, rowBase = c.rowBase, q0 = c.start;
       k.phase([&](Value t) {
         stageQueries(qw, t, qkv, dy, head, n, q0, rowBase, lse, dd);
         eachElement(t, [&](Value r, Value e) { store(zero, dq, {r, e}); });

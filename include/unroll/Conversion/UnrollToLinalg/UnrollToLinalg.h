@@ -21,8 +21,8 @@ void populateLayerNormPatterns(RewritePatternSet &patterns, bool cpuKernels);
 /// unroll.attention, unroll.attention_vjp (Attention.cpp); with `cpuKernels`
 /// each becomes one call of the CPU kernels instead of linalg ops.
 void populateAttentionPatterns(RewritePatternSet &patterns, bool cpuKernels);
-/// unroll.attention, unroll.attention_vjp as one kernel each with shared
-/// tiles and barriers, in the phase form of unroll/Transforms/CtaKernel.h
+/// unroll.attention as one kernel and unroll.attention_vjp as three, with
+/// shared tiles and barriers, in the phase form of unroll/Transforms/CtaKernel.h
 /// (FusedAttention.cpp; for the GPU pipeline and its emulation). `tile` 0
 /// picks the largest tile that fits in shared memory; where none (or not the
 /// one asked for) fits, the patterns do not apply and Attention.cpp's do.
