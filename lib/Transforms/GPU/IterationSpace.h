@@ -83,6 +83,18 @@ inline Grid openGrid(OpBuilder &b, Location loc, Value blocks, Value threads, Va
   return {launch.getBlockIds().x, launch.getThreadIds().x, launch};
 }
 
+/// openGrid over ceil(count / perBlock) blocks, inside an scf.if that skips
+/// the launch (or the host loops) when count is 0.
+inline Grid openGridOver(OpBuilder &b, Location loc, Value count, Value perBlock, Value threads,
+                         Value hostInner, bool emulate) {
+  Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value blocks = b.create<arith::CeilDivSIOp>(loc, count, perBlock);
+  auto nonEmpty = b.create<scf::IfOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, count, c0), false);
+  b.setInsertionPointToStart(&nonEmpty.getThenRegion().front());
+  return openGrid(b, loc, blocks, threads, hostInner, emulate);
+}
+
 } // namespace mlir::unroll::iterspace
 
 #endif // UNROLL_LIB_TRANSFORMS_GPU_ITERATIONSPACE_H

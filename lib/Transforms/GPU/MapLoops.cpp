@@ -78,16 +78,11 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
     OpBuilder b(p);
     SmallVector<Value> counts;
     Value total = unroll::iterspace::iterationCount(b, p, counts);
-    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
     Value bs = b.create<arith::ConstantIndexOp>(loc, blockSize);
-    Value blocks = b.create<arith::CeilDivSIOp>(loc, total, bs);
-    Value nonEmpty = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, total, c0);
-    auto ifNonEmpty = b.create<scf::IfOp>(loc, nonEmpty, /*withElse=*/false);
-    b.setInsertionPointToStart(&ifNonEmpty.getThenRegion().front());
 
     // The thread's linear index, from a launch or (emulated) from two loops.
     unroll::iterspace::Grid grid =
-        unroll::iterspace::openGrid(b, loc, blocks, bs, bs, emulateOnHost);
+        unroll::iterspace::openGridOver(b, loc, total, bs, bs, bs, emulateOnHost);
     Value linear =
         b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, grid.block, bs), grid.inner);
     Operation *threadScope = grid.scope;

@@ -289,19 +289,14 @@ struct MapRows : public unroll::impl::UnrollGPUMapRowsBase<MapRows> {
     OpBuilder b(p);
     SmallVector<Value> counts;
     Value rows = unroll::iterspace::iterationCount(b, p, counts);
-    Value c0 = b.create<arith::ConstantIndexOp>(loc, 0);
     Value lanes = b.create<arith::ConstantIndexOp>(loc, kLanes);
     Value perBlock = b.create<arith::ConstantIndexOp>(loc, blockSize / kLanes);
-    Value blocks = b.create<arith::CeilDivSIOp>(loc, rows, perBlock);
-    auto ifNonEmpty = b.create<scf::IfOp>(
-        loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, rows, c0), false);
-    b.setInsertionPointToStart(&ifNonEmpty.getThenRegion().front());
+    Value threads = b.create<arith::ConstantIndexOp>(loc, blockSize);
 
     // The row of this warp, and (on the GPU) the lane; emulated, the inner
     // loop runs over the block's rows.
-    Value threads = b.create<arith::ConstantIndexOp>(loc, blockSize);
     unroll::iterspace::Grid grid =
-        unroll::iterspace::openGrid(b, loc, blocks, threads, perBlock, emulateOnHost);
+        unroll::iterspace::openGridOver(b, loc, rows, perBlock, threads, perBlock, emulateOnHost);
     Value row, lane;
     if (emulateOnHost) {
       row = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, grid.block, perBlock),
