@@ -34,6 +34,7 @@
 //                                        --cold: operands from memory
 //
 //===----------------------------------------------------------------------===//
+#include "Peak.h"
 #include "unroll/runtime/CpuKernels.h"
 // The instruction set the kernels pick (detectIsa), for --fma-peak.
 #include "../runtime/cpu/Isa.h"
@@ -91,10 +92,10 @@ double roundBf16(double x) {
 /// One random case; returns max |got - want| / max |want|. With bf16 (the
 /// kernel set to bf16 operands), want is the product of the operands
 /// rounded to bf16, except where the narrow f32 kernel computes it (N = 16
-/// or 32, unit column strides) or a thin one (M, N or K = 1); *vsF32 gets the error against the exact f32
-/// product (how far bf16 is from f32).
-template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
-                                      double *vsF32 = nullptr) {
+/// or 32, unit column strides) or a thin one (M, N or K = 1); *vsF32 gets the error against the
+/// exact f32 product (how far bf16 is from f32).
+template <typename T>
+double checkOne(std::mt19937_64 &rng, bool bf16 = false, double *vsF32 = nullptr) {
   // Half the cases small enough for the unpacked path, half blocked.
   std::uniform_int_distribution<int64_t> dim(1, rng() % 2 ? 40 : 300);
   // A quarter of the cases with K up to 1200: several of the kernel's k-blocks (512).
@@ -112,7 +113,7 @@ template <typename T> double checkOne(std::mt19937_64 &rng, bool bf16 = false,
     int64_t *one[] = {&M, &N, &K};
     *one[rng() % 3] = 1;
   }
-  bool acc = rng() & 1;      // C += A B, or C = A B
+  bool acc = rng() & 1; // C += A B, or C = A B
   bool ta = rng() & 1, tb = rng() & 1, tc = rng() & 1;
   int64_t padA = rng() % 3, padB = rng() % 3, padC = rng() % 3;
   // Row-major [M, K] (or its transpose) with padded leading dimensions.
@@ -528,11 +529,11 @@ template <typename T> struct NormCase {
     dx.assign(B * n * F, T(0)), dg.assign(F, T(7)), db.assign(F, T(7)); // overwritten
     const T *a = withAdd ? add.data() : nullptr;
     if constexpr (sizeof(T) == 4)
-      unroll_layer_norm_vjp_f32(B, n, F, x.data(), sXb, sXi, g.data(), dy.data(), sDb, sDi, a,
-                                sAb, sAi, dx.data(), n * F, F, dg.data(), db.data(), bits());
+      unroll_layer_norm_vjp_f32(B, n, F, x.data(), sXb, sXi, g.data(), dy.data(), sDb, sDi, a, sAb,
+                                sAi, dx.data(), n * F, F, dg.data(), db.data(), bits());
     else
-      unroll_layer_norm_vjp_f64(B, n, F, x.data(), sXb, sXi, g.data(), dy.data(), sDb, sDi, a,
-                                sAb, sAi, dx.data(), n * F, F, dg.data(), db.data(), bits());
+      unroll_layer_norm_vjp_f64(B, n, F, x.data(), sXb, sXi, g.data(), dy.data(), sDb, sDi, a, sAb,
+                                sAi, dx.data(), n * F, F, dg.data(), db.data(), bits());
   }
 };
 
@@ -743,8 +744,9 @@ int timeAttention(int argc, char **argv) {
     x = g(rng);
   for (float &x : dout)
     x = g(rng);
-  double fwd = medianSeconds(
-      repeats, [&] { unroll_attention_f32(B, n, H, hd, qkv.data(), sQb, sQi, out.data(), sOb, sOi); });
+  double fwd = medianSeconds(repeats, [&] {
+    unroll_attention_f32(B, n, H, hd, qkv.data(), sQb, sQi, out.data(), sOb, sOi);
+  });
   double vjp = medianSeconds(repeats, [&] {
     unroll_attention_vjp_f32(B, n, H, hd, qkv.data(), sQb, sQi, dout.data(), sOb, sOi, grad.data(),
                              sQb, sQi);
@@ -779,8 +781,8 @@ int timeLayerNorm(int argc, char **argv) {
   int64_t epsBits;
   memcpy(&epsBits, &eps, sizeof eps);
   double fwd = medianSeconds(repeats, [&] {
-    unroll_layer_norm_f32(B, n, F, x.data(), n * F, F, gain.data(), bias.data(), y.data(), n * F,
-                          F, epsBits);
+    unroll_layer_norm_f32(B, n, F, x.data(), n * F, F, gain.data(), bias.data(), y.data(), n * F, F,
+                          epsBits);
   });
   double vjp = medianSeconds(repeats, [&] {
     unroll_layer_norm_vjp_f32(B, n, F, x.data(), n * F, F, gain.data(), dy.data(), n * F, F,
@@ -928,27 +930,14 @@ int main(int argc, char **argv) {
       unroll_gemm_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(), tb ? 1 : N,
                       tb ? K : 1, Cs[t].data(), N, 1, 1);
   };
-  std::vector<double> secs;
   // --cold: before each run a buffer larger than the caches is written
   // over, so that the operands come from memory, as a training step's tape
   // does (the run itself is timed alone).
   std::vector<char> flush(cold ? size_t(512) << 20 : 0);
-  for (int64_t r = 0; r <= repeats; ++r) {
+  double med = unroll::bench::medianRoundSeconds(threads, repeats, run, [&](int64_t r) {
     for (size_t i = 0; i < flush.size(); i += 64)
       flush[i] = char(r + i);
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> pool;
-    for (int64_t t = 1; t < threads; ++t)
-      pool.emplace_back(run, t);
-    run(0);
-    for (auto &th : pool)
-      th.join();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r > 0)
-      secs.push_back(s); // the first run warms up
-  }
-  std::sort(secs.begin(), secs.end());
-  double med = secs[secs.size() / 2];
+  });
   double gflops = 2.0 * M * N * K * threads / med / 1e9;
   printf("{\"M\": %lld, \"N\": %lld, \"K\": %lld, \"A\": \"%s\", \"B\": \"%s\", "
          "\"threads\": %lld, \"operands\": \"%s\", \"epilogue\": \"%s\", \"cold\": %s, "

@@ -3,8 +3,9 @@
 # paper config, with unroll and with PyTorch (OpenBLAS) in one run, on one
 # thread and on all cores (BENCH_THREADS, default 2), plus the machine's GEMM
 # peak measured in the same run (before and after the timings; the higher
-# counts) and once per round right before unroll's timings (each round's
-# share against its own peak). Prints a table and writes OUT/bench.json.
+# counts) and right before and after each of unroll's timed runs (each run's
+# share against the peaks around it). Prints a table and writes
+# OUT/bench.json.
 #   bench/run.sh [BUILD] [OUT] [REPEATS] [CONFIGS...]   (configs: small paper)
 # Each number is the median of at least REPEATS timed runs. The VM's speed
 # drifts, so unroll and PyTorch alternate: BENCH_ROUNDS rounds (default 2),
@@ -39,6 +40,11 @@ if [ "$BF16" = 1 ] && ! "$BIN/unroll-gemm-bench" 64 64 64 --bf16 --repeats 1 > /
   exit 2
 fi
 PEAK_KINDS=(""); [ "$BF16" = 1 ] && PEAK_KINDS+=(--bf16)
+# The VM's speed drifts within seconds (a busy neighbour on the core halves
+# the FMA rate), so unroll-bench also measures the GEMM peak right before
+# and after every timed step and forward, and each is set against the peaks
+# of its own seconds (bench/table.py's last share column).
+BRACKET="--bracket-peak 9"
 declare -A early
 for t in "${THREAD_COUNTS[@]}"; do
   for k in "${PEAK_KINDS[@]}"; do
@@ -61,19 +67,15 @@ for c in "${CONFIGS[@]}"; do
     "$BENCH_BASE/bin/unroll-translate" "$OUT/$name.base.ll.mlir" -o "$base_so"
   fi
   for t in "${THREAD_COUNTS[@]}"; do
-    us=(); trs=(); bs=(); hs=(); rps=()
+    us=(); trs=(); bs=(); hs=()
     for r in $(seq "$ROUNDS"); do
-      # The GEMM peak of this round, right before its timings: the VM's
-      # speed drifts within minutes (a busy neighbour on the core halves the
-      # FMA rate), so each round's share is taken against its own peak.
-      rps+=("$("$BIN/unroll-gemm-bench" 2048 2048 256 --threads "$t" --repeats 9 | $PY -c 'import json, sys; print(json.load(sys.stdin)["gflops"])')")
       if [ -n "${BENCH_BASE:-}" ]; then
         echo "timing $c: unroll before ($t threads, round $r/$ROUNDS) ..." >&2
         base_bench="$BENCH_BASE/bin/unroll-bench"; [ -x "$base_bench" ] || base_bench="$BIN/unroll-bench"
-        bs+=("$(UNROLL_THREADS=$t "$base_bench" "$base_so" --points "$points" --repeats "$PER_ROUND")")
+        bs+=("$(UNROLL_THREADS=$t "$base_bench" "$base_so" --points "$points" --repeats "$PER_ROUND" $BRACKET)")
       fi
       echo "timing $c: unroll ($t threads, round $r/$ROUNDS) ..." >&2
-      us+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND")")
+      us+=("$(UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND" $BRACKET)")
       if [ "$BF16" = 1 ]; then
         echo "timing $c: unroll bf16 ($t threads, round $r/$ROUNDS) ..." >&2
         hs+=("$(UNROLL_CPU_PRECISION=bf16 UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND")")
@@ -90,13 +92,16 @@ m = rs[0]
 for k, med in (("train_step_s", "train_step_median_s"), ("forward_s", "forward_median_s")):
     m[k] = [x for r in rs for x in r[k]]
     m[med] = sorted(m[k])[len(m[k]) // 2]
+    peaks = k[:-len("_s")] + "_peaks_gflops"
+    if all(peaks in r for r in rs):
+        m[peaks] = [x for r in rs for x in r[peaks]]
 m["rounds"] = len(rs)
 print(json.dumps(m))'
     u=$($PY -c "$merge" "${us[@]}"); tr=$($PY -c "$merge" "${trs[@]}")
     before=""
     [ ${#bs[@]} -gt 0 ] && before=", \"before\": $($PY -c "$merge" "${bs[@]}")"
     [ ${#hs[@]} -gt 0 ] && before+=", \"bf16\": $($PY -c "$merge" "${hs[@]}")"
-    results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"round_peaks\": [$(IFS=,; echo "${rps[*]}")], \"unroll\": $u, \"torch\": $tr$before}")
+    results+=("{\"config\": \"$c\", \"threads\": $t, \"dims\": [$d, $D, $H, $L, $loops, $window, $points], \"unroll\": $u, \"torch\": $tr$before}")
   done
 done
 echo "measuring the GEMM peak again ..." >&2

@@ -3,8 +3,9 @@
 config, thread count and entry (training step, forward) unroll's and
 PyTorch's medians, the speed-up, GFLOP/s from the model's FLOPs, the GEMM
 peak measured in the same run and the share of it (against the higher of
-the peaks before and after all timings, and the median over rounds of the
-share against the peak measured right before that round), and with BENCH_BASE the
+the peaks before and after all timings, and the median over unroll's timed
+runs of each run's share against the mean of the two peaks measured right
+before and after it: `unroll-bench --bracket-peak`), and with BENCH_BASE the
 other build's times, and with BENCH_BF16=1 unroll's times with bf16 GEMM
 operands against the bf16 GEMM peak of the same run. Below the table, the
 FMA pipes' own rate (`unroll-gemm-bench --fma-peak`) where bench.json has it.
@@ -14,17 +15,15 @@ FMA pipes' own rate (`unroll-gemm-bench --fma-peak`) where bench.json has it.
 import json, statistics, sys
 j = json.load(open(sys.argv[1]))
 
-def round_shares(r, side, key, f):
-    """Each round's share of its own GEMM peak: the side's median time in
-    that round (its runs are in round order, an equal number per round)
-    against the peak measured right before the round; None without them."""
-    peaks = r.get("round_peaks")
+def bracket_shares(r, side, key, f):
+    """Each timed run's share of the GEMM peak of its own seconds: f / its
+    time against the mean of the peaks measured right before and after it
+    (unroll-bench --bracket-peak); None without them."""
     times = r[side][key.replace("_median", "")] if side in r else None
-    if not peaks or not times or len(times) % len(peaks):
+    peaks = r[side].get(key.replace("_median_s", "_peaks_gflops")) if side in r else None
+    if not peaks or not times or len(times) != len(peaks):
         return None
-    per = len(times) // len(peaks)
-    return [f / statistics.median(times[i * per:(i + 1) * per]) / 1e9 / p
-            for i, p in enumerate(peaks)]
+    return [f / t / 1e9 / ((a + b) / 2) for t, (a, b) in zip(times, peaks)]
 
 def share_text(shares):
     if not shares:
@@ -45,9 +44,9 @@ def flops(d, D, H, L, loops, window, points, batch):
 
 has_before = any("before" in r for r in j["runs"])
 has_bf16 = any("bf16" in r for r in j["runs"])
-extra = " before (s) | before: share of peak | before: share of round peaks |" if has_before else ""
+extra = " before (s) | before: share of peak | before: share of the peaks around each run |" if has_before else ""
 extra += " bf16 (s) | bf16 vs f32 | bf16 GEMM peak GFLOP/s | bf16: share of bf16 peak |" if has_bf16 else ""
-print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | GEMM peak GFLOP/s | share of GEMM peak | share of round peaks, median (range) | PyTorch GFLOP/s |" + extra)
+print("| config | threads | what | unroll (s) | PyTorch (s) | speed-up | unroll GFLOP/s | GEMM peak GFLOP/s | share of GEMM peak | share of the peaks around each run, median (range) | PyTorch GFLOP/s |" + extra)
 print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if has_before else "")
       + ("---|---|---|---|" if has_bf16 else ""))
 for r in j["runs"]:
@@ -59,10 +58,10 @@ for r in j["runs"]:
         u, t = r["unroll"][key], r["torch"][key]
         row = (f"| {r['config']} (b={loops}, T={window}, k={points}, batch {b}) | {r['threads']} | {what} "
                f"| {u:.4f} | {t:.4f} | {t/u:.2f}x | {f/u/1e9:.1f} | {peak:.0f} | {100*f/u/1e9/peak:.0f}% "
-               f"| {share_text(round_shares(r, 'unroll', key, f))} | {f/t/1e9:.1f} |")
+               f"| {share_text(bracket_shares(r, 'unroll', key, f))} | {f/t/1e9:.1f} |")
         if has_before:
             bt = r["before"][key]
-            row += f" {bt:.4f} | {100*f/bt/1e9/peak:.0f}% | {share_text(round_shares(r, 'before', key, f))} |"
+            row += f" {bt:.4f} | {100*f/bt/1e9/peak:.0f}% | {share_text(bracket_shares(r, 'before', key, f))} |"
         if has_bf16:
             ht = r["bf16"][key]
             hp = j["gemm_peak"][f"{r['threads']}-bf16"]["gflops"]
@@ -76,10 +75,14 @@ def peak_text(k, v):
 pk = ", ".join(peak_text(k, v) for k, v in j["gemm_peak"].items())
 t0 = j["runs"][0]["torch"]
 n = len(j["runs"][0]["unroll"]["train_step_s"])
-rp = "; ".join(f"{r['config']}, {r['threads']} thread{'s' if r['threads'] != 1 else ''}: "
-               + ", ".join(f"{p:.0f}" for p in r["round_peaks"])
-               for r in j["runs"] if r.get("round_peaks"))
-rp = f"; the peaks measured right before each round (GFLOP/s): {rp}" if rp else ""
+def around(r):
+    """The peaks measured around unroll's timed runs of `r`: their range."""
+    ps = [p for k in ("train_step_peaks_gflops", "forward_peaks_gflops")
+          for pair in r["unroll"].get(k, []) for p in pair]
+    return f"{min(ps):.0f}–{max(ps):.0f}" if ps else None
+rp = "; ".join(f"{r['config']}, {r['threads']} thread{'s' if r['threads'] != 1 else ''}: {around(r)}"
+               for r in j["runs"] if around(r))
+rp = f"; the peaks measured around unroll's timed runs (GFLOP/s): {rp}" if rp else ""
 fp = {t: v for t, v in (j.get("fma_peak") or {}).items() if v.get("fma_peak")}
 if fp:
     rp += "; the FMA pipes alone (unroll-gemm-bench --fma-peak), the ceiling above the GEMM peak: " + ", ".join(

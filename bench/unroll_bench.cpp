@@ -2,6 +2,7 @@
 //
 //   unroll-bench MODEL.so [--batch 64] [--points k] [--repeats 5] [--threads N]
 //                         [--optimizer host|compiled] [--only forward|train]
+//                         [--bracket-peak R]
 //
 // Prints JSON: the wall time of every repeat of one training step (loss,
 // gradient and an Adam update) and of one forward pass at the model's b,
@@ -9,12 +10,21 @@
 // on the host for CPU libraries and compiled, on resident state, for GPU
 // libraries (weights and moments stay on the GPU).
 //
+// --bracket-peak R (CPU libraries): the GEMM peak (Peak.h, median of R
+// rounds on the step's thread count) is measured before the first timed
+// run and after each one, and every timed step and forward is printed with
+// the two peaks around it (`train_step_peaks_gflops`, `forward_peaks_gflops`:
+// [before, after] per run). The VM's speed drifts within seconds, so a
+// step's share of the peak is best taken against the peak of its own
+// seconds (bench/run.sh, bench/table.py).
+//
 // With UNROLL_GEMM_PROFILE=1, a CPU library prints at exit a table of its
 // GEMM calls grouped by shape, layout, epilogue and kernel (median time,
 // GFLOP/s, total; runtime/cpu/Gemm.cpp): where a step's time goes between
 // the GEMM calls and the rest.
 //
 //===----------------------------------------------------------------------===//
+#include "Peak.h"
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Process.h"
@@ -32,11 +42,13 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: unroll-bench MODEL.so [--batch B] [--points k] [--repeats R] [--threads N] "
-            "[--gpu-profile TOP] [--gpu-graphs on|off] [--micro-batch-tokens N]\n"
+            "[--gpu-profile TOP] [--gpu-graphs on|off] [--micro-batch-tokens N] "
+            "[--bracket-peak R]\n"
             "  (UNROLL_GEMM_PROFILE=1: a table of a CPU library's GEMM calls at exit)\n");
     return 2;
   }
-  int64_t batch = 64, points = -1, repeats = 5, threads = -1, profileTop = 0, microTokens = -1;
+  int64_t batch = 64, points = -1, repeats = 5, threads = -1, profileTop = 0, microTokens = -1,
+          peakRepeats = 0;
   std::string optimizer = "auto", only;
   bool graphs = true;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -68,6 +80,8 @@ int main(int argc, char **argv) {
       threads = v;
     else if (a == "--micro-batch-tokens") // CPU: 0 runs each thread's share at once
       microTokens = v;
+    else if (a == "--bracket-peak") // CPU: the GEMM peak around every timed run
+      peakRepeats = v;
     else if (a == "--gpu-profile") // after timing: per-kernel times of one step and one forward
       profileTop = v;
   }
@@ -75,6 +89,13 @@ int main(int argc, char **argv) {
   std::string err;
   if (!m.load(argv[1], err)) {
     fprintf(stderr, "unroll-bench: %s\n", err.c_str());
+    return 2;
+  }
+  if (peakRepeats > 0 && m.gpu()) {
+    fprintf(stderr,
+            "unroll-bench: --bracket-peak measures the CPU GEMM peak; %s is a GPU "
+            "library\n",
+            argv[1]);
     return 2;
   }
   const nlohmann::json *mi = findModel(m, "", err);
@@ -137,10 +158,28 @@ int main(int argc, char **argv) {
     step();
   if (doFwd)
     fwd();
+  // With --bracket-peak, the peak after one timed run is the peak before
+  // the next.
   std::vector<double> ts, fs;
+  nlohmann::json tsPeaks = nlohmann::json::array(), fsPeaks = nlohmann::json::array();
+  double peak = peakRepeats > 0 ? bench::gemmPeakGflops(run.threads(), peakRepeats) : 0.0;
+  auto timed = [&](auto fn, std::vector<double> &secs, nlohmann::json &peaks) {
+    secs.push_back(time(fn));
+    if (peakRepeats > 0) {
+      double next = bench::gemmPeakGflops(run.threads(), peakRepeats);
+      peaks.push_back({peak, next});
+      peak = next;
+    }
+  };
   for (int64_t r = 0; r < repeats; ++r) {
-    ts.push_back(doStep ? time(step) : 0.0);
-    fs.push_back(doFwd ? time(fwd) : 0.0);
+    if (doStep)
+      timed(step, ts, tsPeaks);
+    else
+      ts.push_back(0.0);
+    if (doFwd)
+      timed(fwd, fs, fsPeaks);
+    else
+      fs.push_back(0.0);
   }
   bool usedGraphs = compiled && m.gpu() && dev.graphsUsable();
   if (profileTop > 0 && m.gpu()) {
@@ -180,6 +219,10 @@ int main(int argc, char **argv) {
                    {"forward_s", fs},
                    {"train_step_median_s", median(ts)},
                    {"forward_median_s", median(fs)}};
+  if (peakRepeats > 0) {
+    j["train_step_peaks_gflops"] = tsPeaks;
+    j["forward_peaks_gflops"] = fsPeaks;
+  }
   printf("%s\n", j.dump().c_str());
   return 0;
 }
