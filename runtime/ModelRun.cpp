@@ -319,10 +319,13 @@ bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, in
   if (!check(p, (int64_t)theta.size(), loops, error))
     return false;
   preds.assign(loops * p.batch * p.points, 0.0);
+  std::vector<float> theta32; // shared by the chunks, as in lossGrad
+  if (f32_)
+    theta32 = to<float>(theta);
   overChunks(p, plan(p), [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
     std::vector<double> part;
     if (f32_)
-      callForward<float>(forward_, c, theta, loops, part);
+      callForwardAt<float>(forward_, c, theta32.data(), (int64_t)theta32.size(), loops, part);
     else
       callForward<double>(forward_, c, theta, loops, part);
     for (int64_t t = 0; t < loops; ++t)
@@ -346,6 +349,11 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
   // summed per thread as its chunks finish (one gradient per thread is
   // kept, not one per chunk), then over the threads in order.
   auto chunks = plan(p);
+  // f32: one copy of theta, read by every chunk and thread (one copy of the
+  // weights in the shared L3, and no conversion per chunk).
+  std::vector<float> theta32;
+  if (f32_ && !gradient_.fixedPoint())
+    theta32 = to<float>(theta);
   std::vector<std::vector<double>> ls(chunks.size()), gs(chunks.size());
   std::vector<FixedPointStats> stats(chunks.size());
   overChunks(p, chunks, [&](int64_t t, int64_t b0, int64_t b1, const Prompts &part) {
@@ -364,7 +372,10 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
                                       gradient_, l, st);
       }
     } else if (f32_) {
-      callLossGrad<float>(lossGrad_, part, theta, loops, window, l, g);
+      std::vector<float> gf(theta.size());
+      callLossGradInto<float>(lossGrad_, part, theta32.data(), gf.data(), (int64_t)gf.size(), loops,
+                              window, l);
+      g.assign(gf.begin(), gf.end());
     } else {
       callLossGrad<double>(lossGrad_, part, theta, loops, window, l, g);
     }
