@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 
 using namespace unroll;
 
@@ -173,6 +174,21 @@ template <typename T> std::vector<T> to(const std::vector<double> &v) {
   return std::vector<T>(v.begin(), v.end());
 }
 
+/// theta in the library's precision: one copy per call, which every chunk
+/// and thread reads (the compiled functions only read theta), so that the
+/// threads share one copy of the weights in the cache and no chunk
+/// converts its own.
+struct TypedTheta {
+  std::vector<float> f32;
+  std::vector<double> f64;
+  TypedTheta(const std::vector<double> &theta, bool isF32) {
+    if (isF32)
+      f32 = to<float>(theta);
+    else
+      f64 = theta;
+  }
+};
+
 /// The forward with theta at `th` (host memory, or resident state used in
 /// place).
 template <typename T>
@@ -190,13 +206,6 @@ void callForwardAt(void *fn, const Prompts &p, T *th, int64_t np, int64_t loops,
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t i = 0; i < p.points; ++i)
         preds[(t * p.batch + b) * p.points + i] = out[(t * p.batch + b) * n + 2 * i];
-}
-
-template <typename T>
-void callForward(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
-                 std::vector<double> &preds) {
-  std::vector<T> th = to<T>(theta);
-  callForwardAt<T>(fn, p, th.data(), (int64_t)th.size(), loops, preds);
 }
 
 template <typename T>
@@ -230,14 +239,6 @@ void callLossGradInto(void *fn, const Prompts &p, T *theta, T *grad, int64_t np,
   auto gm = makeMemRef<T, 1>(grad, {np});
   reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, window, &lm, &gm);
   losses.assign(l.begin(), l.end());
-}
-
-template <typename T>
-void callLossGrad(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
-                  int64_t window, std::vector<double> &losses, std::vector<double> &grad) {
-  std::vector<T> th = to<T>(theta), g(theta.size());
-  callLossGradInto<T>(fn, p, th.data(), g.data(), (int64_t)th.size(), loops, window, losses);
-  grad.assign(g.begin(), g.end());
 }
 
 /// @M_loss_grad_fixed on caller-owned theta [np] and grad [np] buffers of T.
@@ -319,15 +320,14 @@ bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, in
   if (!check(p, (int64_t)theta.size(), loops, error))
     return false;
   preds.assign(loops * p.batch * p.points, 0.0);
-  std::vector<float> theta32; // shared by the chunks, as in lossGrad
-  if (f32_)
-    theta32 = to<float>(theta);
+  TypedTheta th(theta, f32_);
+  const int64_t np = (int64_t)theta.size();
   overChunks(p, plan(p), [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
     std::vector<double> part;
     if (f32_)
-      callForwardAt<float>(forward_, c, theta32.data(), (int64_t)theta32.size(), loops, part);
+      callForwardAt<float>(forward_, c, th.f32.data(), np, loops, part);
     else
-      callForward<double>(forward_, c, theta, loops, part);
+      callForwardAt<double>(forward_, c, th.f64.data(), np, loops, part);
     for (int64_t t = 0; t < loops; ++t)
       std::copy(part.begin() + t * c.batch * p.points, part.begin() + (t + 1) * c.batch * p.points,
                 preds.begin() + (t * p.batch + b0) * p.points);
@@ -349,36 +349,26 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
   // summed per thread as its chunks finish (one gradient per thread is
   // kept, not one per chunk), then over the threads in order.
   auto chunks = plan(p);
-  // f32: one copy of theta, read by every chunk and thread (one copy of the
-  // weights in the shared L3, and no conversion per chunk).
-  std::vector<float> theta32;
-  if (f32_ && !gradient_.fixedPoint())
-    theta32 = to<float>(theta);
+  TypedTheta th(theta, f32_);
   std::vector<std::vector<double>> ls(chunks.size()), gs(chunks.size());
   std::vector<FixedPointStats> stats(chunks.size());
   overChunks(p, chunks, [&](int64_t t, int64_t b0, int64_t b1, const Prompts &part) {
     std::vector<double> l, g;
     FixedPointStats st;
-    if (gradient_.fixedPoint()) {
-      if (f32_) {
-        std::vector<float> th = to<float>(theta), gf(theta.size());
-        callLossGradFixedInto<float>(lossGradFixed_, part, th.data(), gf.data(), th.size(), loops,
-                                     gradient_, l, st);
-        g.assign(gf.begin(), gf.end());
-      } else {
-        std::vector<double> th = theta;
-        g.assign(theta.size(), 0.0);
-        callLossGradFixedInto<double>(lossGradFixed_, part, th.data(), g.data(), th.size(), loops,
-                                      gradient_, l, st);
-      }
-    } else if (f32_) {
-      std::vector<float> gf(theta.size());
-      callLossGradInto<float>(lossGrad_, part, theta32.data(), gf.data(), (int64_t)gf.size(), loops,
-                              window, l);
-      g.assign(gf.begin(), gf.end());
-    } else {
-      callLossGrad<double>(lossGrad_, part, theta, loops, window, l, g);
-    }
+    auto call = [&](auto *shared) { // th's copy in the library's precision
+      using T = std::remove_pointer_t<decltype(shared)>;
+      std::vector<T> gt(theta.size());
+      if (gradient_.fixedPoint())
+        callLossGradFixedInto<T>(lossGradFixed_, part, shared, gt.data(), gt.size(), loops,
+                                 gradient_, l, st);
+      else
+        callLossGradInto<T>(lossGrad_, part, shared, gt.data(), gt.size(), loops, window, l);
+      g.assign(gt.begin(), gt.end());
+    };
+    if (f32_)
+      call(th.f32.data());
+    else
+      call(th.f64.data());
     const double w = double(b1 - b0) / double(p.batch);
     ls[t].resize(l.size(), 0.0);
     gs[t].resize(g.size(), 0.0);
