@@ -180,13 +180,35 @@ double checkOne(std::mt19937_64 &rng, bool bf16 = false, double *vsF32 = nullptr
       wantD[i * N + j] = geluRef(s);
       exact[i * N + j] = x;
     }
-  call<T>(ex, M, N, K, A.data(), sAm, sAk, B.data(), sBk, sBn, C.data(), sCm, sCn, acc, flags,
-          flags & UNROLL_GEMM_BIAS ? bias.data() : nullptr,
-          inPlace ? C.data()
-          : flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D |
-                     UNROLL_GEMM_ROWSUM_A)
-              ? D.data()
-              : nullptr);
+  auto product = [&](std::vector<T> &c, std::vector<T> &d) {
+    call<T>(ex, M, N, K, A.data(), sAm, sAk, B.data(), sBk, sBn, c.data(), sCm, sCn, acc, flags,
+            flags & UNROLL_GEMM_BIAS ? bias.data() : nullptr,
+            inPlace ? c.data()
+            : flags & (UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D |
+                       UNROLL_GEMM_ROWSUM_A)
+                ? d.data()
+                : nullptr);
+  };
+  // A third of the cases with B a weight (unroll_cpu_read_only): first
+  // another B is marked and multiplied (its packing cached), then B itself
+  // is marked and multiplied twice, the second product from the cached
+  // packing. A cache that outlived its mark, or a wrong block of the cached
+  // packing, gives the wrong C.
+  const bool weight = rng() % 3 == 0;
+  if (weight) {
+    std::vector<T> real = B, c = C, d = D;
+    for (T &v : B)
+      v = nd(rng);
+    unroll_cpu_read_only(B.data(), B.size() * sizeof(T));
+    product(c, d);
+    B = real;
+    unroll_cpu_read_only(B.data(), B.size() * sizeof(T));
+    c = C, d = D;
+    product(c, d);
+  }
+  product(C, D);
+  if (weight)
+    unroll_cpu_read_only(nullptr, 0);
   double err = 0, scale = 0, errF32 = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -867,7 +889,8 @@ int main(int argc, char **argv) {
   }
   int64_t M = dims[0], N = dims[1], K = dims[2], repeats = 5, threads = 1;
   bool ta = false, tb = false, bf16 = false, cold = false; // A stored [K, M] / B stored [N, K]
-  int64_t flags = 0; // --epilogue: unroll_gemm_ex's flags, as the compiler calls it
+  bool packedB = false; // --packed-b: B is a weight packed once (unroll_cpu_read_only)
+  int64_t flags = 0;    // --epilogue: unroll_gemm_ex's flags, as the compiler calls it
   std::string epilogue = "none";
   for (int i = 4; i < argc; ++i) {
     if (!strcmp(argv[i], "--ta"))
@@ -882,6 +905,8 @@ int main(int argc, char **argv) {
       bf16 = true;
     else if (!strcmp(argv[i], "--cold"))
       cold = true;
+    else if (!strcmp(argv[i], "--packed-b"))
+      packedB = true;
     else if (i + 1 < argc && !strcmp(argv[i], "--epilogue")) {
       epilogue = argv[++i];
       flags = epilogue == "bias"       ? UNROLL_GEMM_BIAS
@@ -922,6 +947,13 @@ int main(int argc, char **argv) {
       Ds[t].assign(std::max(M * N, M), 0.0625f);
   }
   auto run = [&](int64_t t) {
+    // Marked once per thread: the first call packs B, the others reuse it,
+    // as a looped model's iterations reuse a weight within one call.
+    thread_local const float *marked = nullptr;
+    if (packedB && marked != Bs[t].data()) {
+      unroll_cpu_read_only(Bs[t].data(), Bs[t].size() * sizeof(float));
+      marked = Bs[t].data();
+    }
     if (flags)
       unroll_gemm_ex_f32(M, N, K, As[t].data(), ta ? 1 : K, ta ? M : 1, Bs[t].data(), tb ? 1 : N,
                          tb ? K : 1, Cs[t].data(), N, 1, 0, flags,

@@ -52,6 +52,7 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
     lossGradFixed_ =
         fp.contains("loss_grad_fixed") ? m.entry(fp.value("loss_grad_fixed", "")) : nullptr;
   }
+  readOnly_ = reinterpret_cast<void (*)(const void *, size_t)>(m.symbol("unroll_cpu_read_only"));
   gradient_ = modelGradientMode(info);
   if (gradient_.fixedPoint() && !lossGradFixed_)
     gradient_ = GradientMode();
@@ -189,10 +190,30 @@ struct TypedTheta {
   }
 };
 
+/// unroll_cpu_read_only of a CPU library (null elsewhere): θ marked as
+/// memory the calling thread's kernels only read during one call, so that
+/// its GEMMs pack each weight once per call instead of once per product.
+using ReadOnlyFn = void (*)(const void *, size_t);
+
+/// θ read-only for the kernels of this thread while the object lives.
+struct ReadOnlyScope {
+  ReadOnlyFn fn;
+  ReadOnlyScope(ReadOnlyFn f, const void *p, size_t bytes) : fn(f) {
+    if (fn)
+      fn(p, bytes);
+  }
+  ~ReadOnlyScope() {
+    if (fn)
+      fn(nullptr, 0);
+  }
+  ReadOnlyScope(const ReadOnlyScope &) = delete;
+  ReadOnlyScope &operator=(const ReadOnlyScope &) = delete;
+};
+
 /// The forward with theta at `th` (host memory, or resident state used in
 /// place).
 template <typename T>
-void callForwardAt(void *fn, const Prompts &p, T *th, int64_t np, int64_t loops,
+void callForwardAt(void *fn, ReadOnlyFn ro, const Prompts &p, T *th, int64_t np, int64_t loops,
                    std::vector<double> &preds) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 3> *);
   int64_t n = 2 * p.points;
@@ -200,7 +221,10 @@ void callForwardAt(void *fn, const Prompts &p, T *th, int64_t np, int64_t loops,
   auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
   auto tm = makeMemRef<T, 1>(th, {np});
   auto om = makeMemRef<T, 3>(out.data(), {loops, p.batch, n});
-  reinterpret_cast<Fn>(fn)(&zm, &tm, loops, &om);
+  {
+    ReadOnlyScope scope(ro, th, np * sizeof(T));
+    reinterpret_cast<Fn>(fn)(&zm, &tm, loops, &om);
+  }
   preds.resize(loops * p.batch * p.points);
   for (int64_t t = 0; t < loops; ++t)
     for (int64_t b = 0; b < p.batch; ++b)
@@ -226,8 +250,8 @@ void callEnergyTrace(void *fn, const Prompts &p, const std::vector<double> &thet
 
 /// @M_loss_grad on caller-owned theta [np] and grad [np] buffers of T.
 template <typename T>
-void callLossGradInto(void *fn, const Prompts &p, T *theta, T *grad, int64_t np, int64_t loops,
-                      int64_t window, std::vector<double> &losses) {
+void callLossGradInto(void *fn, ReadOnlyFn ro, const Prompts &p, T *theta, T *grad, int64_t np,
+                      int64_t loops, int64_t window, std::vector<double> &losses) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
                       MemRef<T, 1> *, MemRef<T, 1> *);
   int64_t n = 2 * p.points, tw = std::min(loops, window);
@@ -237,14 +261,17 @@ void callLossGradInto(void *fn, const Prompts &p, T *theta, T *grad, int64_t np,
   auto tm = makeMemRef<T, 1>(theta, {np});
   auto lm = makeMemRef<T, 1>(l.data(), {tw});
   auto gm = makeMemRef<T, 1>(grad, {np});
-  reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, window, &lm, &gm);
+  {
+    ReadOnlyScope scope(ro, theta, np * sizeof(T));
+    reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, window, &lm, &gm);
+  }
   losses.assign(l.begin(), l.end());
 }
 
 /// @M_loss_grad_fixed on caller-owned theta [np] and grad [np] buffers of T.
 template <typename T>
-void callLossGradFixedInto(void *fn, const Prompts &p, T *theta, T *grad, int64_t np, int64_t loops,
-                           const GradientMode &g, std::vector<double> &losses,
+void callLossGradFixedInto(void *fn, ReadOnlyFn ro, const Prompts &p, T *theta, T *grad, int64_t np,
+                           int64_t loops, const GradientMode &g, std::vector<double> &losses,
                            FixedPointStats &stats) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t, T, T,
                       MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *);
@@ -256,7 +283,10 @@ void callLossGradFixedInto(void *fn, const Prompts &p, T *theta, T *grad, int64_
   auto lm = makeMemRef<T, 1>(l.data(), {1});
   auto gm = makeMemRef<T, 1>(grad, {np});
   auto sm = makeMemRef<T, 1>(st.data(), {2});
-  reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, g.steps, T(g.tol), T(g.damping), &lm, &gm, &sm);
+  {
+    ReadOnlyScope scope(ro, theta, np * sizeof(T));
+    reinterpret_cast<Fn>(fn)(&zm, &ym, &tm, loops, g.steps, T(g.tol), T(g.damping), &lm, &gm, &sm);
+  }
   losses.assign(l.begin(), l.end());
   stats = {double(st[0]), double(st[1])};
 }
@@ -325,9 +355,9 @@ bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, in
   overChunks(p, plan(p), [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
     std::vector<double> part;
     if (f32_)
-      callForwardAt<float>(forward_, c, th.f32.data(), np, loops, part);
+      callForwardAt<float>(forward_, readOnly_, c, th.f32.data(), np, loops, part);
     else
-      callForwardAt<double>(forward_, c, th.f64.data(), np, loops, part);
+      callForwardAt<double>(forward_, readOnly_, c, th.f64.data(), np, loops, part);
     for (int64_t t = 0; t < loops; ++t)
       std::copy(part.begin() + t * c.batch * p.points, part.begin() + (t + 1) * c.batch * p.points,
                 preds.begin() + (t * p.batch + b0) * p.points);
@@ -359,10 +389,11 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
       using T = std::remove_pointer_t<decltype(shared)>;
       std::vector<T> gt(theta.size());
       if (gradient_.fixedPoint())
-        callLossGradFixedInto<T>(lossGradFixed_, part, shared, gt.data(), gt.size(), loops,
-                                 gradient_, l, st);
+        callLossGradFixedInto<T>(lossGradFixed_, readOnly_, part, shared, gt.data(), gt.size(),
+                                 loops, gradient_, l, st);
       else
-        callLossGradInto<T>(lossGrad_, part, shared, gt.data(), gt.size(), loops, window, l);
+        callLossGradInto<T>(lossGrad_, readOnly_, part, shared, gt.data(), gt.size(), loops, window,
+                            l);
       g.assign(gt.begin(), gt.end());
     };
     if (f32_)
@@ -567,21 +598,23 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
   const bool whole = oneCall(p);
   if (whole && gradient_.fixedPoint()) {
     if (f32_)
-      callLossGradFixedInto<float>(lossGradFixed_, p, (float *)st.theta, (float *)st.grad, st.size,
-                                   loops, gradient_, losses, fixedStats_);
+      callLossGradFixedInto<float>(lossGradFixed_, readOnly_, p, (float *)st.theta,
+                                   (float *)st.grad, st.size, loops, gradient_, losses,
+                                   fixedStats_);
     else
-      callLossGradFixedInto<double>(lossGradFixed_, p, (double *)st.theta, (double *)st.grad,
-                                    st.size, loops, gradient_, losses, fixedStats_);
+      callLossGradFixedInto<double>(lossGradFixed_, readOnly_, p, (double *)st.theta,
+                                    (double *)st.grad, st.size, loops, gradient_, losses,
+                                    fixedStats_);
     return true;
   }
   if (whole) {
     // Straight into the resident buffers: nothing is copied on a GPU.
     if (f32_)
-      callLossGradInto<float>(lossGrad_, p, (float *)st.theta, (float *)st.grad, st.size, loops,
-                              window, losses);
+      callLossGradInto<float>(lossGrad_, readOnly_, p, (float *)st.theta, (float *)st.grad, st.size,
+                              loops, window, losses);
     else
-      callLossGradInto<double>(lossGrad_, p, (double *)st.theta, (double *)st.grad, st.size, loops,
-                               window, losses);
+      callLossGradInto<double>(lossGrad_, readOnly_, p, (double *)st.theta, (double *)st.grad,
+                               st.size, loops, window, losses);
     return true;
   }
   // Threads or micro-batches over the batch (CPU): the chunks' gradients
@@ -657,9 +690,9 @@ bool ModelRunner::forward(const Prompts &p, ResidentState &st, int64_t loops,
     return f32_ ? forwardGraph<float>(p, st, loops, preds)
                 : forwardGraph<double>(p, st, loops, preds);
   if (f32_)
-    callForwardAt<float>(forward_, p, (float *)st.theta, st.size, loops, preds);
+    callForwardAt<float>(forward_, readOnly_, p, (float *)st.theta, st.size, loops, preds);
   else
-    callForwardAt<double>(forward_, p, (double *)st.theta, st.size, loops, preds);
+    callForwardAt<double>(forward_, readOnly_, p, (double *)st.theta, st.size, loops, preds);
   return true;
 }
 

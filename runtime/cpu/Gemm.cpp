@@ -236,6 +236,115 @@ DRIVER void packB(const T *B, int64_t sBk, int64_t sBn, int64_t kc, int64_t nc, 
   packSlivers<T, NR, Wide>(B, sBn, sBk, nc, kc, out);
 }
 
+/// The memory the calling thread's GEMMs only read until its next
+/// unroll_cpu_read_only call (unroll-run's θ during one call of a compiled
+/// function), and that call's number.
+struct ReadOnly {
+  const char *lo = nullptr, *hi = nullptr;
+  uint64_t epoch = 0;
+};
+thread_local ReadOnly readOnly;
+/// Whether the thread's last blocked product took B from the cache below
+/// (UNROLL_GEMM_PROFILE marks its kernel "(w)").
+thread_local bool weightKept = false;
+
+/// A weight shared by every iteration of a looped block is the B of the
+/// same product in each iteration (and the B of its VJP in the backward):
+/// packed once per call of the compiled function and kept, instead of once
+/// per product. An entry holds all of one B's packed blocks, in the order
+/// the driver visits them (jc, then pc); entries live until the thread's
+/// next read-only region, their buffers are kept for reuse.
+struct PackedWeights {
+  struct Entry {
+    const void *B;
+    int64_t sBk, sBn, K, N, layout;
+    std::vector<size_t> offsets; // of each block, in bytes
+    char *data = nullptr;
+    size_t capacity = 0;
+  };
+  std::vector<Entry> entries;
+  size_t used = 0;
+  uint64_t epoch = ~uint64_t(0);
+  ~PackedWeights() {
+    for (Entry &e : entries)
+      free(e.data);
+  }
+};
+
+/// The driver's view of B: packed by the cache (blocks in visiting order) or
+/// block by block into the driver's scratch.
+template <typename P> struct WeightBlocks {
+  const PackedWeights::Entry *entry = nullptr;
+  int64_t next = 0;
+  /// The next block's packed data, or null where the driver packs it.
+  const P *take() {
+    return entry ? reinterpret_cast<const P *>(entry->data + entry->offsets[next++]) : nullptr;
+  }
+};
+
+/// B's packed blocks from the cache if B lies in the thread's read-only
+/// region (packed now if this call is the first to ask), else an empty
+/// view. `blocks(visit)` calls visit(jc, nc, pc, kc, words) for each block
+/// in the driver's order, words the packed block's size in P elements;
+/// pack(jc, nc, pc, kc, out) packs one. `layout` tells the drivers'
+/// layouts apart (f32 per instruction set, bf16, AMX).
+template <typename P, typename T, typename Blocks, typename Pack>
+DRIVER WeightBlocks<P> packedWeight(const T *B, int64_t sBk, int64_t sBn, int64_t K, int64_t N,
+                                    int64_t layout, Blocks blocks, Pack pack) {
+  const ReadOnly &ro = readOnly;
+  if (!ro.lo || sBk < 0 || sBn < 0 || K <= 0 || N <= 0)
+    return {};
+  const char *first = reinterpret_cast<const char *>(B),
+             *last = reinterpret_cast<const char *>(B + (K - 1) * sBk + (N - 1) * sBn + 1);
+  if (first < ro.lo || last > ro.hi)
+    return {};
+  thread_local PackedWeights cache;
+  if (cache.epoch != ro.epoch) {
+    cache.used = 0;
+    cache.epoch = ro.epoch;
+  }
+  for (size_t i = 0; i < cache.used; ++i) {
+    const auto &e = cache.entries[i];
+    if (e.B == B && e.sBk == sBk && e.sBn == sBn && e.K == K && e.N == N && e.layout == layout) {
+      weightKept = true;
+      return {&e, 0};
+    }
+  }
+  if (cache.used == cache.entries.size())
+    cache.entries.emplace_back();
+  auto &e = cache.entries[cache.used++];
+  e.B = B, e.sBk = sBk, e.sBn = sBn, e.K = K, e.N = N, e.layout = layout;
+  e.offsets.clear();
+  size_t bytes = 0;
+  blocks([&](int64_t, int64_t, int64_t, int64_t, size_t words) {
+    e.offsets.push_back(bytes);
+    bytes += (words * sizeof(P) + 63) / 64 * 64;
+  });
+  if (e.capacity < bytes) {
+    free(e.data);
+    e.data = static_cast<char *>(aligned_alloc(64, bytes));
+    e.capacity = bytes;
+  }
+  size_t i = 0;
+  blocks([&](int64_t jc, int64_t nc, int64_t pc, int64_t kc, size_t) {
+    pack(jc, nc, pc, kc, reinterpret_cast<P *>(e.data + e.offsets[i++]));
+  });
+  weightKept = true;
+  return {&e, 0};
+}
+
+/// Visits the (jc, pc) blocks of a K x N operand in the drivers' order,
+/// NC columns by kKC steps at a time, with the packed size words(nc, kc).
+template <typename Words> auto blockOrder(int64_t K, int64_t N, int64_t NC, Words words) {
+  return [=](auto visit) {
+    for (int64_t jc = 0; jc < N; jc += NC)
+      for (int64_t pc = 0; pc < K; pc += kKC) {
+        const int64_t nc = std::min<int64_t>(NC, N - jc), kc = std::min<int64_t>(kKC, K - pc);
+        visit(jc, nc, pc, kc, size_t(words(nc, kc)));
+      }
+  };
+}
+
 /// The register tile: acc[MR][NR] = Σ_k a[r][k] b[k][c], then C += acc.
 /// A is a k-major packed sliver (lda = 0: a[k·MR + r]) or, for row-major A,
 /// the matrix itself (row r at a + r·lda, contiguous in k: no packing). V is
@@ -392,8 +501,8 @@ UNROLL_NARROW(narrowF64Avx2, double, f64x4, 4, AVX2)
 /// time), or with columns contiguous in i, y's W·U entries in registers
 /// updated by each k. Other layouts go element by element.
 template <typename V, typename T>
-DRIVER void gemv(int64_t M, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *x,
-                 int64_t sx, T *y, int64_t sy, bool add) {
+DRIVER void gemv(int64_t M, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *x, int64_t sx,
+                 T *y, int64_t sy, bool add) {
   constexpr int W = sizeof(V) / sizeof(T);
   auto put = [&](int64_t i, T v) __attribute__((always_inline)) {
     T &o = y[i * sy];
@@ -704,12 +813,22 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
   int64_t ncMax = std::min<int64_t>(kNC, N);
   T *pb = scratch.bufB(size_t(kKC) * ((ncMax + NR - 1) / NR) * NR);
   T *pa = scratch.bufA(size_t(kKC) * ((std::min<int64_t>(kMC, M) + MR - 1) / MR) * MR);
+  auto weight = packedWeight<T>(
+      B, sBk, sBn, K, N, NR * 2 + Wide,
+      blockOrder(K, N, kNC, [](int64_t nc, int64_t kc) { return kc * ((nc + NR - 1) / NR * NR); }),
+      [&](int64_t jc, int64_t nc, int64_t pc, int64_t kc, T *out) {
+        packB<T, NR, Wide>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, out);
+      });
   for (int64_t jc = 0; jc < N; jc += kNC) {
     int64_t nc = std::min<int64_t>(kNC, N - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc);
       const bool last = pc + kc >= K;
-      packB<T, NR, Wide>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
+      const T *pbk = weight.take();
+      if (!pbk) {
+        packB<T, NR, Wide>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
+        pbk = pb;
+      }
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         // Row-major A is read in place; only a ragged last sliver (rows past
@@ -717,7 +836,7 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
         bool direct = sAk == 1;
         if (!direct)
           packA<T, MR, Wide>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa,
-                       jc == 0 && epi.rowSums ? epi.rowSums + ic : nullptr);
+                             jc == 0 && epi.rowSums ? epi.rowSums + ic : nullptr);
         for (int64_t ir = 0; ir < mc; ir += MR) {
           int64_t rows = std::min<int64_t>(MR, mc - ir);
           const T *a = pa + ir * kc;
@@ -748,7 +867,7 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
               epi.prefetchD(ic + ir, jc + jr, rows, std::min<int64_t>(NR, nc - jr), sCm, sCn);
             for (int64_t e = asked + share; next && asked < std::min(lines, e); ++asked)
               __builtin_prefetch(next + (asked % MR) * sAm + (asked / MR) * (64 / sizeof(T)), 0, 2);
-            tile(kc, a, lda, pb + jr * kc, c, sCm, sCn, rows, std::min<int64_t>(NR, nc - jr),
+            tile(kc, a, lda, pbk + jr * kc, c, sCm, sCn, rows, std::min<int64_t>(NR, nc - jr),
                  accumulate || pc > 0);
           }
         }
@@ -899,8 +1018,9 @@ packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, in
       bool odd = 2 * p + 1 >= kc;
       for (int64_t l = 0; l < full; l += 8) {
         __m256i lo = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_loadu_ps(x0 + l)));
-        __m256i hi = odd ? _mm256_setzero_si256()
-                         : _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_loadu_ps(x1 + l)));
+        __m256i hi =
+            odd ? _mm256_setzero_si256()
+                : _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(_mm256_loadu_ps(x1 + l)));
         _mm256_storeu_si256((__m256i *)&word(l, p), _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16)));
       }
       for (int64_t l = full; l < len; ++l)
@@ -966,8 +1086,8 @@ packPairs(const float *X, int64_t sLane, int64_t sK, int64_t len, int64_t kc, in
 
 /// acc[8][32] = Σ_p a[p][r] · b[p][c] over kp k-pairs (vdpbf16ps), then C
 /// (+)= acc on rows x cols of it.
-UNROLL_AVX512_BF16 void tileBf16(int64_t kp, const uint32_t *a, const uint32_t *b, float *C, int64_t sCm,
-                          int64_t sCn, int64_t rows, int64_t cols, bool add) {
+UNROLL_AVX512_BF16 void tileBf16(int64_t kp, const uint32_t *a, const uint32_t *b, float *C,
+                                 int64_t sCm, int64_t sCn, int64_t rows, int64_t cols, bool add) {
   __m512 acc[kBfMR][2];
   for (int r = 0; r < kBfMR; ++r)
     acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -1116,14 +1236,28 @@ UNROLL_AMX void gemmAmx(int64_t M, int64_t N, int64_t K, const float *A, int64_t
   uint32_t *pb = scratch.bufB(size_t(kpsMax) * ((ncMax + kAmxNR - 1) / kAmxNR) * kAmxNR);
   uint32_t *pa =
       scratch.bufA(size_t(kpsMax) * ((std::min<int64_t>(kMC, M) + kAmxMR - 1) / kAmxMR) * kAmxMR);
+  auto kpsOf = [](int64_t kc) { return ((kc + 1) / 2 + kAmxKP - 1) / kAmxKP * kAmxKP; };
+  auto weight = packedWeight<uint32_t>(
+      B, sBk, sBn, K, N, 1001,
+      blockOrder(K, N, kAmxNC,
+                 [&](int64_t nc, int64_t kc) {
+                   return kpsOf(kc) * ((nc + kAmxNR - 1) / kAmxNR * kAmxNR);
+                 }),
+      [&](int64_t jc, int64_t nc, int64_t pc, int64_t kc, uint32_t *out) {
+        packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kAmxNR, out, kpsOf(kc));
+      });
   amxConfigure();
   for (int64_t jc = 0; jc < N; jc += kAmxNC) {
     int64_t nc = std::min<int64_t>(kAmxNC, N - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc);
-      int64_t kps = ((kc + 1) / 2 + kAmxKP - 1) / kAmxKP * kAmxKP;
+      int64_t kps = kpsOf(kc);
       const bool last = pc + kc >= K;
-      packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kAmxNR, pb, kps);
+      const uint32_t *pbk = weight.take();
+      if (!pbk) {
+        packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kAmxNR, pb, kps);
+        pbk = pb;
+      }
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         packPairs(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, 1, pa, kps,
@@ -1134,7 +1268,7 @@ UNROLL_AMX void gemmAmx(int64_t M, int64_t N, int64_t K, const float *A, int64_t
             // No prefetch of the epilogue's D here (the f32 drivers' gain):
             // ahead of an AMX tile it made the bf16 paper step 1.046x slower
             // (8 paired rounds).
-            tileAmx(kps, pa + ir * kps, pb + jr * kps, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm,
+            tileAmx(kps, pa + ir * kps, pbk + jr * kps, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm,
                     sCn, std::min<int64_t>(kAmxMR, mc - ir), std::min<int64_t>(kAmxNR, nc - jr),
                     accumulate || pc > 0);
           }
@@ -1160,12 +1294,25 @@ __attribute__((noinline)) void gemmBf16(int64_t M, int64_t N, int64_t K, const f
   uint32_t *pb = scratch.bufB(size_t(kpMax) * ((ncMax + kBfNR - 1) / kBfNR) * kBfNR);
   uint32_t *pa =
       scratch.bufA(size_t(kpMax) * ((std::min<int64_t>(kMC, M) + kBfMR - 1) / kBfMR) * kBfMR);
+  auto weight =
+      packedWeight<uint32_t>(B, sBk, sBn, K, N, 1000,
+                             blockOrder(K, N, kNC,
+                                        [](int64_t nc, int64_t kc) {
+                                          return (kc + 1) / 2 * ((nc + kBfNR - 1) / kBfNR * kBfNR);
+                                        }),
+                             [&](int64_t jc, int64_t nc, int64_t pc, int64_t kc, uint32_t *out) {
+                               packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kBfNR, out);
+                             });
   for (int64_t jc = 0; jc < N; jc += kNC) {
     int64_t nc = std::min<int64_t>(kNC, N - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc), kp = (kc + 1) / 2;
       const bool last = pc + kc >= K;
-      packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kBfNR, pb);
+      const uint32_t *pbk = weight.take();
+      if (!pbk) {
+        packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kBfNR, pb);
+        pbk = pb;
+      }
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         packPairs(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, kBfMR, pa);
@@ -1174,7 +1321,7 @@ __attribute__((noinline)) void gemmBf16(int64_t M, int64_t N, int64_t K, const f
             if (last)
               epi.prefetchD(ic + ir, jc + jr, std::min<int64_t>(kBfMR, mc - ir),
                             std::min<int64_t>(kBfNR, nc - jr), sCm, sCn);
-            tileBf16(kp, pa + ir * kp, pb + jr * kp, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm,
+            tileBf16(kp, pa + ir * kp, pbk + jr * kp, C + (ic + ir) * sCm + (jc + jr) * sCn, sCm,
                      sCn, std::min<int64_t>(kBfMR, mc - ir), std::min<int64_t>(kBfNR, nc - jr),
                      accumulate || pc > 0);
           }
@@ -1225,25 +1372,25 @@ template <> struct Kernels<double> {
 /// 8 x 2W (AVX-512), 6 x 2W (AVX2), 4 x 2W (baseline), W = vector width in
 /// elements.
 template <typename T>
-const char *dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, const T *B,
-              int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc, int64_t flags = 0,
-              const T *bias = nullptr, T *D = nullptr) {
+const char *dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
+                     const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc,
+                     int64_t flags = 0, const T *bias = nullptr, T *D = nullptr) {
   using Kn = Kernels<T>;
   constexpr int64_t w512 = 64 / sizeof(T), w2 = 32 / sizeof(T);
   Isa isa = unroll::cpu::detectIsa();
-  Epilogue<T> epi{flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU |
-                           UNROLL_GEMM_ADD_D),
-                  bias, D,
-                  isa == Isa::Avx512 ? Kn::epi512
-                  : isa == Isa::Avx2 ? Kn::epi2
-                                     : Kn::epiPlain};
+  Epilogue<T> epi{
+      flags & (UNROLL_GEMM_BIAS | UNROLL_GEMM_GELU_AUX | UNROLL_GEMM_DGELU | UNROLL_GEMM_ADD_D),
+      bias, D,
+      isa == Isa::Avx512 ? Kn::epi512
+      : isa == Isa::Avx2 ? Kn::epi2
+                         : Kn::epiPlain};
   const int64_t w = isa == Isa::Avx512 ? w512 : w2;
   const bool thin = isThin(M, N, K);
   const bool narrow =
       !thin && isa != Isa::Plain && sBn == 1 && sCn == 1 && K > 0 && (N == w || N == 2 * w);
   // Thin products stay in their precision (they are memory-bound).
-  const bool bf16 = std::is_same_v<T, float> && K > 0 && !thin &&
-                    precisionBf16().load(std::memory_order_relaxed);
+  const bool bf16 =
+      std::is_same_v<T, float> && K > 0 && !thin && precisionBf16().load(std::memory_order_relaxed);
   // A's row sums (ROWSUM_A, into D): while the blocked f32/f64 product packs
   // A (A strided, K > 0), or the AMX one packs a column-major A (a weight
   // gradient's Xᵀ: a pass of its own over it from memory was 3% of the bf16
@@ -1283,8 +1430,9 @@ const char *dispatch(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, i
 /// of the calls grouped by shape, operand layout, epilogue and kernel goes
 /// to stderr, the shapes taking the most time first: how much of a step is
 /// in the GEMM calls and at what rate each shape runs (the median call,
-/// which leaves out the first, cold, calls). Off, a call pays one test of a
-/// static flag.
+/// which leaves out the first, cold, calls). A kernel marked "(w)" took B
+/// as a weight packed once per call of the compiled function
+/// (unroll_cpu_read_only). Off, a call pays one test of a static flag.
 class Profile {
 public:
   static bool on() {
@@ -1324,10 +1472,11 @@ private:
     return sInner == 1 ? 'r' : sOuter == 1 ? 'c' : 's';
   }
   static std::string flagNames(int64_t flags) {
-    static const std::pair<int64_t, const char *> names[] = {
-        {UNROLL_GEMM_BIAS, "bias"},    {UNROLL_GEMM_GELU_AUX, "gelu"},
-        {UNROLL_GEMM_DGELU, "dgelu"},  {UNROLL_GEMM_ADD_D, "residual"},
-        {UNROLL_GEMM_ROWSUM_A, "rowsum"}};
+    static const std::pair<int64_t, const char *> names[] = {{UNROLL_GEMM_BIAS, "bias"},
+                                                             {UNROLL_GEMM_GELU_AUX, "gelu"},
+                                                             {UNROLL_GEMM_DGELU, "dgelu"},
+                                                             {UNROLL_GEMM_ADD_D, "residual"},
+                                                             {UNROLL_GEMM_ROWSUM_A, "rowsum"}};
     std::string out;
     for (auto [bit, name] : names)
       if (flags & bit)
@@ -1361,12 +1510,12 @@ private:
     std::sort(rows.begin(), rows.end(), MostTimeFirst());
     fprintf(stderr,
             "unroll GEMM profile (UNROLL_GEMM_PROFILE): %zu calls of %zu kinds, %.4f s in all\n"
-            "%7s %7s %7s  A B  %-8s %-17s %-13s %7s %11s %9s %9s\n",
+            "%7s %7s %7s  A B  %-8s %-17s %-16s %7s %11s %9s %9s\n",
             calls, rows.size(), total, "M", "N", "K", "type", "epilogue", "kernel", "calls",
             "median ms", "total s", "GFLOP/s");
     for (const Row &r : rows) {
       const Key &k = *r.key;
-      fprintf(stderr, "%7lld %7lld %7lld  %c %c  %-8s %-17s %-13s %7zu %11.4f %9.4f %9.1f\n",
+      fprintf(stderr, "%7lld %7lld %7lld  %c %c  %-8s %-17s %-16s %7zu %11.4f %9.4f %9.1f\n",
               (long long)k.M, (long long)k.N, (long long)k.K, k.a, k.b,
               k.bytes == 4 ? "f32" : "f64", flagNames(k.flags).c_str(), k.kernel, r.calls,
               r.median * 1e3, r.total, 2.0 * k.M * k.N * k.K / r.median / 1e9);
@@ -1386,10 +1535,13 @@ void run(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk, 
     return;
   }
   Profile &profile = Profile::get(); // constructed before the first call's timing
+  weightKept = false;
   auto t0 = std::chrono::steady_clock::now();
   const char *kernel =
       dispatch<T>(M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, flags, bias, D);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (weightKept) // B a weight, packed by the call's first product (unroll_cpu_read_only)
+    kernel = !strcmp(kernel, "blocked") ? "blocked (w)" : "blocked bf16 (w)";
   profile.add(M, N, K, sAm, sAk, sBk, sBn, flags, int(sizeof(T)), kernel, secs);
 }
 
@@ -1424,6 +1576,17 @@ void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_
 }
 
 #define UNROLL_EXPORT __attribute__((visibility("default")))
+
+UNROLL_EXPORT void unroll_cpu_read_only(const void *p, size_t bytes) {
+  static const bool off = [] {
+    const char *e = getenv("UNROLL_GEMM_PACKED_WEIGHTS");
+    return e && strcmp(e, "0") == 0;
+  }();
+  static std::atomic<uint64_t> calls{0};
+  readOnly.lo = off ? nullptr : static_cast<const char *>(p);
+  readOnly.hi = readOnly.lo ? readOnly.lo + bytes : nullptr;
+  readOnly.epoch = calls.fetch_add(1) + 1;
+}
 
 UNROLL_EXPORT int32_t unroll_cpu_bf16_supported(void) { return unroll::cpu::hasBf16() ? 1 : 0; }
 

@@ -69,6 +69,14 @@ void unroll_gemm_ex_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_
  * effect (0 when bf16 was asked for on a CPU without it). The initial value
  * comes from $UNROLL_CPU_PRECISION (f32 or bf16). */
 int32_t unroll_cpu_bf16_supported(void);
+
+/* Marks [p, p + bytes) as memory that the calling thread's kernels only
+ * read until its next call of this function (p = NULL: none): a GEMM whose
+ * B lies there packs it the first time and reuses the packed copy after
+ * (a looped model's weights are the B of the same products in every
+ * iteration). unroll-run marks θ during each call of a compiled function;
+ * UNROLL_GEMM_PACKED_WEIGHTS=0 turns the reuse off. */
+void unroll_cpu_read_only(const void *p, size_t bytes);
 int32_t unroll_cpu_set_precision(int32_t bf16);
 int32_t unroll_cpu_precision(void);
 /* Which kernel bf16 operands run on: "amx" (AMX tiles), "avx512bf16"

@@ -255,6 +255,8 @@ private:
   const nlohmann::json *info_ = nullptr;
   void *forward_ = nullptr, *lossGrad_ = nullptr, *adam_ = nullptr, *energyTrace_ = nullptr;
   void *solve_ = nullptr, *lossGradFixed_ = nullptr;
+  /// The library's unroll_cpu_read_only (CPU libraries; null otherwise).
+  void (*readOnly_)(const void *, size_t) = nullptr;
   GradientMode gradient_;
   mutable FixedPointStats fixedStats_;
   bool f32_ = false, gpu_ = false;
