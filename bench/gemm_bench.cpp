@@ -28,10 +28,13 @@
 //                                        alone: the FMA pipes' ceiling
 //   unroll-gemm-bench M N K [--ta] [--tb] [--repeats R] [--threads T]
 //                    [--epilogue bias|gelu|dgelu|residual|rowsum] [--cold]
+//                    [--packed-b]
 //                                        GFLOP/s of C += A·B (f32), the
 //                                        machine's measured peak for the
 //                                        benchmark's share-of-peak column;
-//                                        --cold: operands from memory
+//                                        --cold: operands from memory;
+//                                        --packed-b: B packed once
+//                                        (unroll_cpu_read_only)
 //
 //===----------------------------------------------------------------------===//
 #include "Peak.h"
@@ -841,12 +844,14 @@ const char *const kUsage =
     "                                    median times of the f32 layer norm and its VJP\n"
     "                                    (without and with an addend for dx)\n"
     "  M N K [--ta] [--tb] [--repeats R] [--threads T] [--bf16]\n"
-    "        [--epilogue bias|gelu|dgelu|residual|rowsum] [--cold]\n"
+    "        [--epilogue bias|gelu|dgelu|residual|rowsum] [--cold] [--packed-b]\n"
     "                                    GFLOP/s of C += A B (f32; --bf16: bf16 operands;\n"
     "                                    --epilogue: C = A B and a model epilogue, gelu =\n"
     "                                    bias+GELU, residual = bias+residual; --cold: the\n"
     "                                    caches flushed before each run, so the operands\n"
-    "                                    come from memory as a training step's tape does):\n"
+    "                                    come from memory as a training step's tape does;\n"
+    "                                    --packed-b: B a weight, packed by the first run\n"
+    "                                    only, as in a looped model's call):\n"
     "                                    the machine's peak for bench/run.sh's share-of-peak\n"
     "                                    column\n"
     "  --fma-peak [--threads T]          GFLOP/s of the FMA pipes alone (vector FMAs on\n"

@@ -273,31 +273,40 @@ struct PackedWeights {
 
 /// The driver's view of B: packed by the cache (blocks in visiting order) or
 /// block by block into the driver's scratch.
-template <typename P> struct WeightBlocks {
-  const PackedWeights::Entry *entry = nullptr;
+template <typename P, typename Pack> struct WeightBlocks {
+  const PackedWeights::Entry *entry;
+  Pack pack;
   int64_t next = 0;
-  /// The next block's packed data, or null where the driver packs it.
-  const P *take() {
-    return entry ? reinterpret_cast<const P *>(entry->data + entry->offsets[next++]) : nullptr;
+  /// Block (jc, pc) of B, visited in the driver's order: from the cache,
+  /// or packed now into `scratch`.
+  DRIVER const P *block(int64_t jc, int64_t nc, int64_t pc, int64_t kc, P *scratch) {
+    if (entry)
+      return reinterpret_cast<const P *>(entry->data + entry->offsets[next++]);
+    pack(jc, nc, pc, kc, scratch);
+    return scratch;
   }
 };
 
+/// The packed layouts of B besides the f32 drivers' (NR · 2 + Wide): the
+/// cache keeps each layout apart.
+constexpr int64_t kLayoutBf16 = 1000, kLayoutAmx = 1001;
+
 /// B's packed blocks from the cache if B lies in the thread's read-only
-/// region (packed now if this call is the first to ask), else an empty
-/// view. `blocks(visit)` calls visit(jc, nc, pc, kc, words) for each block
-/// in the driver's order, words the packed block's size in P elements;
-/// pack(jc, nc, pc, kc, out) packs one. `layout` tells the drivers'
-/// layouts apart (f32 per instruction set, bf16, AMX).
+/// region (packed now if this call is the first to ask), else a view that
+/// packs each block as the driver asks for it. `blocks(visit)` calls visit(jc, nc, pc, kc, words)
+/// for each block in the driver's order, words the packed block's size in P elements; pack(jc, nc,
+/// pc, kc, out) packs one. `layout` tells the drivers' layouts apart (f32 per instruction set,
+/// bf16, AMX).
 template <typename P, typename T, typename Blocks, typename Pack>
-DRIVER WeightBlocks<P> packedWeight(const T *B, int64_t sBk, int64_t sBn, int64_t K, int64_t N,
-                                    int64_t layout, Blocks blocks, Pack pack) {
+DRIVER WeightBlocks<P, Pack> packedWeight(const T *B, int64_t sBk, int64_t sBn, int64_t K,
+                                          int64_t N, int64_t layout, Blocks blocks, Pack pack) {
   const ReadOnly &ro = readOnly;
   if (!ro.lo || sBk < 0 || sBn < 0 || K <= 0 || N <= 0)
-    return {};
+    return {nullptr, pack};
   const char *first = reinterpret_cast<const char *>(B),
              *last = reinterpret_cast<const char *>(B + (K - 1) * sBk + (N - 1) * sBn + 1);
   if (first < ro.lo || last > ro.hi)
-    return {};
+    return {nullptr, pack};
   thread_local PackedWeights cache;
   if (cache.epoch != ro.epoch) {
     cache.used = 0;
@@ -307,7 +316,7 @@ DRIVER WeightBlocks<P> packedWeight(const T *B, int64_t sBk, int64_t sBn, int64_
     const auto &e = cache.entries[i];
     if (e.B == B && e.sBk == sBk && e.sBn == sBn && e.K == K && e.N == N && e.layout == layout) {
       weightKept = true;
-      return {&e, 0};
+      return {&e, pack};
     }
   }
   if (cache.used == cache.entries.size())
@@ -330,7 +339,7 @@ DRIVER WeightBlocks<P> packedWeight(const T *B, int64_t sBk, int64_t sBn, int64_
     pack(jc, nc, pc, kc, reinterpret_cast<P *>(e.data + e.offsets[i++]));
   });
   weightKept = true;
-  return {&e, 0};
+  return {&e, pack};
 }
 
 /// Visits the (jc, pc) blocks of a K x N operand in the drivers' order,
@@ -824,11 +833,7 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc);
       const bool last = pc + kc >= K;
-      const T *pbk = weight.take();
-      if (!pbk) {
-        packB<T, NR, Wide>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, pb);
-        pbk = pb;
-      }
+      const T *pbk = weight.block(jc, nc, pc, kc, pb);
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         // Row-major A is read in place; only a ragged last sliver (rows past
@@ -1238,7 +1243,7 @@ UNROLL_AMX void gemmAmx(int64_t M, int64_t N, int64_t K, const float *A, int64_t
       scratch.bufA(size_t(kpsMax) * ((std::min<int64_t>(kMC, M) + kAmxMR - 1) / kAmxMR) * kAmxMR);
   auto kpsOf = [](int64_t kc) { return ((kc + 1) / 2 + kAmxKP - 1) / kAmxKP * kAmxKP; };
   auto weight = packedWeight<uint32_t>(
-      B, sBk, sBn, K, N, 1001,
+      B, sBk, sBn, K, N, kLayoutAmx,
       blockOrder(K, N, kAmxNC,
                  [&](int64_t nc, int64_t kc) {
                    return kpsOf(kc) * ((nc + kAmxNR - 1) / kAmxNR * kAmxNR);
@@ -1253,11 +1258,7 @@ UNROLL_AMX void gemmAmx(int64_t M, int64_t N, int64_t K, const float *A, int64_t
       int64_t kc = std::min<int64_t>(kKC, K - pc);
       int64_t kps = kpsOf(kc);
       const bool last = pc + kc >= K;
-      const uint32_t *pbk = weight.take();
-      if (!pbk) {
-        packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kAmxNR, pb, kps);
-        pbk = pb;
-      }
+      const uint32_t *pbk = weight.block(jc, nc, pc, kc, pb);
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         packPairs(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, 1, pa, kps,
@@ -1295,7 +1296,7 @@ __attribute__((noinline)) void gemmBf16(int64_t M, int64_t N, int64_t K, const f
   uint32_t *pa =
       scratch.bufA(size_t(kpMax) * ((std::min<int64_t>(kMC, M) + kBfMR - 1) / kBfMR) * kBfMR);
   auto weight =
-      packedWeight<uint32_t>(B, sBk, sBn, K, N, 1000,
+      packedWeight<uint32_t>(B, sBk, sBn, K, N, kLayoutBf16,
                              blockOrder(K, N, kNC,
                                         [](int64_t nc, int64_t kc) {
                                           return (kc + 1) / 2 * ((nc + kBfNR - 1) / kBfNR * kBfNR);
@@ -1308,11 +1309,7 @@ __attribute__((noinline)) void gemmBf16(int64_t M, int64_t N, int64_t K, const f
     for (int64_t pc = 0; pc < K; pc += kKC) {
       int64_t kc = std::min<int64_t>(kKC, K - pc), kp = (kc + 1) / 2;
       const bool last = pc + kc >= K;
-      const uint32_t *pbk = weight.take();
-      if (!pbk) {
-        packPairs(B + pc * sBk + jc * sBn, sBn, sBk, nc, kc, kBfNR, pb);
-        pbk = pb;
-      }
+      const uint32_t *pbk = weight.block(jc, nc, pc, kc, pb);
       for (int64_t ic = 0; ic < M; ic += kMC) {
         int64_t mc = std::min<int64_t>(kMC, M - ic);
         packPairs(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, kBfMR, pa);
