@@ -10,6 +10,9 @@
 //                                        (runtime/cpu/Attention.cpp) on
 //                                        random sizes and strides against a
 //                                        plain softmax loop in double
+//   unroll-gemm-bench --check-help       --check's cases with a second
+//                                        thread helping (unroll_cpu_help): the
+//                                        same bits as alone
 //   unroll-gemm-bench --check-layer-norm the layer-norm row kernels
 //                                        (runtime/cpu/LayerNorm.cpp) on random
 //                                        sizes and strides against plain loops
@@ -96,9 +99,11 @@ double roundBf16(double x) {
 /// kernel set to bf16 operands), want is the product of the operands
 /// rounded to bf16, except where the narrow f32 kernel computes it (N = 16
 /// or 32, unit column strides) or a thin one (M, N or K = 1); *vsF32 gets the error against the
-/// exact f32 product (how far bf16 is from f32).
+/// exact f32 product (how far bf16 is from f32). *digest gets a hash of
+/// the outputs' bits (C and D).
 template <typename T>
-double checkOne(std::mt19937_64 &rng, bool bf16 = false, double *vsF32 = nullptr) {
+double checkOne(std::mt19937_64 &rng, bool bf16 = false, double *vsF32 = nullptr,
+                uint64_t *digest = nullptr) {
   // Half the cases small enough for the unpacked path, half blocked.
   std::uniform_int_distribution<int64_t> dim(1, rng() % 2 ? 40 : 300);
   // A quarter of the cases with K up to 1200: several of the kernel's k-blocks (512).
@@ -212,6 +217,13 @@ double checkOne(std::mt19937_64 &rng, bool bf16 = false, double *vsF32 = nullptr
   product(C, D);
   if (weight)
     unroll_cpu_read_only(nullptr, 0);
+  if (digest) { // FNV-1a over the bytes of C and D
+    uint64_t h = 1469598103934665603ull;
+    for (const std::vector<T> *v : {&C, &D})
+      for (size_t i = 0; i < v->size() * sizeof(T); ++i)
+        h = (h ^ reinterpret_cast<const unsigned char *>(v->data())[i]) * 1099511628211ull;
+    *digest = h;
+  }
   double err = 0, scale = 0, errF32 = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -322,6 +334,41 @@ int check() {
          "f32 GELU and GELU' on [-40, 40] and extremes vs tanh in double: worst error %.2f of "
          "its bound (1e-6 |x|; 2e-6)\n%s\n",
          isa ? isa : "detected ISA", e32, e64, gelu, ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+/// The blocked products with a second thread lending itself to them
+/// (unroll_cpu_help, as unroll-run's threads do when their chunks are done):
+/// --check's random f32 and f64 cases, run alone and then with the helper,
+/// must give the same bits, and the helper must have run some of the rows.
+int checkHelp() {
+  const int cases = 240;
+  std::vector<uint64_t> alone(2 * cases), helped(2 * cases);
+  std::mt19937_64 rng(42);
+  for (int c = 0; c < cases; ++c) {
+    checkOne<float>(rng, false, nullptr, &alone[2 * c]);
+    checkOne<double>(rng, false, nullptr, &alone[2 * c + 1]);
+  }
+  int32_t running = 1;
+  std::thread helper([&] { unroll_cpu_help(&running); });
+  const uint64_t before = unroll_cpu_helped_blocks();
+  rng.seed(42);
+  double e32 = 0, e64 = 0;
+  for (int c = 0; c < cases; ++c) {
+    e32 = std::max(e32, checkOne<float>(rng, false, nullptr, &helped[2 * c]));
+    e64 = std::max(e64, checkOne<double>(rng, false, nullptr, &helped[2 * c + 1]));
+  }
+  __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+  helper.join();
+  const uint64_t blocks = unroll_cpu_helped_blocks() - before;
+  int differ = 0;
+  for (int c = 0; c < 2 * cases; ++c)
+    differ += helped[c] != alone[c];
+  const bool ok = differ == 0 && e32 <= 1e-5 && e64 <= 1e-13 && blocks > 0;
+  printf("GEMM with a helping thread (unroll_cpu_help), %d random cases each in f32 and f64: %d "
+         "differ in a bit from the products alone; max rel. error vs plain loops f32 %.2e "
+         "(tolerance 1e-05), f64 %.2e (tolerance 1e-13); %llu row blocks run by the helper\n%s\n",
+         cases, differ, e32, e64, (unsigned long long)blocks, ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
 
@@ -837,6 +884,8 @@ const char *const kUsage =
     "  --check-attention                 the attention kernel and its VJP against plain\n"
     "                                    softmax loops and central differences\n"
     "  --check-layer-norm                the layer-norm kernels likewise\n"
+    "  --check-help                      --check's cases with a second thread helping\n"
+    "                                    (unroll_cpu_help): the same bits as alone\n"
     "  --time-attention B n H hd [--repeats R]\n"
     "                                    median time and GFLOP/s of the f32 attention\n"
     "                                    kernel and its VJP\n"
@@ -875,6 +924,8 @@ int main(int argc, char **argv) {
     return checkBf16();
   if (argc >= 2 && !strcmp(argv[1], "--check"))
     return check();
+  if (argc >= 2 && !strcmp(argv[1], "--check-help"))
+    return checkHelp();
   if (argc >= 2 && !strcmp(argv[1], "--check-attention"))
     return checkAttention();
   if (argc < 4) {

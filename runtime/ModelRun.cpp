@@ -9,6 +9,8 @@
 #include <thread>
 #include <type_traits>
 
+#include <sched.h>
+
 using namespace unroll;
 
 std::vector<double> unroll::promptTokens(const Prompts &p) {
@@ -53,6 +55,7 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
         fp.contains("loss_grad_fixed") ? m.entry(fp.value("loss_grad_fixed", "")) : nullptr;
   }
   readOnly_ = reinterpret_cast<void (*)(const void *, size_t)>(m.symbol("unroll_cpu_read_only"));
+  help_ = reinterpret_cast<HelpFn>(m.symbol("unroll_cpu_help"));
   gradient_ = modelGradientMode(info);
   if (gradient_.fixedPoint() && !lossGradFixed_)
     gradient_ = GradientMode();
@@ -68,6 +71,21 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   if (gpu_)
     threads_ = 1; // one call with the whole batch: the GPU parallelizes it
   return true;
+}
+
+ModelRunner::HelpFn ModelRunner::helper() const {
+  // A helper waits by spinning: only where each thread has a core.
+  static const bool off = [] {
+    const char *e = getenv("UNROLL_HELP");
+    return e && strcmp(e, "0") == 0;
+  }();
+  static const int cores = [] {
+    cpu_set_t set; // the cores this process may run on
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+      return std::max(1, CPU_COUNT(&set));
+    return int(std::max(1u, std::thread::hardware_concurrency()));
+  }();
+  return off || threads_ > cores ? nullptr : help_;
 }
 
 int64_t ModelRunner::shareSize(int64_t batch) const {
@@ -124,12 +142,19 @@ Prompts slice(const Prompts &p, int64_t begin, int64_t end) {
 
 /// Runs fn(thread, b0, b1, prompts [b0, b1)) for the chunks of `plan`
 /// (ModelRunner::plan): one thread per entry, each running its chunks in
-/// order.
+/// order. A thread whose chunks are done lends itself to the others'
+/// products through the library's unroll_cpu_help (`help`, when not null)
+/// until they are done too.
 template <typename Fn>
-void overChunks(const Prompts &p, const std::vector<std::vector<ModelRunner::Chunk>> &plan, Fn fn) {
+void overChunks(const Prompts &p, const std::vector<std::vector<ModelRunner::Chunk>> &plan,
+                ModelRunner::HelpFn help, Fn fn) {
+  int32_t running = int32_t(plan.size());
   auto work = [&](size_t t) {
     for (auto [b0, b1] : plan[t])
       fn(int64_t(t), b0, b1, slice(p, b0, b1));
+    __atomic_sub_fetch(&running, 1, __ATOMIC_ACQ_REL);
+    if (help)
+      help(&running);
   };
   std::vector<std::thread> pool;
   for (size_t t = 1; t < plan.size(); ++t)
@@ -352,7 +377,7 @@ bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, in
   preds.assign(loops * p.batch * p.points, 0.0);
   TypedTheta th(theta, f32_);
   const int64_t np = (int64_t)theta.size();
-  overChunks(p, plan(p), [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
+  overChunks(p, plan(p), helper(), [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
     std::vector<double> part;
     if (f32_)
       callForwardAt<float>(forward_, readOnly_, c, th.f32.data(), np, loops, part);
@@ -382,7 +407,7 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
   TypedTheta th(theta, f32_);
   std::vector<std::vector<double>> ls(chunks.size()), gs(chunks.size());
   std::vector<FixedPointStats> stats(chunks.size());
-  overChunks(p, chunks, [&](int64_t t, int64_t b0, int64_t b1, const Prompts &part) {
+  overChunks(p, chunks, helper(), [&](int64_t t, int64_t b0, int64_t b1, const Prompts &part) {
     std::vector<double> l, g;
     FixedPointStats st;
     auto call = [&](auto *shared) { // th's copy in the library's precision
@@ -922,7 +947,7 @@ bool ModelRunner::solve(const Prompts &p, const std::vector<double> &theta, int6
   preds.assign(p.batch * p.points, 0.0);
   loops.assign(p.batch, 0.0);
   // Halting is per prompt, so chunks of the batch halt independently.
-  overChunks(p, plan(p), [&](int64_t, int64_t b0, int64_t, const Prompts &c) {
+  overChunks(p, plan(p), helper(), [&](int64_t, int64_t b0, int64_t, const Prompts &c) {
     std::vector<double> pr, lp;
     if (f32_)
       callSolve<float>(solve_, c, theta, maxLoops, tol, pr, lp);

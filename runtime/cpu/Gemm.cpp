@@ -803,10 +803,142 @@ template <typename T>
 using TileFn = void (*)(int64_t, const T *, int64_t, const T *, T *, int64_t, int64_t, int64_t,
                         int64_t, bool);
 
+/// One (column, k) block of a blocked product: C[:, jc:jc+nc] gets A's
+/// columns pc:pc+kc times the packed block pbk of B.
+template <typename T> struct RowsOf {
+  TileFn<T> tile;
+  int64_t M, jc, nc, pc, kc;
+  const T *A;
+  int64_t sAm, sAk;
+  const T *pbk;
+  T *C;
+  int64_t sCm, sCn;
+  bool accumulate, last, aheadA;
+  const Epilogue<T> *epi;
+};
+
+/// Rows [ic0, ic1) of a block (`x`), kMC rows at a time, on the calling
+/// thread's scratch for A.
 template <typename T, int MR, int NR, bool Wide>
-DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm,
-                 int64_t sAk, const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn,
-                 bool accumulate, const Epilogue<T> &epi) {
+DRIVER void gemmRows(const RowsOf<T> &x, int64_t ic0, int64_t ic1) {
+  thread_local Scratch<T> scratch;
+  const int64_t M = x.M, jc = x.jc, nc = x.nc, pc = x.pc, kc = x.kc, sAm = x.sAm, sAk = x.sAk,
+                sCm = x.sCm, sCn = x.sCn;
+  const T *A = x.A;
+  T *C = x.C;
+  const Epilogue<T> &epi = *x.epi;
+  T *pa = scratch.bufA(size_t(kKC) * ((std::min<int64_t>(kMC, M) + MR - 1) / MR) * MR);
+  for (int64_t ic = ic0; ic < ic1; ic += kMC) {
+    int64_t mc = std::min<int64_t>(kMC, ic1 - ic);
+    // Row-major A is read in place; only a ragged last sliver (rows past
+    // M must read zeros) and strided A are packed.
+    bool direct = sAk == 1;
+    if (!direct)
+      packA<T, MR, Wide>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa,
+                         jc == 0 && epi.rowSums ? epi.rowSums + ic : nullptr);
+    for (int64_t ir = 0; ir < mc; ir += MR) {
+      int64_t rows = std::min<int64_t>(MR, mc - ir);
+      const T *a = pa + ir * kc;
+      int64_t lda = 0; // k-major packed
+      if (direct && rows == MR) {
+        a = A + (ic + ir) * sAm + pc;
+        lda = sAm;
+      } else if (direct) {
+        packA<T, MR, Wide>(A + (ic + ir) * sAm + pc, sAm, 1, rows, kc, pa);
+        a = pa;
+      }
+      // The rows of A read in place next (this panel's next sliver, or
+      // the next panel's first) come from memory: a share of their
+      // lines is asked for before each of this sliver's tiles.
+      const T *next = nullptr;
+      if (x.aheadA && direct && ic + ir + 2 * MR <= M)
+        next = A + (ic + ir + MR) * sAm + pc;
+      const int64_t lines = MR * ((kc * int64_t(sizeof(T)) + 63) / 64);
+      const int64_t tiles = (nc + NR - 1) / NR, share = (lines + tiles - 1) / tiles;
+      int64_t asked = 0;
+      for (int64_t jr = 0; jr < nc; jr += NR) {
+        T *c = C + (ic + ir) * sCm + (jc + jr) * sCn;
+        // The tile's rows of C, which it stores at its end.
+        if (sCn == 1)
+          for (int64_t r = 0; r < rows; ++r)
+            prefetchRow<T, 1>(c + r * sCm, NR);
+        if (x.last)
+          epi.prefetchD(ic + ir, jc + jr, rows, std::min<int64_t>(NR, nc - jr), sCm, sCn);
+        for (int64_t e = asked + share; next && asked < std::min(lines, e); ++asked)
+          __builtin_prefetch(next + (asked % MR) * sAm + (asked / MR) * (64 / sizeof(T)), 0, 2);
+        x.tile(kc, a, lda, x.pbk + jr * kc, c, sCm, sCn, rows, std::min<int64_t>(NR, nc - jr),
+               x.accumulate || pc > 0);
+      }
+    }
+    // The last k-block finished this mc x nc block of C: its epilogue
+    // now, while it is in L2 (per block: a call per register tile cost
+    // more than the cache misses it saves).
+    if (x.last)
+      epi.apply(ic, jc, mc, nc, C, sCm, sCn);
+  }
+}
+
+/// gemmRows compiled for an instruction set (UNROLL_DRIVER), called by a
+/// helping thread: rows [ic0, ic1) of the block *ctx, a RowsOf<T>.
+using RowsFn = void (*)(const void *ctx, int64_t ic0, int64_t ic1);
+
+/// Helping: unroll-run's threads each run their own chunks of a batch, and
+/// the first to run out of chunks would wait for the others (on this VM the
+/// two threads of the paper step ended 3-170 ms apart, 63 ms on average:
+/// ~2% of a 1.4 s step). Instead it calls unroll_cpu_help, and the blocked
+/// f32 and f64 products of the threads still running hand it rows: a
+/// product offers each (column, k) block as a job, and the owner and the
+/// helper that took it share its kMC-row blocks through one counter. Each
+/// element of C is computed by the same tile in the same order whichever
+/// thread runs its rows: the result is the same bit for bit
+/// (`unroll-gemm-bench --check-help` checks it).
+struct RowJob {
+  RowsFn rows = nullptr;
+  const void *ctx = nullptr;
+  int64_t M = 0, blocks = 0;
+  std::atomic<int64_t> next{0};  // the next kMC-row block not yet taken
+  std::atomic<bool> done{false}; // the helper that took the job is out of it
+  /// Runs blocks until none is left; how many this thread ran.
+  int64_t work() {
+    int64_t ran = 0;
+    for (int64_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks; ++ran)
+      rows(ctx, b * kMC, std::min(M, (b + 1) * kMC));
+    return ran;
+  }
+};
+std::atomic<int> helpersWaiting{0};
+std::atomic<RowJob *> offeredJob{nullptr};
+/// Row blocks run by helpers (unroll_cpu_helped_blocks).
+std::atomic<uint64_t> helpedBlocks{0};
+
+/// Runs the M rows of a block (`ctx`) with a helper, if one waits and no
+/// other product holds the offer; false (nothing run) otherwise.
+inline bool shareRows(int64_t M, RowsFn rows, const void *ctx) {
+  const int64_t blocks = (M + kMC - 1) / kMC;
+  if (blocks < 2 || helpersWaiting.load(std::memory_order_relaxed) == 0)
+    return false;
+  RowJob job;
+  job.rows = rows;
+  job.ctx = ctx;
+  job.M = M;
+  job.blocks = blocks;
+  RowJob *none = nullptr;
+  if (!offeredJob.compare_exchange_strong(none, &job, std::memory_order_release,
+                                          std::memory_order_relaxed))
+    return false;
+  job.work();
+  RowJob *mine = &job;
+  if (offeredJob.compare_exchange_strong(mine, nullptr, std::memory_order_acq_rel))
+    return true; // no helper took it
+  while (!job.done.load(std::memory_order_acquire))
+    _mm_pause();
+  return true;
+}
+
+template <typename T, int MR, int NR, bool Wide>
+DRIVER void gemm(RowsFn rowsFn, TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A,
+                 int64_t sAm, int64_t sAk, const T *B, int64_t sBk, int64_t sBn, T *C,
+                 int64_t sCm, int64_t sCn, bool accumulate, const Epilogue<T> &epi) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
@@ -818,70 +950,26 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
     return;
   }
   thread_local Scratch<T> scratch;
-  const bool aheadA = prefetchNextA();
   int64_t ncMax = std::min<int64_t>(kNC, N);
   T *pb = scratch.bufB(size_t(kKC) * ((ncMax + NR - 1) / NR) * NR);
-  T *pa = scratch.bufA(size_t(kKC) * ((std::min<int64_t>(kMC, M) + MR - 1) / MR) * MR);
   auto weight = packedWeight<T>(
       B, sBk, sBn, K, N, NR * 2 + Wide,
       blockOrder(K, N, kNC, [](int64_t nc, int64_t kc) { return kc * ((nc + NR - 1) / NR * NR); }),
       [&](int64_t jc, int64_t nc, int64_t pc, int64_t kc, T *out) {
         packB<T, NR, Wide>(B + pc * sBk + jc * sBn, sBk, sBn, kc, nc, out);
       });
+  RowsOf<T> x{tile, M, 0, 0, 0, 0, A, sAm, sAk, nullptr, C, sCm, sCn, accumulate, false,
+              prefetchNextA(), &epi};
   for (int64_t jc = 0; jc < N; jc += kNC) {
-    int64_t nc = std::min<int64_t>(kNC, N - jc);
+    x.jc = jc;
+    x.nc = std::min<int64_t>(kNC, N - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
-      int64_t kc = std::min<int64_t>(kKC, K - pc);
-      const bool last = pc + kc >= K;
-      const T *pbk = weight.block(jc, nc, pc, kc, pb);
-      for (int64_t ic = 0; ic < M; ic += kMC) {
-        int64_t mc = std::min<int64_t>(kMC, M - ic);
-        // Row-major A is read in place; only a ragged last sliver (rows past
-        // M must read zeros) and strided A are packed.
-        bool direct = sAk == 1;
-        if (!direct)
-          packA<T, MR, Wide>(A + ic * sAm + pc * sAk, sAm, sAk, mc, kc, pa,
-                             jc == 0 && epi.rowSums ? epi.rowSums + ic : nullptr);
-        for (int64_t ir = 0; ir < mc; ir += MR) {
-          int64_t rows = std::min<int64_t>(MR, mc - ir);
-          const T *a = pa + ir * kc;
-          int64_t lda = 0; // k-major packed
-          if (direct && rows == MR) {
-            a = A + (ic + ir) * sAm + pc;
-            lda = sAm;
-          } else if (direct) {
-            packA<T, MR, Wide>(A + (ic + ir) * sAm + pc, sAm, 1, rows, kc, pa);
-            a = pa;
-          }
-          // The rows of A read in place next (this panel's next sliver, or
-          // the next panel's first) come from memory: a share of their
-          // lines is asked for before each of this sliver's tiles.
-          const T *next = nullptr;
-          if (aheadA && direct && ic + ir + 2 * MR <= M)
-            next = A + (ic + ir + MR) * sAm + pc;
-          const int64_t lines = MR * ((kc * int64_t(sizeof(T)) + 63) / 64);
-          const int64_t tiles = (nc + NR - 1) / NR, share = (lines + tiles - 1) / tiles;
-          int64_t asked = 0;
-          for (int64_t jr = 0; jr < nc; jr += NR) {
-            T *c = C + (ic + ir) * sCm + (jc + jr) * sCn;
-            // The tile's rows of C, which it stores at its end.
-            if (sCn == 1)
-              for (int64_t r = 0; r < rows; ++r)
-                prefetchRow<T, 1>(c + r * sCm, NR);
-            if (last)
-              epi.prefetchD(ic + ir, jc + jr, rows, std::min<int64_t>(NR, nc - jr), sCm, sCn);
-            for (int64_t e = asked + share; next && asked < std::min(lines, e); ++asked)
-              __builtin_prefetch(next + (asked % MR) * sAm + (asked / MR) * (64 / sizeof(T)), 0, 2);
-            tile(kc, a, lda, pbk + jr * kc, c, sCm, sCn, rows, std::min<int64_t>(NR, nc - jr),
-                 accumulate || pc > 0);
-          }
-        }
-        // The last k-block finished this mc x nc block of C: its epilogue
-        // now, while it is in L2 (per block: a call per register tile cost
-        // more than the cache misses it saves).
-        if (last)
-          epi.apply(ic, jc, mc, nc, C, sCm, sCn);
-      }
+      x.pc = pc;
+      x.kc = std::min<int64_t>(kKC, K - pc);
+      x.last = pc + x.kc >= K;
+      x.pbk = weight.block(jc, x.nc, pc, x.kc, pb);
+      if (!shareRows(M, rowsFn, &x))
+        gemmRows<T, MR, NR, Wide>(x, 0, M);
     }
   }
 }
@@ -890,10 +978,14 @@ DRIVER void gemm(TileFn<T> tile, int64_t M, int64_t N, int64_t K, const T *A, in
 // function compiled for it, so that the copies and the row sums use its
 // vectors.
 #define UNROLL_DRIVER(NAME, T, MR, NR, TILE, WIDE, ATTR)                                           \
+  ATTR void NAME##Rows(const void *ctx, int64_t ic0, int64_t ic1) {                                \
+    gemmRows<T, MR, NR, WIDE>(*static_cast<const RowsOf<T> *>(ctx), ic0, ic1);                     \
+  }                                                                                                \
   ATTR void NAME(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,            \
                  const T *B, int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, bool acc,   \
                  const Epilogue<T> &epi) {                                                         \
-    gemm<T, MR, NR, WIDE>(TILE, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc, epi);         \
+    gemm<T, MR, NR, WIDE>(NAME##Rows, TILE, M, N, K, A, sAm, sAk, B, sBk, sBn, C, sCm, sCn, acc,   \
+                          epi);                                                                    \
   }
 UNROLL_DRIVER(gemmF32Avx512, float, 8, 32, tileF32Avx512, true, AVX512)
 UNROLL_DRIVER(gemmF32Avx2, float, 6, 16, tileF32Avx2, true, AVX2)
@@ -1517,6 +1609,9 @@ private:
               k.bytes == 4 ? "f32" : "f64", flagNames(k.flags).c_str(), k.kernel, r.calls,
               r.median * 1e3, r.total, 2.0 * k.M * k.N * k.K / r.median / 1e9);
     }
+    if (uint64_t helped = helpedBlocks.load())
+      fprintf(stderr, "%llu blocks of %lld rows run by threads helping (unroll_cpu_help)\n",
+              (unsigned long long)helped, (long long)kMC);
   }
   std::mutex mutex_;
   std::map<Key, std::vector<double>> calls_;
@@ -1584,6 +1679,22 @@ UNROLL_EXPORT void unroll_cpu_read_only(const void *p, size_t bytes) {
   readOnly.hi = readOnly.lo ? readOnly.lo + bytes : nullptr;
   readOnly.epoch = calls.fetch_add(1) + 1;
 }
+
+UNROLL_EXPORT void unroll_cpu_help(const int32_t *running) {
+  helpersWaiting.fetch_add(1);
+  while (__atomic_load_n(running, __ATOMIC_ACQUIRE) > 0) {
+    RowJob *job = offeredJob.load(std::memory_order_acquire);
+    if (job && offeredJob.compare_exchange_strong(job, nullptr, std::memory_order_acq_rel)) {
+      helpedBlocks.fetch_add(uint64_t(job->work()), std::memory_order_relaxed);
+      job->done.store(true, std::memory_order_release);
+    } else {
+      _mm_pause();
+    }
+  }
+  helpersWaiting.fetch_sub(1);
+}
+
+UNROLL_EXPORT uint64_t unroll_cpu_helped_blocks(void) { return helpedBlocks.load(); }
 
 UNROLL_EXPORT int32_t unroll_cpu_bf16_supported(void) { return unroll::cpu::hasBf16() ? 1 : 0; }
 

@@ -77,6 +77,16 @@ int32_t unroll_cpu_bf16_supported(void);
  * iteration). unroll-run marks θ during each call of a compiled function;
  * UNROLL_GEMM_PACKED_WEIGHTS=0 turns the reuse off. */
 void unroll_cpu_read_only(const void *p, size_t bytes);
+/* Lends the calling thread to the other threads' blocked f32 products
+ * until *running (read atomically) drops to 0: unroll-run's threads call it
+ * when they have no chunks of a batch left, with the count of threads still
+ * running chunks. A product on another thread hands it blocks of its rows;
+ * the results are the same bit for bit. UNROLL_HELP=0 in unroll-run turns
+ * it off. */
+void unroll_cpu_help(const int32_t *running);
+/* How many row blocks helping threads have run so far (a diagnostic:
+ * UNROLL_GEMM_PROFILE and unroll-gemm-bench --check-help print it). */
+uint64_t unroll_cpu_helped_blocks(void);
 int32_t unroll_cpu_set_precision(int32_t bf16);
 int32_t unroll_cpu_precision(void);
 /* Which kernel bf16 operands run on: "amx" (AMX tiles), "avx512bf16"

@@ -184,6 +184,12 @@ public:
   /// thread's largest chunk), for memory estimates: computed, not planned
   /// (a hostile --batch must not allocate its plan).
   int64_t livePrompts(int64_t batch, int64_t points) const;
+  /// A CPU library's unroll_cpu_help: a thread whose chunks are done lends
+  /// itself to the other threads' GEMMs until they are done too (the same
+  /// results bit for bit). Null where the library has none, with
+  /// UNROLL_HELP=0, or with more threads than cores (a helper spins).
+  using HelpFn = void (*)(const int32_t *running);
+  HelpFn helper() const;
 
   /// preds [loops, B, k]: the prediction for y_i read at x_i after each
   /// iteration t = 1 .. loops.
@@ -257,6 +263,8 @@ private:
   void *solve_ = nullptr, *lossGradFixed_ = nullptr;
   /// The library's unroll_cpu_read_only (CPU libraries; null otherwise).
   void (*readOnly_)(const void *, size_t) = nullptr;
+  /// The library's unroll_cpu_help (CPU libraries; null otherwise).
+  HelpFn help_ = nullptr;
   GradientMode gradient_;
   mutable FixedPointStats fixedStats_;
   bool f32_ = false, gpu_ = false;
