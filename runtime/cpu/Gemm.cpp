@@ -884,7 +884,7 @@ using RowsFn = void (*)(const void *ctx, int64_t ic0, int64_t ic1);
 
 /// Helping: unroll-run's threads each run their own chunks of a batch, and
 /// the first to run out of chunks would wait for the others (on this VM the
-/// two threads of the paper step ended 3-170 ms apart, 63 ms on average:
+/// two threads of the paper step ended 3-171 ms apart, 63 ms on average:
 /// ~2% of a 1.4 s step). Instead it calls unroll_cpu_help, and the blocked
 /// f32 and f64 products of the threads still running hand it rows: a
 /// product offers each (column, k) block as a job, and the owner and the

@@ -77,7 +77,7 @@ int32_t unroll_cpu_bf16_supported(void);
  * iteration). unroll-run marks θ during each call of a compiled function;
  * UNROLL_GEMM_PACKED_WEIGHTS=0 turns the reuse off. */
 void unroll_cpu_read_only(const void *p, size_t bytes);
-/* Lends the calling thread to the other threads' blocked f32 products
+/* Lends the calling thread to the other threads' blocked f32 and f64 products
  * until *running (read atomically) drops to 0: unroll-run's threads call it
  * when they have no chunks of a batch left, with the count of threads still
  * running chunks. A product on another thread hands it blocks of its rows;
