@@ -13,34 +13,14 @@ FMA pipes' own rate (`unroll-gemm-bench --fma-peak`) where bench.json has it.
   bench/table.py OUT/bench.json
 """
 import json, statistics, sys
+from shares import bracket_shares, flops
 j = json.load(open(sys.argv[1]))
-
-def bracket_shares(r, side, key, f):
-    """Each timed run's share of the GEMM peak of its own seconds: f / its
-    time against the mean of the peaks measured right before and after it
-    (unroll-bench --bracket-peak); None without them."""
-    times = r[side][key.replace("_median", "")] if side in r else None
-    peaks = r[side].get(key.replace("_median_s", "_peaks_gflops")) if side in r else None
-    if not peaks or not times or len(times) != len(peaks):
-        return None
-    return [f / t / 1e9 / ((a + b) / 2) for t, (a, b) in zip(times, peaks)]
 
 def share_text(shares):
     if not shares:
         return "–"
     return (f"{100 * statistics.median(shares):.0f}% "
             f"({100 * min(shares):.0f}–{100 * max(shares):.0f}%)")
-
-def flops(d, D, H, L, loops, window, points, batch):
-    """Model FLOPs (multiply-adds x 2) of one forward over `loops` iterations
-    and of one training step (forward over b, backward over the last T at
-    twice the forward cost); layer norms, softmax and GELU are O(nD) and left
-    out. Per block and token: QKV 6D^2, projection 2D^2, MLP 16D^2; attention
-    scores and weighted sum 4nD per token."""
-    n = 2 * points
-    it = L * (24 * n * D * D + 4 * n * n * D)
-    io = 2 * n * d * D + 2 * n * D
-    return batch * (loops * it + io), batch * ((loops + 2 * window) * it + io)
 
 has_before = any("before" in r for r in j["runs"])
 has_bf16 = any("bf16" in r for r in j["runs"])
