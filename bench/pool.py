@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Pools the paper training steps of several `make bench` runs.
+"""Pools the paper training steps (or forwards) of several `make bench` runs.
 
 Each timed step is set against the mean of the GEMM peaks measured right
 before and after it (`unroll-bench --bracket-peak`), as bench/run.sh's
 table does per run; this prints each run's steps and the pooled median.
 
-  python3 bench/pool.py [--threads 2] [--skip FILE:N ...] bench.json ...
+  python3 bench/pool.py [--threads 2] [--forward] [--skip FILE:N ...] bench.json ...
 
 --skip FILE:N leaves out the first N steps of FILE (steps timed in a minute
 when the VM ran one vCPU slow, say so in the docs that quote the result).
@@ -17,13 +17,16 @@ import statistics
 from shares import bracket_shares, flops
 
 
-def shares(path, threads):
+def shares(path, threads, forward):
     with open(path) as f:
         runs = json.load(f)["runs"]
     for run in runs:
         if run["config"] == "paper" and run["threads"] == threads:
-            _, step = flops(*run["dims"], run["unroll"]["batch"])
-            xs = bracket_shares(run, "unroll", "train_step_median_s", step)
+            fwd, step = flops(*run["dims"], run["unroll"]["batch"])
+            if forward:
+                xs = bracket_shares(run, "unroll", "forward_median_s", fwd)
+            else:
+                xs = bracket_shares(run, "unroll", "train_step_median_s", step)
             if xs is None:
                 raise SystemExit(f"{path}: no peaks measured around the timed steps")
             return xs
@@ -34,6 +37,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+", help="bench.json files written by bench/run.sh")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--forward", action="store_true",
+                    help="pool the timed forwards instead of the training steps")
     ap.add_argument("--skip", action="append", default=[], metavar="FILE:N",
                     help="leave out the first N steps of FILE")
     ap.add_argument("--target", type=float, default=0.88)
@@ -44,14 +49,15 @@ def main():
         if not path or not n.isdigit():
             raise SystemExit(f"--skip {s}: expected FILE:N")
         skip[path] = int(n)
+    what = "forwards" if args.forward else "steps"
     pooled = []
     for path in args.files:
-        xs = shares(path, args.threads)[skip.get(path, 0):]
+        xs = shares(path, args.threads, args.forward)[skip.get(path, 0):]
         pooled += xs
-        print(f"{path}: median {100 * statistics.median(xs):.1f}% of {len(xs)} steps:",
+        print(f"{path}: median {100 * statistics.median(xs):.1f}% of {len(xs)} {what}:",
               " ".join(f"{100 * x:.0f}" for x in xs))
     hit = sum(x >= args.target for x in pooled)
-    print(f"pooled, {args.threads} thread(s): {len(pooled)} steps, median "
+    print(f"pooled, {args.threads} thread(s): {len(pooled)} {what}, median "
           f"{100 * statistics.median(pooled):.1f}%, {hit} at {100 * args.target:.0f}% or more, "
           f"range {100 * min(pooled):.0f}-{100 * max(pooled):.0f}%")
 
