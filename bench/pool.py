@@ -7,7 +7,7 @@ table does per run; this prints each run's steps and the pooled median.
 
   python3 bench/pool.py [--threads 2] [--forward] [--skip FILE:N ...] bench.json ...
 
---skip FILE:N leaves out the first N steps of FILE (steps timed in a minute
+--skip FILE:N leaves out the first N timed runs of FILE (steps timed in a minute
 when the VM ran one vCPU slow, say so in the docs that quote the result).
 """
 import argparse
@@ -23,12 +23,10 @@ def shares(path, threads, forward):
     for run in runs:
         if run["config"] == "paper" and run["threads"] == threads:
             fwd, step = flops(*run["dims"], run["unroll"]["batch"])
-            if forward:
-                xs = bracket_shares(run, "unroll", "forward_median_s", fwd)
-            else:
-                xs = bracket_shares(run, "unroll", "train_step_median_s", step)
+            key, f = ("forward_median_s", fwd) if forward else ("train_step_median_s", step)
+            xs = bracket_shares(run, "unroll", key, f)
             if xs is None:
-                raise SystemExit(f"{path}: no peaks measured around the timed steps")
+                raise SystemExit(f"{path}: no peaks measured around the timed runs")
             return xs
     raise SystemExit(f"{path}: no paper run on {threads} thread(s)")
 
