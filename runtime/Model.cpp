@@ -271,8 +271,10 @@ bool unroll::validateModelInfo(const nlohmann::json &info, const std::string &pa
         if (!k.string("forward", true) || !k.string("loss_grad", true) || !k.string("adam") ||
             !k.integer("prompt_dim", 1, kMaxCount, true) ||
             !k.integer("window", 1, kMaxCount, true) || !k.integer("positions", 1, kMaxCount) ||
-            !k.object("energy") || !k.object("fixed_point"))
+            !k.object("energy") || !k.object("fixed_point") || !k.string("encoding"))
           return false;
+        if (m.contains("encoding") && m["encoding"] != "interleaved" && m["encoding"] != "concat")
+          return k.fail("encoding", "\"interleaved\" or \"concat\"");
         if (m.contains("energy") && m["energy"].is_object() &&
             !Keys{m["energy"], k.where + ", energy", error}.string("trace"))
           return false;

@@ -13,6 +13,26 @@
 
 using namespace unroll;
 
+std::vector<double> TokenLayout::build(const Prompts &p) const {
+  if (!concat)
+    return promptTokens(p);
+  // (x_i, y_i) for the context, (x_q, 0) for the query, the last point.
+  int64_t w = p.dim + 1;
+  std::vector<double> z(p.batch * p.points * w, 0.0);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.points; ++i) {
+      double *row = &z[(b * p.points + i) * w];
+      for (int64_t c = 0; c < p.dim; ++c)
+        row[c] = p.xs[(b * p.points + i) * p.dim + c];
+      row[p.dim] = i + 1 < p.points ? p.ys[b * p.points + i] : 0.0;
+    }
+  return z;
+}
+
+TokenLayout TokenLayout::of(const nlohmann::json &modelInfo) {
+  return {modelInfo.value("encoding", std::string("interleaved")) == "concat"};
+}
+
 std::vector<double> unroll::promptTokens(const Prompts &p) {
   std::vector<double> z(p.batch * 2 * p.points * p.dim, 0.0);
   for (int64_t b = 0; b < p.batch; ++b)
@@ -65,6 +85,7 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   numParams_ = info.value("num_params", (int64_t)0);
   dim_ = info.value("prompt_dim", (int64_t)0);
   positions_ = info.value("positions", (int64_t)-1);
+  layout_ = TokenLayout::of(info);
   threads_ = std::max(1u, std::thread::hardware_concurrency());
   gpu_ = m.gpu();
   microTokens_ = gpu_ ? 0 : kDefaultMicroBatchTokens;
@@ -98,7 +119,8 @@ int64_t ModelRunner::partsOf(int64_t share, int64_t points) const {
     return 1;
   // As many prompts per chunk as fit the target (at least one), and as few
   // chunks as that allows.
-  const int64_t fit = std::max<int64_t>(1, microTokens_ / std::max<int64_t>(1, 2 * points));
+  const int64_t fit =
+      std::max<int64_t>(1, microTokens_ / std::max<int64_t>(1, layout_.tokens(points)));
   return (share + fit - 1) / fit;
 }
 
@@ -177,9 +199,9 @@ bool ModelRunner::check(const Prompts &p, int64_t thetaSize, int64_t loops,
             " dimensional x, got d = " + std::to_string(p.dim);
     return false;
   }
-  if (positions_ > 0 && 2 * p.points > positions_) {
+  if (positions_ > 0 && layout_.tokens(p.points) > positions_) {
     error = "prompts of " + std::to_string(p.points) + " points need " +
-            std::to_string(2 * p.points) + " positions, the model has " +
+            std::to_string(layout_.tokens(p.points)) + " positions, the model has " +
             std::to_string(positions_);
     return false;
   }
@@ -238,12 +260,12 @@ struct ReadOnlyScope {
 /// The forward with theta at `th` (host memory, or resident state used in
 /// place).
 template <typename T>
-void callForwardAt(void *fn, ReadOnlyFn ro, const Prompts &p, T *th, int64_t np, int64_t loops,
-                   std::vector<double> &preds) {
+void callForwardAt(const TokenLayout &L, void *fn, ReadOnlyFn ro, const Prompts &p, T *th,
+                   int64_t np, int64_t loops, std::vector<double> &preds) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 3> *);
-  int64_t n = 2 * p.points;
-  std::vector<T> z = to<T>(promptTokens(p)), out(loops * p.batch * n);
-  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  int64_t n = L.tokens(p.points);
+  std::vector<T> z = to<T>(L.build(p)), out(loops * p.batch * n);
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, L.width(p.dim)});
   auto tm = makeMemRef<T, 1>(th, {np});
   auto om = makeMemRef<T, 3>(out.data(), {loops, p.batch, n});
   {
@@ -254,17 +276,19 @@ void callForwardAt(void *fn, ReadOnlyFn ro, const Prompts &p, T *th, int64_t np,
   for (int64_t t = 0; t < loops; ++t)
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t i = 0; i < p.points; ++i)
-        preds[(t * p.batch + b) * p.points + i] = out[(t * p.batch + b) * n + 2 * i];
+        preds[(t * p.batch + b) * p.points + i] =
+            L.prediction(&out[(t * p.batch + b) * n], i, p.points);
 }
 
 template <typename T>
-void callEnergyTrace(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t loops,
-                     std::vector<double> &energies, std::vector<double> &starts) {
+void callEnergyTrace(const TokenLayout &L, void *fn, const Prompts &p,
+                     const std::vector<double> &theta, int64_t loops, std::vector<double> &energies,
+                     std::vector<double> &starts) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 2> *, MemRef<T, 2> *);
-  int64_t n = 2 * p.points;
-  std::vector<T> z = to<T>(promptTokens(p)), th = to<T>(theta), e((loops + 1) * p.batch),
+  int64_t n = L.tokens(p.points);
+  std::vector<T> z = to<T>(L.build(p)), th = to<T>(theta), e((loops + 1) * p.batch),
                  s(loops * p.batch);
-  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, L.width(p.dim)});
   auto tm = makeMemRef<T, 1>(th.data(), {(int64_t)th.size()});
   auto em = makeMemRef<T, 2>(e.data(), {loops + 1, p.batch});
   auto sm = makeMemRef<T, 2>(s.data(), {loops, p.batch});
@@ -275,13 +299,14 @@ void callEnergyTrace(void *fn, const Prompts &p, const std::vector<double> &thet
 
 /// @M_loss_grad on caller-owned theta [np] and grad [np] buffers of T.
 template <typename T>
-void callLossGradInto(void *fn, ReadOnlyFn ro, const Prompts &p, T *theta, T *grad, int64_t np,
-                      int64_t loops, int64_t window, std::vector<double> &losses) {
+void callLossGradInto(const TokenLayout &L, void *fn, ReadOnlyFn ro, const Prompts &p, T *theta,
+                      T *grad, int64_t np, int64_t loops, int64_t window,
+                      std::vector<double> &losses) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
                       MemRef<T, 1> *, MemRef<T, 1> *);
-  int64_t n = 2 * p.points, tw = std::min(loops, window);
-  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
-  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  int64_t n = L.tokens(p.points), tw = std::min(loops, window);
+  std::vector<T> z = to<T>(L.build(p)), ys = to<T>(p.ys), l(tw);
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, L.width(p.dim)});
   auto ym = makeMemRef<T, 2>(ys.data(), {p.batch, p.points});
   auto tm = makeMemRef<T, 1>(theta, {np});
   auto lm = makeMemRef<T, 1>(l.data(), {tw});
@@ -295,14 +320,14 @@ void callLossGradInto(void *fn, ReadOnlyFn ro, const Prompts &p, T *theta, T *gr
 
 /// @M_loss_grad_fixed on caller-owned theta [np] and grad [np] buffers of T.
 template <typename T>
-void callLossGradFixedInto(void *fn, ReadOnlyFn ro, const Prompts &p, T *theta, T *grad, int64_t np,
-                           int64_t loops, const GradientMode &g, std::vector<double> &losses,
-                           FixedPointStats &stats) {
+void callLossGradFixedInto(const TokenLayout &L, void *fn, ReadOnlyFn ro, const Prompts &p,
+                           T *theta, T *grad, int64_t np, int64_t loops, const GradientMode &g,
+                           std::vector<double> &losses, FixedPointStats &stats) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t, T, T,
                       MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *);
-  int64_t n = 2 * p.points;
-  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(1), st(2);
-  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  int64_t n = L.tokens(p.points);
+  std::vector<T> z = to<T>(L.build(p)), ys = to<T>(p.ys), l(1), st(2);
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, L.width(p.dim)});
   auto ym = makeMemRef<T, 2>(ys.data(), {p.batch, p.points});
   auto tm = makeMemRef<T, 1>(theta, {np});
   auto lm = makeMemRef<T, 1>(l.data(), {1});
@@ -343,12 +368,12 @@ template <typename T> void callAdamOn(void *fn, ResidentState &st, T *hyper, T *
 /// @M_loss_grad on resident state with prompts, targets and losses in the
 /// resident buffers buf[0..2].
 template <typename T>
-void callLossGradOn(void *fn, const Prompts &p, ResidentState &st, std::vector<void *> &buf,
-                    int64_t loops, int64_t window) {
+void callLossGradOn(const TokenLayout &L, void *fn, const Prompts &p, ResidentState &st,
+                    std::vector<void *> &buf, int64_t loops, int64_t window) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 2> *, MemRef<T, 1> *, int64_t, int64_t,
                       MemRef<T, 1> *, MemRef<T, 1> *);
-  int64_t n = 2 * p.points, tw = std::min(loops, window);
-  auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, p.dim});
+  int64_t n = L.tokens(p.points), tw = std::min(loops, window);
+  auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, L.width(p.dim)});
   auto ym = makeMemRef<T, 2>(static_cast<T *>(buf[1]), {p.batch, p.points});
   auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
   auto lm = makeMemRef<T, 1>(static_cast<T *>(buf[2]), {tw});
@@ -370,19 +395,61 @@ template <typename T> double callAdam(void *fn, ResidentState &st, const AdamSte
 }
 } // namespace
 
+namespace {
+/// The prompts cut after their first `points` points.
+Prompts prefix(const Prompts &p, int64_t points) {
+  Prompts s{p.batch, points, p.dim, {}, {}};
+  s.xs.reserve(p.batch * points * p.dim);
+  s.ys.reserve(p.batch * points);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    s.xs.insert(s.xs.end(), p.xs.begin() + b * p.points * p.dim,
+                p.xs.begin() + (b * p.points + points) * p.dim);
+    s.ys.insert(s.ys.end(), p.ys.begin() + b * p.points, p.ys.begin() + b * p.points + points);
+  }
+  return s;
+}
+
+/// Concat's predictions for every point: the prompt cut after point i, its
+/// query's prediction, for each i; `once(prefix, out)` gives a cut prompt's
+/// predictions ([rows, B, i + 1] with `rows` leading rows).
+template <typename Once>
+void overPrefixes(const Prompts &p, int64_t rows, std::vector<double> &preds, Once once) {
+  preds.assign(rows * p.batch * p.points, std::nan(""));
+  for (int64_t i = 0; i < p.points; ++i) {
+    Prompts c = prefix(p, i + 1);
+    std::vector<double> part;
+    once(c, part);
+    for (int64_t t = 0; t < rows; ++t)
+      for (int64_t b = 0; b < p.batch; ++b)
+        preds[(t * p.batch + b) * p.points + i] = part[(t * p.batch + b) * (i + 1) + i];
+  }
+}
+} // namespace
+
 bool ModelRunner::forward(const Prompts &p, const std::vector<double> &theta, int64_t loops,
                           std::vector<double> &preds, std::string &error) const {
   if (!check(p, (int64_t)theta.size(), loops, error))
     return false;
+  if (layout_.concat) {
+    overPrefixes(p, loops, preds, [&](const Prompts &c, std::vector<double> &part) {
+      forwardOnce(c, theta, loops, part);
+    });
+    return true;
+  }
+  return forwardOnce(p, theta, loops, preds);
+}
+
+bool ModelRunner::forwardOnce(const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                              std::vector<double> &preds) const {
   preds.assign(loops * p.batch * p.points, 0.0);
   TypedTheta th(theta, f32_);
   const int64_t np = (int64_t)theta.size();
   overChunks(p, plan(p), helper(), [&](int64_t, int64_t b0, int64_t b1, const Prompts &c) {
     std::vector<double> part;
     if (f32_)
-      callForwardAt<float>(forward_, readOnly_, c, th.f32.data(), np, loops, part);
+      callForwardAt<float>(layout_, forward_, readOnly_, c, th.f32.data(), np, loops, part);
     else
-      callForwardAt<double>(forward_, readOnly_, c, th.f64.data(), np, loops, part);
+      callForwardAt<double>(layout_, forward_, readOnly_, c, th.f64.data(), np, loops, part);
     for (int64_t t = 0; t < loops; ++t)
       std::copy(part.begin() + t * c.batch * p.points, part.begin() + (t + 1) * c.batch * p.points,
                 preds.begin() + (t * p.batch + b0) * p.points);
@@ -414,11 +481,11 @@ bool ModelRunner::lossGrad(const Prompts &p, const std::vector<double> &theta, i
       using T = std::remove_pointer_t<decltype(shared)>;
       std::vector<T> gt(theta.size());
       if (gradient_.fixedPoint())
-        callLossGradFixedInto<T>(lossGradFixed_, readOnly_, part, shared, gt.data(), gt.size(),
-                                 loops, gradient_, l, st);
+        callLossGradFixedInto<T>(layout_, lossGradFixed_, readOnly_, part, shared, gt.data(),
+                                 gt.size(), loops, gradient_, l, st);
       else
-        callLossGradInto<T>(lossGrad_, readOnly_, part, shared, gt.data(), gt.size(), loops, window,
-                            l);
+        callLossGradInto<T>(layout_, lossGrad_, readOnly_, part, shared, gt.data(), gt.size(),
+                            loops, window, l);
       g.assign(gt.begin(), gt.end());
     };
     if (f32_)
@@ -623,11 +690,11 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
   const bool whole = oneCall(p);
   if (whole && gradient_.fixedPoint()) {
     if (f32_)
-      callLossGradFixedInto<float>(lossGradFixed_, readOnly_, p, (float *)st.theta,
+      callLossGradFixedInto<float>(layout_, lossGradFixed_, readOnly_, p, (float *)st.theta,
                                    (float *)st.grad, st.size, loops, gradient_, losses,
                                    fixedStats_);
     else
-      callLossGradFixedInto<double>(lossGradFixed_, readOnly_, p, (double *)st.theta,
+      callLossGradFixedInto<double>(layout_, lossGradFixed_, readOnly_, p, (double *)st.theta,
                                     (double *)st.grad, st.size, loops, gradient_, losses,
                                     fixedStats_);
     return true;
@@ -635,11 +702,11 @@ bool ModelRunner::lossGrad(const Prompts &p, ResidentState &st, int64_t loops, i
   if (whole) {
     // Straight into the resident buffers: nothing is copied on a GPU.
     if (f32_)
-      callLossGradInto<float>(lossGrad_, readOnly_, p, (float *)st.theta, (float *)st.grad, st.size,
-                              loops, window, losses);
+      callLossGradInto<float>(layout_, lossGrad_, readOnly_, p, (float *)st.theta, (float *)st.grad,
+                              st.size, loops, window, losses);
     else
-      callLossGradInto<double>(lossGrad_, readOnly_, p, (double *)st.theta, (double *)st.grad,
-                               st.size, loops, window, losses);
+      callLossGradInto<double>(layout_, lossGrad_, readOnly_, p, (double *)st.theta,
+                               (double *)st.grad, st.size, loops, window, losses);
     return true;
   }
   // Threads or micro-batches over the batch (CPU): the chunks' gradients
@@ -656,13 +723,13 @@ template <typename T>
 bool ModelRunner::lossGradGraph(const Prompts &p, ResidentState &st, int64_t loops, int64_t window,
                                 std::vector<double> &losses) const {
   int64_t tw = std::min(loops, window);
-  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
+  std::vector<T> z = to<T>(layout_.build(p)), ys = to<T>(p.ys), l(tw);
   auto fill = [&](std::vector<void *> &buf) {
     st.write_(buf[0], z.data(), z.size() * sizeof(T));
     st.write_(buf[1], ys.data(), ys.size() * sizeof(T));
   };
   auto call = [&](std::vector<void *> &buf) {
-    callLossGradOn<T>(lossGrad_, p, st, buf, loops, window);
+    callLossGradOn<T>(layout_, lossGrad_, p, st, buf, loops, window);
   };
   bool replayed =
       st.graphed(st.step_, {p.batch, p.points, p.dim, loops, window},
@@ -677,11 +744,11 @@ template <typename T>
 bool ModelRunner::forwardGraph(const Prompts &p, ResidentState &st, int64_t loops,
                                std::vector<double> &preds) const {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 3> *);
-  int64_t n = 2 * p.points;
-  std::vector<T> z = to<T>(promptTokens(p)), out(loops * p.batch * n);
+  int64_t n = layout_.tokens(p.points);
+  std::vector<T> z = to<T>(layout_.build(p)), out(loops * p.batch * n);
   auto fill = [&](std::vector<void *> &buf) { st.write_(buf[0], z.data(), z.size() * sizeof(T)); };
   auto call = [&](std::vector<void *> &buf) {
-    auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, p.dim});
+    auto zm = makeMemRef<T, 3>(static_cast<T *>(buf[0]), {p.batch, n, layout_.width(p.dim)});
     auto tm = makeMemRef<T, 1>(static_cast<T *>(st.theta), {st.size});
     auto om = makeMemRef<T, 3>(static_cast<T *>(buf[1]), {loops, p.batch, n});
     reinterpret_cast<Fn>(forward_)(&zm, &tm, loops, &om);
@@ -694,7 +761,8 @@ bool ModelRunner::forwardGraph(const Prompts &p, ResidentState &st, int64_t loop
   for (int64_t t = 0; t < loops; ++t)
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t i = 0; i < p.points; ++i)
-        preds[(t * p.batch + b) * p.points + i] = out[(t * p.batch + b) * n + 2 * i];
+        preds[(t * p.batch + b) * p.points + i] =
+            layout_.prediction(&out[(t * p.batch + b) * n], i, p.points);
   return true;
 }
 
@@ -704,7 +772,8 @@ bool ModelRunner::forward(const Prompts &p, ResidentState &st, int64_t loops,
     error = "the resident state does not match the model";
     return false;
   }
-  if (!oneCall(p)) { // threads or micro-batches (CPU): from a host copy
+  if (!oneCall(p) || layout_.concat) { // threads or micro-batches (CPU), or one call per
+                                       // cut prompt (concat): from a host copy
     std::vector<double> theta;
     st.readVector(theta, st.theta);
     return forward(p, theta, loops, preds, error);
@@ -715,9 +784,10 @@ bool ModelRunner::forward(const Prompts &p, ResidentState &st, int64_t loops,
     return f32_ ? forwardGraph<float>(p, st, loops, preds)
                 : forwardGraph<double>(p, st, loops, preds);
   if (f32_)
-    callForwardAt<float>(forward_, readOnly_, p, (float *)st.theta, st.size, loops, preds);
+    callForwardAt<float>(layout_, forward_, readOnly_, p, (float *)st.theta, st.size, loops, preds);
   else
-    callForwardAt<double>(forward_, readOnly_, p, (double *)st.theta, st.size, loops, preds);
+    callForwardAt<double>(layout_, forward_, readOnly_, p, (double *)st.theta, st.size, loops,
+                          preds);
   return true;
 }
 
@@ -730,7 +800,7 @@ void ModelRunner::trainStepGraph(const Prompts &p, ResidentState &st, int64_t lo
                                  const AdamStep &opt, std::vector<double> &losses,
                                  double &normSq) const {
   int64_t tw = std::min(loops, window);
-  std::vector<T> z = to<T>(promptTokens(p)), ys = to<T>(p.ys), l(tw);
+  std::vector<T> z = to<T>(layout_.build(p)), ys = to<T>(p.ys), l(tw);
   std::vector<T> hyper = adamHyper<T>(opt), partial(kAdamPartials);
   // Resident buffers: prompts, targets, losses, Adam's values, partial sums.
   auto fill = [&](std::vector<void *> &buf) {
@@ -739,7 +809,7 @@ void ModelRunner::trainStepGraph(const Prompts &p, ResidentState &st, int64_t lo
     st.write_(buf[3], hyper.data(), hyper.size() * sizeof(T));
   };
   auto call = [&](std::vector<void *> &buf) {
-    callLossGradOn<T>(lossGrad_, p, st, buf, loops, window);
+    callLossGradOn<T>(layout_, lossGrad_, p, st, buf, loops, window);
     callAdamOn<T>(adam_, st, static_cast<T *>(buf[3]), static_cast<T *>(buf[4]));
   };
   bool replayed = st.graphed(st.train_, {p.batch, p.points, p.dim, loops, window},
@@ -785,9 +855,9 @@ bool ModelRunner::energyTrace(const Prompts &p, const std::vector<double> &theta
   if (!check(p, (int64_t)theta.size(), loops, error))
     return false;
   if (f32_)
-    callEnergyTrace<float>(energyTrace_, p, theta, loops, energies, starts);
+    callEnergyTrace<float>(layout_, energyTrace_, p, theta, loops, energies, starts);
   else
-    callEnergyTrace<double>(energyTrace_, p, theta, loops, energies, starts);
+    callEnergyTrace<double>(layout_, energyTrace_, p, theta, loops, energies, starts);
   return true;
 }
 
@@ -913,12 +983,13 @@ bool ModelRunner::setGradient(const GradientMode &g, std::string &error) {
 
 namespace {
 template <typename T>
-void callSolve(void *fn, const Prompts &p, const std::vector<double> &theta, int64_t maxLoops,
-               double tol, std::vector<double> &preds, std::vector<double> &loops) {
+void callSolve(const TokenLayout &L, void *fn, const Prompts &p, const std::vector<double> &theta,
+               int64_t maxLoops, double tol, std::vector<double> &preds,
+               std::vector<double> &loops) {
   using Fn = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, T, MemRef<T, 2> *, MemRef<T, 1> *);
-  int64_t n = 2 * p.points;
-  std::vector<T> z = to<T>(promptTokens(p)), th = to<T>(theta), out(p.batch * n), used(p.batch);
-  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, p.dim});
+  int64_t n = L.tokens(p.points);
+  std::vector<T> z = to<T>(L.build(p)), th = to<T>(theta), out(p.batch * n), used(p.batch);
+  auto zm = makeMemRef<T, 3>(z.data(), {p.batch, n, L.width(p.dim)});
   auto tm = makeMemRef<T, 1>(th.data(), {(int64_t)th.size()});
   auto om = makeMemRef<T, 2>(out.data(), {p.batch, n});
   auto um = makeMemRef<T, 1>(used.data(), {p.batch});
@@ -926,7 +997,7 @@ void callSolve(void *fn, const Prompts &p, const std::vector<double> &theta, int
   preds.resize(p.batch * p.points);
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t i = 0; i < p.points; ++i)
-      preds[b * p.points + i] = out[b * n + 2 * i];
+      preds[b * p.points + i] = L.prediction(&out[b * n], i, p.points);
   loops.assign(used.begin(), used.end());
 }
 } // namespace
@@ -944,15 +1015,37 @@ bool ModelRunner::solve(const Prompts &p, const std::vector<double> &theta, int6
     error = "the halting tolerance must be a number > 0, got " + std::to_string(tol);
     return false;
   }
+  if (layout_.concat) {
+    // Each cut prompt halts on its own; a point's loops are its cut's.
+    std::vector<double> used(p.batch * p.points, 0.0);
+    overPrefixes(p, 1, preds, [&](const Prompts &c, std::vector<double> &part) {
+      std::vector<double> lp;
+      solveOnce(c, theta, maxLoops, tol, part, lp);
+      for (int64_t b = 0; b < p.batch; ++b)
+        used[b * p.points + c.points - 1] = lp[b];
+    });
+    // loops [B]: the most any point of the prompt used.
+    loops.assign(p.batch, 0.0);
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t i = 0; i < p.points; ++i)
+        loops[b] = std::max(loops[b], used[b * p.points + i]);
+    return true;
+  }
+  return solveOnce(p, theta, maxLoops, tol, preds, loops);
+}
+
+bool ModelRunner::solveOnce(const Prompts &p, const std::vector<double> &theta, int64_t maxLoops,
+                            double tol, std::vector<double> &preds,
+                            std::vector<double> &loops) const {
   preds.assign(p.batch * p.points, 0.0);
   loops.assign(p.batch, 0.0);
   // Halting is per prompt, so chunks of the batch halt independently.
   overChunks(p, plan(p), helper(), [&](int64_t, int64_t b0, int64_t, const Prompts &c) {
     std::vector<double> pr, lp;
     if (f32_)
-      callSolve<float>(solve_, c, theta, maxLoops, tol, pr, lp);
+      callSolve<float>(layout_, solve_, c, theta, maxLoops, tol, pr, lp);
     else
-      callSolve<double>(solve_, c, theta, maxLoops, tol, pr, lp);
+      callSolve<double>(layout_, solve_, c, theta, maxLoops, tol, pr, lp);
     std::copy(pr.begin(), pr.end(), preds.begin() + b0 * p.points);
     std::copy(lp.begin(), lp.end(), loops.begin() + b0);
   });

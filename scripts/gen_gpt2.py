@@ -2,7 +2,12 @@
 """Writes P2's GPT-2 models in the unroll dialect (examples/*.mlir).
 
     scripts/gen_gpt2.py NAME --d 20 --D 256 --heads 8 --layers 1 --loops 20 \
-        --window 15 --positions 101 [--injection add] [--dtype f32] > out.mlir
+        --window 15 --positions 101 [--injection add] [--dtype f32] \
+        [--encoding interleaved|concat] > out.mlir
+
+With --encoding concat the model reads tokens (x_i, y_i) and the query
+(x, 0) last (d + 1 features, one token per point: wpe has positions + 1
+rows) and predicts at the query.
 
 Tensor names and layouts follow P2's PyTorch model (nanoGPT layout, Linear
 weights [out, in]), so checkpoints load with load_state_dict. Init as in P2:
@@ -27,9 +32,12 @@ def main():
     ap.add_argument("--injection", default="add")
     ap.add_argument("--dtype", default="f32")
     ap.add_argument("--comment", default="")
+    ap.add_argument("--encoding", default="interleaved", choices=["interleaved", "concat"])
     a = ap.parse_args()
-    d, D, H, L, t = a.d, a.D, a.heads, a.layers, a.dtype
-    rows = 2 * a.positions + 1
+    D, H, L, t = a.D, a.heads, a.layers, a.dtype
+    concat = a.encoding == "concat"
+    d = a.d + 1 if concat else a.d  # the tokens' features
+    rows = a.positions + 1 if concat else 2 * a.positions + 1
     tok = lambda f: f"tensor<?x?x{f}x{t}>"
     mat = lambda r, c: f"tensor<{r}x{c}x{t}>"
     vec = lambda n: f"tensor<{n}x{t}>"
@@ -38,7 +46,7 @@ def main():
     for line in a.comment.split("\\n"):
         if line:
             w(f"// {line}")
-    w(f"unroll.model @{a.name} {{")
+    w(f"unroll.model @{a.name}{' encoding(concat)' if concat else ''} {{")
     w(f"^bb0(%Z: {tok(d)}):")
     ssa = {}
 
@@ -105,7 +113,8 @@ def main():
       f"{p('_backbone.transformer.ln_f.bias')} : {tok(D)}, {vec(D)}")
     w(f"    unroll.yield %y : {tok(D)}")
     w("  }")
-    w("  // predictions = read_out(Y), read at the x positions by the loss")
+    w("  // predictions = read_out(Y), read by the loss at the "
+      + ("query (the last token)" if concat else "x positions"))
     w(f"  %pred = {lin('%Y', '_read_out', D, 1)}")
     w(f"  unroll.output %pred : {tok(1)}")
     w("}")

@@ -157,6 +157,7 @@ bool unroll::saveCheckpoint(const std::string &dir, const nlohmann::json &info, 
                     {"adam_step", s.adam.step},
                     {"rng", s.rng},
                     {"lr", s.adam.lr},
+                    {"encoding", TokenLayout::of(info).name()},
                     {"config", config}};
   if (!writeSafetensors(step + "/model.safetensors", named(info, s.theta, ""), "F32", error) ||
       !writeSafetensors(step + "/optimizer.safetensors", opt, "F64", error) ||
@@ -191,6 +192,21 @@ bool unroll::latestStep(const std::string &dir, std::string &stepDir, std::strin
   return true;
 }
 
+/// A checkpoint's recorded encoding (state.json "encoding"; older ones
+/// have none) against the library's.
+static bool encodingMatches(const nlohmann::json &state, const nlohmann::json &info,
+                            const std::string &step, std::string &error) {
+  if (!state.contains("encoding"))
+    return true;
+  std::string lib = TokenLayout::of(info).name();
+  if (state["encoding"].is_string() && state["encoding"] == lib)
+    return true;
+  error = step + "/state.json: trained with the " + state["encoding"].dump() +
+          " encoding, but this library uses the " + lib +
+          " one: its weights read other tokens (load them into the model they were trained with)";
+  return false;
+}
+
 bool unroll::loadCheckpoint(const std::string &dir, const nlohmann::json &info, TrainState &s,
                             nlohmann::json &config, std::string &error) {
   std::string step, text;
@@ -221,6 +237,8 @@ bool unroll::loadCheckpoint(const std::string &dir, const nlohmann::json &info, 
     return bad("lr", "a finite number");
   if (st.contains("config") && !st["config"].is_object())
     return bad("config", "an object");
+  if (!encodingMatches(st, info, step, error))
+    return false;
   s.step = st["step"];
   s.rng = st["rng"];
   s.adam.step = st.value("adam_step", (int64_t)0);
@@ -245,10 +263,17 @@ bool unroll::loadParameters(const std::string &path, const nlohmann::json &info,
   }
   std::string file = path;
   if (S_ISDIR(st.st_mode)) {
-    std::string step;
+    std::string step, text;
     if (!latestStep(path, step, error))
       return false;
     file = step + "/model.safetensors";
+    // The encoding the weights were trained with, where the step says.
+    if (readText(step + "/state.json", text, error)) {
+      auto j = nlohmann::json::parse(text, nullptr, false);
+      if (j.is_object() && !encodingMatches(j, info, step, error))
+        return false;
+    }
+    error.clear();
   }
   TensorMap t;
   if (!readSafetensors(file, t, error) || !unnamed(info, t, "", theta, file, error))

@@ -32,6 +32,7 @@ static nlohmann::json curriculumJson(const Curriculum &c) {
 
 nlohmann::json TrainConfig::toJson() const {
   return {{"task", task},
+          {"encoding", encoding},
           {"steps", steps},
           {"batch", batch},
           {"lr", lr},
@@ -245,6 +246,12 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
       ok = real(haltTol, true);
     } else if (k == "max_loops") {
       ok = num(maxLoops, 1);
+    } else if (k == "encoding") {
+      ok = v.is_string() && (v == "" || v == "interleaved" || v == "concat");
+      if (ok)
+        encoding = v.get<std::string>();
+      else
+        error = "config key 'encoding' expects \"interleaved\" or \"concat\", got " + v.dump();
     } else if (k == "allreduce") {
       ok = v.is_string() && (v == "auto" || v == "mpi" || v == "nccl");
       if (ok)
@@ -275,6 +282,18 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
   }
   if (noise == 0)
     noise = spec->noise;
+  // The encoding is the library's (its read-in takes the tokens it makes):
+  // a different one asked for is an error, not a silent choice.
+  std::string built = TokenLayout::of(mi).name();
+  if (!encoding.empty() && encoding != built) {
+    error = "--encoding " + encoding + ": the library was built for the " + built +
+            " encoding (model info \"encoding\"; its prompts are " +
+            (built == "concat" ? "(x_i, y_i) tokens with the query (x, 0) last"
+                               : "P2's interleaved x_i, y_i tokens") +
+            "); write the model with `encoding(" + encoding + ")` and rebuild it";
+    return false;
+  }
+  encoding = built;
   int64_t d = mi.value("prompt_dim", (int64_t)0);
   int64_t b = mi.value("iterations", (int64_t)1), T = mi.value("window", (int64_t)1);
   if (loops == 0)
@@ -286,7 +305,9 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
             " exceeds the loop count b = " + std::to_string(loops);
     return false;
   }
-  int64_t maxPoints = mi.contains("positions") ? mi["positions"].get<int64_t>() / 2 : 1 << 20;
+  int64_t maxPoints = mi.contains("positions")
+                          ? mi["positions"].get<int64_t>() / (encoding == "concat" ? 1 : 2)
+                          : 1 << 20;
   int64_t interval = curriculumInterval > 0 ? curriculumInterval : 5000;
   // The fields a config left out (-1), each from the ones it gave: a
   // curriculum that sets only where to start runs to the model's end.
@@ -316,7 +337,7 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
   }
   if (points.end > maxPoints || points.start < 1 || points.start > points.end) {
     error = "the points curriculum must satisfy 1 <= start <= end <= " + std::to_string(maxPoints) +
-            " (the model's positions / 2)";
+            " (the model's positions" + (encoding == "concat" ? "" : std::string(" / 2")) + ")";
     return false;
   }
   if (evalLoops == 0)
@@ -584,7 +605,9 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
   std::signal(SIGTERM, onSignal);
 
   const GradientMode &gm = run.gradient();
-  int64_t kept = activationBytesPerPrompt(mi, gm, cfg.window, cfg.loops, 2 * cfg.points.end);
+  const bool concat = run.layout().concat;
+  int64_t kept =
+      activationBytesPerPrompt(mi, gm, cfg.window, cfg.loops, run.layout().tokens(cfg.points.end));
   double reduceBytes = double(run.numParams()) * (onDevice && dev.f32 ? 4 : 8);
   if (root) {
     std::string scheduleText;
@@ -647,7 +670,7 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
     // library), the activations the gradient keeps (for the prompts whose
     // micro-batches run at once), and the parameter-sized vectors (theta,
     // gradient, Adam's moments).
-    double n = 2.0 * cfg.points.end, b = (double)local;
+    double n = double(run.layout().tokens(cfg.points.end)), b = (double)local;
     double live = (double)run.livePrompts(local, cfg.points.end);
     double needed =
         b * n * d * 8 * 3 + live * std::max<double>(kept, 0) + 8.0 * 6 * run.numParams();
@@ -676,6 +699,11 @@ int unroll::train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool 
                 : cfg.curriculum
                     ? std::min(cfg.loops, cfg.window + cfg.loopInc * (s / cfg.loopInterval))
                     : cfg.loops;
+    // Concat predicts one point per prompt, the last: each step draws how
+    // many points precede it (0 .. pts - 1), so that training covers every
+    // k as the interleaved loss does within one prompt.
+    if (concat)
+      pts = 1 + int64_t(stepRng.below(pts));
     Prompts p = cfg.spec->sampleAt(cfg.seed, s, first, local, pts, d, dims, cfg.noise);
     st.adam.lr = cfg.lrAt(s);
     double loss = 0;
@@ -1491,7 +1519,8 @@ int unroll::predict(const ModelRunner &run, const std::vector<double> &theta,
         {p.batch, p.points},
         std::vector<double>(preds.begin() + (loops - 1) * p.batch * p.points, preds.end())};
   }
-  if (!writeSafetensors(output, out, "F32", err))
+  // In the library's precision: an f64 model's predictions keep their digits.
+  if (!writeSafetensors(output, out, run.f32() ? "F32" : "F64", err))
     return die(err);
   printf("wrote predictions for %lld prompts of %lld points (%s) to %s\n", (long long)p.batch,
          (long long)p.points, how.c_str(), output.c_str());

@@ -31,6 +31,7 @@ struct Terms {
   LsqOp lsq;
   L1Op l1;
   LseOp lse;
+  KernelPairwiseOp kernel;
 };
 
 Terms collectTerms(MinimizeOp min) {
@@ -51,6 +52,8 @@ Terms collectTerms(MinimizeOp min) {
       t.l1 = l;
     else if (auto l = dyn_cast<LseOp>(def))
       t.lse = l;
+    else if (auto k = dyn_cast<KernelPairwiseOp>(def))
+      t.kernel = k;
   }
   return t;
 }
@@ -72,6 +75,8 @@ struct DeriveStepsPass : public unroll::impl::UnrollDeriveStepsBase<DeriveStepsP
   using UnrollDeriveStepsBase::UnrollDeriveStepsBase;
 
   LogicalResult derive(EnergyOp energy);
+  LogicalResult deriveKernelSteps(EnergyOp energy, KernelPairwiseOp term, Block *steps,
+                                  OpBuilder &b, function_ref<Value(Value)> operand);
   void runOnOperation() override {
     for (auto energy : getOperation().getOps<EnergyOp>())
       if (energy.getSteps().empty() && failed(derive(energy)))
@@ -109,6 +114,9 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
     }
     return b.clone(*def, map)->getResult(0);
   };
+
+  if (terms.kernel)
+    return deriveKernelSteps(energy, terms.kernel, steps, b, operand);
 
   double coeff = terms.sqnorm ? terms.sqnorm.getCoeff().convertToDouble() : 0.0;
 
@@ -209,6 +217,136 @@ LogicalResult DeriveStepsPass::derive(EnergyOp energy) {
   }
   b.create<YieldOp>(loc, ValueRange{cur});
   ++numEnergies;
+  return success();
+}
+
+/// Kernel energies: the step of the schedule, written from the pieces
+/// (kernel_matrix, kernel_apply, inner, axpy, normalize, ratio, pick):
+///   gd           Y − α G
+///   line_search  Y − t Ĝ, t = ⟨G, Ĝ⟩ / ⟨Ĝ, A Ĝ⟩ (exact on the quadratic)
+///   cg           P = G − β D̂ with D = Y − Y_prev, β = ⟨G, A D̂⟩ / ⟨D̂, A D̂⟩
+///                (P is A-conjugate to the last step), then the exact step
+///                along P̂
+///   nesterov     Z = Y + μ (Y − Y_prev), Z − α G(Z)
+/// with G = Σ_h K_h V_h W_v,hᵀ and A its Hessian (kernel_apply), hats unit
+/// directions, and no step along a direction whose curvature is below eps
+/// times the trace of A.
+LogicalResult DeriveStepsPass::deriveKernelSteps(EnergyOp energy, KernelPairwiseOp term,
+                                                 Block *steps, OpBuilder &b,
+                                                 function_ref<Value(Value)> operand) {
+  MinimizeOp min = energy.getMinimize();
+  Schedule sched = min.getSchedule();
+  Location loc = term.getLoc();
+  Type tokTy = energy.getTokenType();
+  Type elemTy = energy.getTokenType().getElementType();
+  Value y = steps->getArgument(0);
+  bool perIteration = min.getPerIteration();
+  bool withPrev = sched == Schedule::cg || sched == Schedule::nesterov;
+  Value k, prev;
+  if (perIteration || withPrev)
+    k = steps->addArgument(b.getIndexType(), loc);
+  if (withPrev)
+    prev = steps->addArgument(tokTy, loc);
+
+  Value src = operand(term.getSource()), wq = operand(term.getQuery());
+  Value wk = term.getKey() ? operand(term.getKey()) : Value();
+  Value wv = operand(term.getValue());
+  if (!src || !wq || !wv || (term.getKey() && !wk))
+    return failure();
+  int64_t heads = term.getHeads();
+  bool ctx = term.getMask() == MaskKind::context;
+  auto kTy = RankedTensorType::get({heads, ShapedType::kDynamic, ShapedType::kDynamic}, elemTy);
+  auto km =
+      b.create<KernelMatrixOp>(loc, kTy, src, wq, wk, term.getKernelAttr(), term.getHeadsAttr(),
+                               term.getMaskAttr(), term.getGraphAttr(), term.getFeaturesAttr());
+  if (term.getKernel() != KernelKind::linear) {
+    // The kernel is rho'(z): the derivative of the term's rho.
+    Region rho;
+    Region *src = &term.getRhoBody();
+    if (term.getKernel() != KernelKind::custom) {
+      buildBuiltinRho(rho, static_cast<int>(term.getKernel()) - 1, elemTy, loc);
+      src = &rho;
+    }
+    differentiateScalarRegion(*src, km.getWeightBody(), loc);
+    if (failed(checkDerivative(term, *src, km.getWeightBody())))
+      return failure();
+  }
+  Value K = km.getResult();
+  auto scalarTy = RankedTensorType::get({}, elemTy);
+  auto apply = [&](Value z) { return b.create<KernelApplyOp>(loc, tokTy, K, z, wv).getResult(); };
+  auto inner = [&](Value a, Value c) {
+    return b.create<InnerOp>(loc, scalarTy, a, c, ctx ? b.getUnitAttr() : UnitAttr()).getResult();
+  };
+  auto unit = [&](Value z) {
+    return b
+        .create<NormalizeOp>(loc, tokTy, z, ctx ? b.getUnitAttr() : UnitAttr(),
+                             b.getF64FloatAttr(elemTy.isF32() ? 1e-30 : 1e-200))
+        .getResult();
+  };
+  auto axpy = [&](Value xv, Value a, Value yv, double c) {
+    return b.create<AxpyOp>(loc, tokTy, xv, a, yv, b.getF64FloatAttr(c)).getResult();
+  };
+  double eps = min.getEps() ? min.getEps()->convertToDouble() : 1e-5;
+  Value trace, gg, yy;
+  // A step length along a unit direction: none where its curvature is flat,
+  // nor once ‖G‖ is within eps of its bound tr(A) ‖Y‖ (converged).
+  auto ratio = [&](Value num, Value den, Value g) {
+    if (!trace) {
+      trace = b.create<KernelTraceOp>(loc, scalarTy, K, wv, ctx ? b.getUnitAttr() : UnitAttr());
+      gg = inner(g, g);
+      yy = inner(y, y);
+    }
+    return b.create<RatioOp>(loc, scalarTy, num, den, trace, gg, yy, b.getF64FloatAttr(eps))
+        .getResult();
+  };
+  // A learned scalar: the parameter `name` ([1], or one per iteration read
+  // at k), starting at `init`.
+  auto learned = [&](StringRef name, double init) -> Value {
+    int64_t n = perIteration ? min.getIterations() : 1;
+    Value p = b.create<ParamOp>(min.getLoc(), RankedTensorType::get({n}, elemTy),
+                                b.getStringAttr(name), b.getF64FloatAttr(0.1),
+                                InitKindAttr::get(b.getContext(), InitKind::constant),
+                                b.getF64FloatAttr(init), /*fixed=*/nullptr);
+    if (!perIteration)
+      return p;
+    return b.create<PickOp>(min.getLoc(), RankedTensorType::get({1}, elemTy), p, k);
+  };
+
+  Value next;
+  switch (sched) {
+  case Schedule::gd: {
+    double alpha = min.getAlpha()->convertToDouble();
+    Value g = apply(y);
+    next = min.getLearnable() ? axpy(g, learned("alpha", alpha), y, -1.0) : axpy(g, {}, y, -alpha);
+    break;
+  }
+  case Schedule::line_search: {
+    Value g = apply(y), gh = unit(g);
+    next = axpy(gh, ratio(inner(g, gh), inner(gh, apply(gh)), g), y, -1.0);
+    break;
+  }
+  case Schedule::cg: {
+    Value g = apply(y);
+    Value dh = unit(axpy(prev, {}, y, -1.0)); // the last step's direction
+    Value adh = apply(dh);
+    Value beta = ratio(inner(g, adh), inner(dh, adh), g);
+    Value ph = unit(axpy(dh, beta, g, -1.0)); // G − β D̂, minus the new direction
+    next = axpy(ph, ratio(inner(g, ph), inner(ph, apply(ph)), g), y, -1.0);
+    break;
+  }
+  case Schedule::nesterov: {
+    double mu = min.getMomentum()->convertToDouble(), alpha = min.getAlpha()->convertToDouble();
+    Value d = axpy(prev, {}, y, -1.0);
+    Value z = min.getLearnable() ? axpy(d, learned("momentum", mu), y, 1.0) : axpy(d, {}, y, mu);
+    Value g = apply(z);
+    next = min.getLearnable() ? axpy(g, learned("alpha", alpha), z, -1.0) : axpy(g, {}, z, -alpha);
+    break;
+  }
+  default:
+    return min.emitOpError("internal error: not a kernel schedule");
+  }
+  b.create<YieldOp>(min.getLoc(), ValueRange{next});
+  ++numSteps, ++numEnergies;
   return success();
 }
 

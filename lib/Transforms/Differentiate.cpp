@@ -109,8 +109,8 @@ LogicalResult DifferentiatePass::differentiate(ModelOp model) {
     (op.isBeforeInBlock(loop) ? embedOps : headOps).push_back(&op);
   }
 
-  // Loop body: (u, [P,] dY) -> du, with accumulate_grad for P. Parameters
-  // are visible (the loop is nested).
+  // Loop body: (u, [P, [k, [u_prev,]]] dY) -> du [, du_prev], with
+  // accumulate_grad for P. Parameters are visible (the loop is nested).
   {
     Block *rev = new Block();
     loop.getReverse().push_back(rev);
@@ -118,10 +118,14 @@ LogicalResult DifferentiatePass::differentiate(ModelOp model) {
     IRMapping map;
     SmallVector<Value> inputs;
     for (BlockArgument a : fwd.getArguments()) {
-      inputs.push_back(rev->addArgument(tokens, loop.getLoc()));
+      inputs.push_back(rev->addArgument(a.getType(), loop.getLoc()));
       map.map(a, inputs.back());
     }
-    Value u = inputs[0];
+    SmallVector<Value> wrt{inputs[0]}, sinks;
+    if (inputs.size() >= 2)
+      sinks.push_back(inputs[1]);
+    if (loop.takesPrevious())
+      wrt.push_back(inputs[3]);
     Value dy = rev->addArgument(tokens, loop.getLoc());
     OpBuilder b = OpBuilder::atBlockEnd(rev);
     SmallVector<Operation *> ops;
@@ -130,14 +134,16 @@ LogicalResult DifferentiatePass::differentiate(ModelOp model) {
     ops = cloneOps(b, ops, map, /*redeclareParams=*/false);
     Value out = map.lookup(cast<YieldOp>(fwd.back()).getValues()[0]);
     ReverseMode rm(b);
-    FailureOr<SmallVector<Value>> du =
-        rm.run(ops, out, dy, {u}, /*sinks=*/ValueRange(inputs).drop_front());
+    FailureOr<SmallVector<Value>> du = rm.run(ops, out, dy, wrt, sinks);
     if (failed(du))
       return failure();
     numVJPs += rm.numRules();
     if (!(*du)[0])
       return loop.emitOpError("the loop body does not depend on its input");
-    b.create<YieldOp>(loop.getLoc(), ValueRange{(*du)[0]});
+    if (loop.takesPrevious() && !(*du)[1])
+      return loop.emitOpError("the loop body takes the previous iteration's input but does not "
+                              "use it");
+    b.create<YieldOp>(loop.getLoc(), ValueRange(*du));
   }
 
   // Head: (Y, dpred) -> dY.

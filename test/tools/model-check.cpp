@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "EnergyReference.h"
+#include "KernelReference.h"
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Process.h"
@@ -46,6 +47,8 @@ struct Args {
   int64_t microTokens = -1; // --micro-batch-tokens: the runner's micro-batches (CPU)
   uint64_t seed = 0;
   double perturb = 0.1, tol = -1;
+  double fdStep = 1e-5; // --fd-step: central differences' relative step
+  int fdOrder = 2;      // --fd-order 2|4: their order
 };
 
 /// Parameters by name over theta.
@@ -131,8 +134,11 @@ struct Reference {
   Params P;
   int64_t d, D, H, L;
   std::string inj;
-  std::unique_ptr<unroll::testing::Ref> energy; // the loop descends an energy
+  std::unique_ptr<unroll::testing::Ref> energy;        // the loop descends an energy
+  std::unique_ptr<unroll::testing::KernelRef> kernels; // ... a kernel energy
   int64_t stepsPerIteration = 0;
+  TokenLayout layout;
+  int64_t width = 0; // the tokens' features: d, or d + 1 under concat
 
   Reference(const nlohmann::json &info, const Vec &theta, int64_t heads)
       : info(info), theta(theta), H(heads) {
@@ -143,14 +149,24 @@ struct Reference {
     D = info["width"];
     L = info["layers"];
     inj = info["injection"];
+    layout = TokenLayout::of(info);
+    width = layout.width(d);
     if (info.contains("energy")) {
-      energy = std::make_unique<unroll::testing::Ref>(info["energy"], info["params"]);
-      stepsPerIteration = info["energy"]["steps_per_iteration"];
+      const auto &e = info["energy"];
+      if (unroll::testing::KernelRef::isKernelSchedule(e["schedule"])) {
+        kernels = std::make_unique<unroll::testing::KernelRef>(e, info["params"]);
+      } else {
+        energy = std::make_unique<unroll::testing::Ref>(e, info["params"]);
+        stepsPerIteration = e["steps_per_iteration"];
+      }
     }
   }
 
-  /// The loop body M on the state u, with the loop's input p.
-  Vec body(const Vec &u, const Vec &p, int64_t n) const {
+  /// The loop body M on the state u, with the loop's input p, as iteration
+  /// t (uPrev: the previous iteration's input).
+  Vec body(const Vec &u, const Vec &p, int64_t n, int64_t t, const Vec &uPrev) const {
+    if (kernels) // one step per iteration, X = P
+      return kernels->step(u, p, uPrev, t, n, D, theta);
     if (energy) {
       // Descent on E(·; X) with X = P when the body takes the input, else
       // X = u (unused by an energy without a center term).
@@ -192,14 +208,16 @@ struct Reference {
                      P.get("_backbone.transformer.ln_f.bias"));
   }
 
+  /// P = read_in(Z), or Z itself for a model without a read-in.
   Vec embed(const Vec &z, int64_t n) const {
-    return linear(z, n, d, P.get("_read_in.weight"), P.get("_read_in.bias"), D);
+    if (!P.has("_read_in.weight"))
+      return z;
+    return linear(z, n, width, P.get("_read_in.weight"), P.get("_read_in.bias"), D);
   }
   Vec init(const Vec &p, int64_t n) const {
     return inj == "add" ? Vec(n * D, 0.0) : inj == "mul" ? Vec(n * D, 1.0) : p;
   }
-  /// Y_t = M(inject(Y_{t-1}, P)).
-  Vec step(const Vec &y, const Vec &p, int64_t n) const {
+  Vec inject(const Vec &y, const Vec &p, int64_t n) const {
     Vec u(y);
     if (inj == "add")
       for (int64_t i = 0; i < n * D; ++i)
@@ -207,24 +225,54 @@ struct Reference {
     if (inj == "mul")
       for (int64_t i = 0; i < n * D; ++i)
         u[i] *= p[i];
-    return body(u, p, n);
+    return u;
   }
-  /// Predictions at the x positions.
-  Vec readout(const Vec &y, int64_t k) const {
-    Vec r = linear(y, 2 * k, D, P.get("_read_out.weight"), P.get("_read_out.bias"), 1);
-    Vec at(k);
-    for (int64_t i = 0; i < k; ++i)
-      at[i] = r[2 * i];
-    return at;
+  /// Y_t = M(inject(Y_{t-1}, P)) as iteration t (yPrev = Y_{t-2}, Y_{-1} = Y_0).
+  Vec step(const Vec &y, const Vec &p, int64_t n, int64_t t = 0, const Vec &yPrev = {}) const {
+    return body(inject(y, p, n), p, n, t, inject(yPrev.empty() ? y : yPrev, p, n));
   }
-  /// Predictions at the x positions after each of `loops` iterations: [loops][k].
-  std::vector<Vec> forward(const Vec &z, int64_t k, int64_t loops) const {
-    int64_t n = 2 * k;
-    Vec p = embed(z, n), y = init(p, n);
+  /// The read-out at every token.
+  Vec readoutAll(const Vec &y, int64_t n) const {
+    return linear(y, n, D, P.get("_read_out.weight"), P.get("_read_out.bias"), 1);
+  }
+  /// The tokens of prompt b of `pr` (its first `points` points).
+  Vec tokens(const Prompts &pr, int64_t b, int64_t points) const {
+    Prompts one{1, points, pr.dim, {}, {}};
+    one.xs.assign(pr.xs.begin() + b * pr.points * pr.dim,
+                  pr.xs.begin() + (b * pr.points + points) * pr.dim);
+    one.ys.assign(pr.ys.begin() + b * pr.points, pr.ys.begin() + b * pr.points + points);
+    return layout.build(one);
+  }
+  /// The predictions (at every token) of one token sequence after each of
+  /// `loops` iterations.
+  std::vector<Vec> run(const Vec &z, int64_t n, int64_t loops) const {
+    Vec p = embed(z, n), y = init(p, n), prev = y;
     std::vector<Vec> out;
     for (int64_t t = 0; t < loops; ++t) {
-      y = step(y, p, n);
-      out.push_back(readout(y, k));
+      Vec next = step(y, p, n, t, prev);
+      prev = y;
+      y = next;
+      out.push_back(readoutAll(y, n));
+    }
+    return out;
+  }
+  /// The prediction of every point of prompt b from the points before it,
+  /// after each of `loops` iterations: [loops][k] (interleaved: read at the
+  /// x tokens; concat: the query of the prompt cut after each point).
+  std::vector<Vec> forward(const Prompts &pr, int64_t b, int64_t loops) const {
+    int64_t k = pr.points;
+    std::vector<Vec> out(loops, Vec(k));
+    if (!layout.concat) {
+      auto r = run(tokens(pr, b, k), 2 * k, loops);
+      for (int64_t t = 0; t < loops; ++t)
+        for (int64_t i = 0; i < k; ++i)
+          out[t][i] = r[t][2 * i];
+      return out;
+    }
+    for (int64_t i = 0; i < k; ++i) {
+      auto r = run(tokens(pr, b, i + 1), i + 1, loops);
+      for (int64_t t = 0; t < loops; ++t)
+        out[t][i] = r[t][i];
     }
     return out;
   }
@@ -236,27 +284,32 @@ struct Reference {
 double truncatedLoss(const nlohmann::json &info, int64_t heads, const Vec &frozen, const Vec &theta,
                      const Prompts &pr, int64_t loops, int64_t window) {
   Reference rf(info, frozen, heads), rw(info, theta, heads);
-  auto tokens = promptTokens(pr);
-  int64_t k = pr.points, n = 2 * k, tw = std::min(loops, window);
+  int64_t k = pr.points, n = rf.layout.tokens(k), tw = std::min(loops, window);
+  bool concat = rf.layout.concat;
   double loss = 0;
   for (int64_t b = 0; b < pr.batch; ++b) {
-    Vec z(tokens.begin() + b * n * pr.dim, tokens.begin() + (b + 1) * n * pr.dim);
-    Vec pf = rf.embed(z, n), y = rf.init(pf, n);
-    for (int64_t t = 0; t < loops - tw; ++t)
-      y = rf.step(y, pf, n);
+    Vec z = rf.tokens(pr, b, k);
+    Vec pf = rf.embed(z, n), y = rf.init(pf, n), prev = y;
+    for (int64_t t = 0; t < loops - tw; ++t) {
+      Vec next = rf.step(y, pf, n, t, prev);
+      prev = y;
+      y = next;
+    }
     Vec pw = rw.embed(z, n);
     if (loops == tw)
-      y = rw.init(pw, n); // Y_0 itself depends on theta (injection none)
+      y = prev = rw.init(pw, n); // Y_0 itself depends on theta (injection none)
     for (int64_t w = 0; w < tw; ++w) {
-      y = rw.step(y, pw, n);
-      Vec at = rw.readout(y, k);
-      for (int64_t i = 0; i < k; ++i) {
-        double e = at[i] - pr.ys[b * k + i];
+      Vec next = rw.step(y, pw, n, loops - tw + w, prev);
+      prev = y;
+      y = next;
+      Vec r = rw.readoutAll(y, n);
+      for (int64_t i = concat ? k - 1 : 0; i < k; ++i) {
+        double e = r[concat ? n - 1 : 2 * i] - pr.ys[b * k + i];
         loss += e * e;
       }
     }
   }
-  return loss / (pr.batch * k * tw);
+  return loss / (pr.batch * (concat ? 1 : k) * tw);
 }
 
 int fail(const std::string &m) {
@@ -410,6 +463,10 @@ int main(int argc, char **argv) {
       a.microTokens = std::stoll(next());
     else if (s == "--perturb")
       a.perturb = std::stod(next());
+    else if (s == "--fd-step")
+      a.fdStep = std::stod(next());
+    else if (s == "--fd-order")
+      a.fdOrder = std::stoi(next()) == 4 ? 4 : 2;
     else if (s == "--tol")
       a.tol = std::stod(next());
     else if (s == "--file")
@@ -422,6 +479,7 @@ int main(int argc, char **argv) {
   if (a.mode.empty())
     return fail("usage: unroll-model-check (--forward|--gradcheck) M.so [--batch B] [--points k] "
                 "[--loops b] [--window T] [--samples S] [--seed S] [--perturb s] [--tol t] "
+                "[--fd-step h] [--fd-order 2|4] "
                 "[--micro-batch-tokens N]\n"
                 "       unroll-model-check --against A.so B.so [same options]\n"
                 "       unroll-model-check --compare-checkpoints DIR_A DIR_B [--tol t] "
@@ -451,8 +509,6 @@ int main(int argc, char **argv) {
   std::mt19937_64 rng(a.seed + 1);
   Prompts p = drawPrompts(a.batch, a.points, (*mi)["prompt_dim"], rng);
   Reference ref(*mi, theta, H);
-  auto tokens = promptTokens(p);
-  int64_t n = 2 * p.points;
 
   if (a.mode == "against")
     return against(a, m, run, *mi, theta, p, loops, window);
@@ -464,16 +520,18 @@ int main(int argc, char **argv) {
       return fail(err);
     double worst = 0, scale = 0;
     Vec refLoss(loops, 0.0);
+    bool concat = ref.layout.concat;
     for (int64_t b = 0; b < p.batch; ++b) {
-      Vec zb(tokens.begin() + b * n * p.dim, tokens.begin() + (b + 1) * n * p.dim);
-      auto r = ref.forward(zb, p.points, loops);
+      auto r = ref.forward(p, b, loops);
       for (int64_t t = 0; t < loops; ++t)
         for (int64_t i = 0; i < p.points; ++i) {
           double got = preds[(t * p.batch + b) * p.points + i], want = r[t][i];
           scale = std::max(scale, std::abs(want));
           worst = std::max(worst, std::abs(got - want));
           double e = want - p.ys[b * p.points + i];
-          refLoss[t] += e * e / (p.batch * p.points);
+          // The loss: every point (interleaved), the query alone (concat).
+          if (!concat || i == p.points - 1)
+            refLoss[t] += e * e / (p.batch * (concat ? 1 : p.points));
         }
     }
     worst /= std::max(scale, 1e-12);
@@ -533,11 +591,20 @@ int main(int argc, char **argv) {
         idx.push_back(pick() % numel);
     double worst = 0, scale = 0;
     for (int64_t i : idx) {
-      Vec tp = theta, tm = theta;
-      double h = 1e-5 * std::max(1.0, std::abs(theta[off + i]));
-      tp[off + i] += h;
-      tm[off + i] -= h;
-      double fd = (loss(tp) - loss(tm)) / (2 * h);
+      double h = a.fdStep * std::max(1.0, std::abs(theta[off + i]));
+      auto at = [&](double s) {
+        Vec t = theta;
+        t[off + i] += s * h;
+        return loss(t);
+      };
+      // Central differences of fourth order (the five-point stencil): the
+      // exact line searches of the kernel energies curve the loss too much
+      // for the second-order ones at a step that rounding allows.
+      double fd = a.fdOrder == 4 ? (8 * (at(1) - at(-1)) - (at(2) - at(-2))) / (12 * h)
+                                 : (at(1) - at(-1)) / (2 * h);
+      if (getenv("UNROLL_CHECK_VERBOSE"))
+        fprintf(stderr, "%s[%lld]: fd %.12g grad %.12g\n", par["name"].get<std::string>().c_str(),
+                (long long)i, fd, grad[off + i]);
       scale = std::max({scale, std::abs(fd), std::abs(grad[off + i])});
       worst = std::max(worst, std::abs(fd - grad[off + i]));
     }

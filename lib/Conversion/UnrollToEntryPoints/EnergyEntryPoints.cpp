@@ -367,6 +367,7 @@ llvm::json::Object EnergyLowering::info() {
       pw = p;
   std::string name = energy.getSymName().str();
   auto in = cast<RankedTensorType>(energy.getInput().getType());
+  auto km = kernelAndMask(energy);
   llvm::json::Object o{
       {"name", name},
       {"descend", name + "_descend"},
@@ -390,10 +391,8 @@ llvm::json::Object EnergyLowering::info() {
       {"schedule", stringifySchedule(min.getSchedule()).str()},
       {"attention", stringifyAttentionVariant(min.getAttention()).str()},
       {"iterations", min.getIterations()},
-      {"rho",
-       pw ? llvm::json::Value(stringifyRhoKind(pw.getRho()).str()) : llvm::json::Value(nullptr)},
-      {"mask",
-       pw ? llvm::json::Value(stringifyMaskKind(pw.getMask()).str()) : llvm::json::Value(nullptr)},
+      {"rho", km.first.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(km.first)},
+      {"mask", km.second.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(km.second)},
       {"terms", energyTermsJson(energy)},
       {"num_params", table.numParams},
       {"params", std::move(ps)}};
@@ -401,6 +400,12 @@ llvm::json::Object EnergyLowering::info() {
     o["alpha"] = min.getAlpha()->convertToDouble();
   if (min.getLearnable())
     o["learnable_alpha"] = true;
+  if (min.getMomentum())
+    o["momentum"] = min.getMomentum()->convertToDouble();
+  if (min.getEps())
+    o["eps"] = min.getEps()->convertToDouble();
+  if (min.getPerIteration())
+    o["per_iteration"] = true;
   for (Value t : min.getTerms())
     if (auto l = t.getDefiningOp<LsqOp>())
       o["power_iterations"] = l.getPowerIterations();

@@ -76,6 +76,9 @@ Value accumulateInto(OpBuilder &b, Location loc, Value grad, const ParamInfo &p,
 /// evaluator needs (a center is "zero", "X" for the energy's input, or a
 /// parameter's name).
 llvm::json::Array energyTermsJson(EnergyOp energy);
+/// The pairwise term's rho (or a kernel term's kernel) and mask, as the
+/// model info names them ("" when the energy has neither).
+std::pair<std::string, std::string> kernelAndMask(EnergyOp energy);
 
 //===----------------------------------------------------------------------===//
 // The window's tape (Tape.cpp)

@@ -63,11 +63,12 @@ Value indexToFloat(OpBuilder &b, Location loc, Value i, Type t) {
 } // namespace
 
 FailureOr<Value> ModelLowering::step(OpBuilder &b, Location loc, Value y, Value p, Ctx &ctx,
-                                     IRMapping *acts) {
+                                     IRMapping *acts, Value k, Value yPrev) {
   TokenEmitter nn(b, loc, elem());
   LoopOp loop = model.getLoop();
   FailureOr<SmallVector<Value>> out =
-      run(b, loop.getBody(), bodyArgs(inject(nn, y, p), p), ctx, acts);
+      run(b, loop.getBody(),
+          bodyArgs(inject(nn, y, p), p, k, yPrev ? inject(nn, yPrev, p) : Value()), ctx, acts);
   if (failed(out))
     return failure();
   return nn.castTo((*out)[0], loop.getInput().getType());
@@ -81,7 +82,7 @@ LogicalResult ModelLowering::emitSolve(OpBuilder &b) {
   func::FuncOp f = makeEntry(
       b, loc, (model.getSymName() + "_solve").str(),
       {dynMemref(3, t), dynMemref(1, t), b.getI64Type(), t, dynMemref(2, t), dynMemref(1, t)});
-  Loss nn(b, loc, t);
+  Loss nn(b, loc, t, concat());
   Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}, {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), model.getPrompt().getType());
   FailureOr<Value> pOr = embed(b, z, ctx);
@@ -95,9 +96,12 @@ LogicalResult ModelLowering::emitSolve(OpBuilder &b) {
   Value none = nn.full(nn.tensorTy({kDyn}), {bsz}, 0.0);
   Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
         c1 = b.create<arith::ConstantIndexOp>(loc, 1);
-  // (t, Y, halted[B] (0 or 1), loops[B], prompts still running)
+  // (t, Y, halted[B] (0 or 1), loops[B], prompts still running[, Y_{t-1}])
   SmallVector<Value> init{c0, nn.castTo(initState(nn, p), stateTy), none, none,
                           indexToFloat(b, loc, bsz, t)};
+  const bool withPrev = carriesPrevious();
+  if (withPrev)
+    init.push_back(init[1]);
   LogicalResult ok = success();
   auto loop = b.create<scf::WhileOp>(
       loc, ValueRange(init).getTypes(), init,
@@ -110,7 +114,7 @@ LogicalResult ModelLowering::emitSolve(OpBuilder &b) {
       [&](OpBuilder &lb, Location l, ValueRange a) {
         Loss ln(lb, l, t);
         Value y = a[1], halted = a[2];
-        FailureOr<Value> next = step(lb, l, y, p, ctx);
+        FailureOr<Value> next = step(lb, l, y, p, ctx, nullptr, a[0], withPrev ? a[5] : Value());
         if (failed(next)) {
           ok = failure();
           lb.create<scf::YieldOp>(l, a);
@@ -150,8 +154,11 @@ LogicalResult ModelLowering::emitSolve(OpBuilder &b) {
               return nb.create<arith::AddFOp>(nl, v[1], nb.create<arith::SubFOp>(nl, one, v[0]));
             },
             1);
-        lb.create<scf::YieldOp>(
-            l, ValueRange{lb.create<arith::AddIOp>(l, a[0], c1), kept, nowHalted, loops, running});
+        SmallVector<Value> carried{lb.create<arith::AddIOp>(l, a[0], c1), kept, nowHalted, loops,
+                                   running};
+        if (withPrev)
+          carried.push_back(y);
+        lb.create<scf::YieldOp>(l, carried);
       });
   if (failed(ok))
     return failure();
@@ -175,7 +182,7 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
   func::FuncOp f = makeEntry(b, loc, (model.getSymName() + "_loss_grad_fixed").str(),
                              {dynMemref(3, t), dynMemref(2, t), dynMemref(1, t), i64, i64, t, t,
                               dynMemref(1, t), dynMemref(1, t), dynMemref(1, t)});
-  Loss nn(b, loc, t);
+  Loss nn(b, loc, t, concat());
   Ctx ctx{paramTensors(b, loc, f.getArgument(2), table, t), {}, {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), model.getPrompt().getType());
   Value ys = memrefToTensor(b, loc, f.getArgument(1), nn.tensorTy({kDyn, kDyn}));
@@ -189,23 +196,32 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
   Value p = nn.castTo(*pOr, stateTy);
   LogicalResult ok = success();
 
-  // Y_{b-1}, without gradient.
-  auto free = b.create<scf::ForOp>(loc, c0, b.create<arith::SubIOp>(loc, nb, c1), c1,
-                                   ValueRange{nn.castTo(initState(nn, p), stateTy)},
-                                   [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
-                                     FailureOr<Value> y = step(lb, ll, it[0], p, ctx);
-                                     if (failed(y))
-                                       ok = failure();
-                                     lb.create<scf::YieldOp>(ll, failed(y) ? it[0] : *y);
-                                   });
+  // Y_{b-1} (and Y_{b-2}), without gradient.
+  const bool withPrev = carriesPrevious();
+  Value bm1 = b.create<arith::SubIOp>(loc, nb, c1);
+  SmallVector<Value> freeInit{nn.castTo(initState(nn, p), stateTy)};
+  if (withPrev)
+    freeInit.push_back(freeInit[0]);
+  auto free = b.create<scf::ForOp>(
+      loc, c0, bm1, c1, freeInit, [&](OpBuilder &lb, Location ll, Value k, ValueRange it) {
+        FailureOr<Value> y = step(lb, ll, it[0], p, ctx, nullptr, k, withPrev ? it[1] : Value());
+        if (failed(y))
+          ok = failure();
+        SmallVector<Value> next{failed(y) ? it[0] : *y};
+        if (withPrev)
+          next.push_back(it[0]);
+        lb.create<scf::YieldOp>(ll, next);
+      });
   if (failed(ok))
     return failure();
   Value yPrev = free.getResult(0);
+  Value yPrev2 = withPrev ? free.getResult(1) : Value();
 
   // Y_b = f(Y_{b-1}), keeping the activations the reverse region reads.
   Value u = inject(nn, yPrev, p);
+  Value uPrev = withPrev ? inject(nn, yPrev2, p) : Value();
   IRMapping fwd;
-  FailureOr<SmallVector<Value>> out = run(b, loop.getBody(), bodyArgs(u, p), ctx, &fwd);
+  FailureOr<SmallVector<Value>> out = run(b, loop.getBody(), bodyArgs(u, p, bm1, uPrev), ctx, &fwd);
   if (failed(out))
     return failure();
   Value yStar = nn.castTo((*out)[0], stateTy);
@@ -218,9 +234,7 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
   FailureOr<Value> pred = head(b, yStar, ctx);
   if (failed(pred))
     return failure();
-  Value bsz = nn.dim(z, 0), k = nn.dim(ys, 1);
-  Value invBK = b.create<arith::DivFOp>(
-      loc, nn.cst(1.0), indexToFloat(b, loc, b.create<arith::MulIOp>(loc, bsz, k), t));
+  Value invBK = b.create<arith::DivFOp>(loc, nn.cst(1.0), nn.count(nn.dim(z, 0), nn.dim(ys, 1)));
   b.create<memref::StoreOp>(loc, b.create<arith::MulFOp>(loc, nn.sqErr(*pred, ys), invBK),
                             f.getArgument(7), ValueRange{c0});
   Value dpred = nn.sqErrVJP(*pred, ys, b.create<arith::MulFOp>(loc, nn.cst(2.0), invBK));
@@ -231,17 +245,22 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
   Value v = nn.castTo((*dyh)[0], stateTy);
 
   // g J (with `c` holding no gradient: the parameters' VJPs are dead code)
-  // or, with the gradient, λ g ∂f/∂θ and λ g ∂f/∂P.
+  // or, with the gradient, λ g ∂f/∂θ and λ g ∂f/∂P. A body that takes u_prev
+  // is at its fixed point in both inputs: J = ∂f/∂u + ∂f/∂u_prev. Returns
+  // the cotangents of (u[, u_prev]).
   Injection inj = loop.getInjection();
-  auto reverse = [&](OpBuilder &lb, Location ll, Value g, Ctx &c) -> FailureOr<Value> {
+  auto reverse = [&](OpBuilder &lb, Location ll, Value g, Ctx &c) -> FailureOr<SmallVector<Value>> {
     TokenEmitter ln(lb, ll, t);
     IRMapping a = acts;
-    SmallVector<Value> args = bodyArgs(u, p);
+    SmallVector<Value> args = bodyArgs(u, p, bm1, uPrev);
     args.push_back(g);
     FailureOr<SmallVector<Value>> du = run(lb, loop.getReverse(), args, c, &a, skip);
     if (failed(du))
       return failure();
-    return ln.castTo((*du)[0], stateTy);
+    SmallVector<Value> out;
+    for (Value d : *du)
+      out.push_back(ln.castTo(d, stateTy));
+    return out;
   };
   Value inf = nn.cst(std::numeric_limits<double>::infinity());
   SmallVector<Value> init{c1, v, inf};
@@ -255,13 +274,14 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
       [&](OpBuilder &lb, Location l, ValueRange a) {
         Loss ln(lb, l, t);
         Ctx none{ctx.params, {}, {}};
-        FailureOr<Value> du = reverse(lb, l, a[1], none);
+        FailureOr<SmallVector<Value>> du = reverse(lb, l, a[1], none);
         if (failed(du)) {
           ok = failure();
           lb.create<scf::YieldOp>(l, a);
           return;
         }
-        Value gj = inj == Injection::mul ? ln.castTo(ln.mul(*du, p), stateTy) : *du;
+        Value sum = withPrev ? ln.castTo(ln.add((*du)[0], (*du)[1]), stateTy) : (*du)[0];
+        Value gj = inj == Injection::mul ? ln.castTo(ln.mul(sum, p), stateTy) : sum;
         // g' = v + λ gJ + (1 − λ) g
         Value next = ln.ew({v, gj, a[1]}, v, [&](OpBuilder &nb, Location nl, ValueRange e) {
           Value one = nb.create<arith::ConstantOp>(nl, t, nb.getFloatAttr(t, 1.0));
@@ -283,14 +303,17 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
   Value g = nn.ew({solve.getResult(1)}, v, [&](OpBuilder &nb, Location nl, ValueRange e) -> Value {
     return nb.create<arith::MulFOp>(nl, lambda, e[0]);
   });
-  FailureOr<Value> du = reverse(b, loc, nn.castTo(g, stateTy), grads);
+  FailureOr<SmallVector<Value>> du = reverse(b, loc, nn.castTo(g, stateTy), grads);
   if (failed(du))
     return failure();
   Value dp = grads.dp;
-  if (inj == Injection::add)
-    dp = nn.add(dp, *du);
-  else if (inj == Injection::mul)
-    dp = nn.add(dp, nn.mul(*du, yPrev));
+  SmallVector<Value> states{yPrev, yPrev2}; // the states under u and u_prev
+  for (auto [d, state] : llvm::zip(*du, states)) {
+    if (inj == Injection::add)
+      dp = nn.castTo(nn.add(dp, d), stateTy);
+    else if (inj == Injection::mul)
+      dp = nn.castTo(nn.add(dp, nn.mul(d, state)), stateTy);
+  }
   if (failed(run(b, model.getEmbedReverse(), {z, nn.castTo(dp, stateTy)}, grads)))
     return failure();
   storeTensor(b, loc, grads.grad, f.getArgument(8));

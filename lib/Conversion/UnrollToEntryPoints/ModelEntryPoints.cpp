@@ -50,6 +50,10 @@ LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map,
     ctx.grad = accumulateInto(b, op.getLoc(), ctx.grad, p, map.lookup(acc.getGrad()));
     return success();
   }
+  if (isIndexArithmetic(&op)) { // the iteration index's arithmetic
+    b.clone(op, map);
+    return success();
+  }
   if (isa<LoopOp, OutputOp, ModelOp, EnergyOp>(op) || !isa<UnrollDialect>(op.getDialect()))
     return op.emitOpError("cannot be lowered in a model");
   // Every other op is copied as it is; convert-unroll-to-linalg lowers it.
@@ -158,7 +162,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     OpBuilder::InsertionGuard g(b);
     func::FuncOp f = makeEntry(b, loc, (name + "_forward").str(),
                                {dynMemref(3, t), dynMemref(1, t), i64, dynMemref(3, t)});
-    Loss nn(b, loc, t);
+    Loss nn(b, loc, t, concat());
     Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}};
     Value z = memrefToTensor(b, loc, f.getArgument(0), promptTy);
     FailureOr<Value> p = embed(b, z, ctx);
@@ -171,12 +175,17 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     Value preds0 =
         b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{nb, bsz, n});
     LogicalResult ok = success();
+    // (Y_t, predictions[, Y_{t-1}]), Y_{-1} = Y_0.
+    SmallVector<Value> init{initState(nn, *p), preds0};
+    if (carriesPrevious())
+      init.push_back(init[0]);
     auto forLoop = b.create<scf::ForOp>(
-        loc, c0, nb, c1, ValueRange{initState(nn, *p), preds0},
-        [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
-          Loss ln(lb, ll, t);
+        loc, c0, nb, c1, init, [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
+          Loss ln(lb, ll, t, concat());
           Value u = inject(ln, it[0], *p);
-          FailureOr<SmallVector<Value>> y = run(lb, loop.getBody(), bodyArgs(u, *p), ctx);
+          Value uPrev = carriesPrevious() ? inject(ln, it[2], *p) : Value();
+          FailureOr<SmallVector<Value>> y =
+              run(lb, loop.getBody(), bodyArgs(u, *p, tIdx, uPrev), ctx);
           FailureOr<Value> pred = failed(y) ? FailureOr<Value>(failure()) : head(lb, (*y)[0], ctx);
           if (failed(y) || failed(pred)) {
             ok = failure();
@@ -189,7 +198,10 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
           SmallVector<OpFoldResult> sz{lb.getIndexAttr(1), bsz, n};
           SmallVector<OpFoldResult> st(3, lb.getIndexAttr(1));
           Value preds = lb.create<tensor::InsertSliceOp>(ll, p2, it[1], off, sz, st);
-          lb.create<scf::YieldOp>(ll, ValueRange{ln.castTo((*y)[0], stateTy), preds});
+          SmallVector<Value> next{ln.castTo((*y)[0], stateTy), preds};
+          if (carriesPrevious())
+            next.push_back(it[0]);
+          lb.create<scf::YieldOp>(ll, next);
         });
     if (failed(ok))
       return failure();
@@ -202,7 +214,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   func::FuncOp f = makeEntry(b, loc, (name + "_loss_grad").str(),
                              {dynMemref(3, t), dynMemref(2, t), dynMemref(1, t), i64, i64,
                               dynMemref(1, t), dynMemref(1, t)});
-  Loss nn(b, loc, t);
+  Loss nn(b, loc, t, concat());
   Ctx ctx{paramTensors(b, loc, f.getArgument(2), table, t), {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), promptTy);
   Value ys = memrefToTensor(b, loc, f.getArgument(1), nn.tensorTy({kDyn, kDyn}));
@@ -222,18 +234,28 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     lb.create<scf::YieldOp>(ll, it);
   };
 
-  // Iterations without gradient.
-  auto freeLoop =
-      b.create<scf::ForOp>(loc, c0, nfree, c1, ValueRange{initState(nn, p)},
-                           [&](OpBuilder &lb, Location ll, Value, ValueRange it) {
-                             Loss ln(lb, ll, t);
-                             FailureOr<SmallVector<Value>> y =
-                                 run(lb, loop.getBody(), bodyArgs(inject(ln, it[0], p), p), ctx);
-                             if (failed(y))
-                               return fail(lb, ll, it);
-                             lb.create<scf::YieldOp>(ll, ValueRange{ln.castTo((*y)[0], stateTy)});
-                           });
+  // Iterations without gradient: (Y_t[, Y_{t-1}]).
+  const bool withPrev = carriesPrevious();
+  SmallVector<Value> freeInit{initState(nn, p)};
+  if (withPrev)
+    freeInit.push_back(freeInit[0]);
+  auto freeLoop = b.create<scf::ForOp>(
+      loc, c0, nfree, c1, freeInit, [&](OpBuilder &lb, Location ll, Value k, ValueRange it) {
+        Loss ln(lb, ll, t, concat());
+        Value uPrev = withPrev ? inject(ln, it[1], p) : Value();
+        FailureOr<SmallVector<Value>> y =
+            run(lb, loop.getBody(), bodyArgs(inject(ln, it[0], p), p, k, uPrev), ctx);
+        if (failed(y))
+          return fail(lb, ll, it);
+        SmallVector<Value> next{ln.castTo((*y)[0], stateTy)};
+        if (withPrev)
+          next.push_back(it[0]);
+        lb.create<scf::YieldOp>(ll, next);
+      });
   Value yFree = freeLoop.getResult(0);
+  // The state before the window's first one (what its first iteration
+  // takes as u_prev).
+  Value yFreePrev = withPrev ? freeLoop.getResult(1) : Value();
 
   // The window, forward: store Y_{b-T} .. Y_b and each iterate's loss.
   Value bsz = nn.dim(z, 0), n = nn.dim(z, 1);
@@ -260,20 +282,22 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
   };
   SmallVector<Value> winInit{yFree, states};
+  if (withPrev)
+    winInit.push_back(yFreePrev);
+  const unsigned tape0 = withPrev ? 3 : 2; // where the tapes start among the carried values
   for (Value v : tape.body)
     winInit.push_back(b.create<tensor::EmptyOp>(
         loc, nn.tensorTy({kDyn, kDyn, kDyn, cast<RankedTensorType>(v.getType()).getDimSize(2)}),
         ValueRange{tw, bsz, n}));
-  Value k = nn.dim(ys, 1);
-  Value bk =
-      b.create<arith::IndexCastOp>(loc, b.getI64Type(), b.create<arith::MulIOp>(loc, bsz, k));
-  Value invBK = b.create<arith::DivFOp>(loc, nn.cst(1.0), b.create<arith::SIToFPOp>(loc, t, bk));
+  Value invBK = b.create<arith::DivFOp>(loc, nn.cst(1.0), nn.count(bsz, nn.dim(ys, 1)));
   auto winLoop = b.create<scf::ForOp>(
       loc, c0, tw, c1, winInit, [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
-        Loss ln(lb, ll, t);
+        Loss ln(lb, ll, t, concat());
         IRMapping acts;
+        Value k = lb.create<arith::AddIOp>(ll, nfree, w);
+        Value uPrev = withPrev ? inject(ln, it[2], p) : Value();
         FailureOr<SmallVector<Value>> y =
-            run(lb, loop.getBody(), bodyArgs(inject(ln, it[0], p), p), ctx, &acts);
+            run(lb, loop.getBody(), bodyArgs(inject(ln, it[0], p), p, k, uPrev), ctx, &acts);
         if (failed(y))
           return fail(lb, ll, it);
         Value yn = ln.castTo((*y)[0], stateTy);
@@ -285,19 +309,21 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         auto [o, s, st] = stateSlice(lb, lb.create<arith::AddIOp>(ll, w, c1));
         Value sts = lb.create<tensor::InsertSliceOp>(ll, yn, it[1], o, s, st);
         SmallVector<Value> next{yn, sts};
+        if (withPrev)
+          next.push_back(it[0]);
         for (auto [i, v] : llvm::enumerate(tape.body)) {
           Value a = acts.lookup(v);
           auto [to, ts, tst] = tapeSlice(lb, w, a);
           // Once lowered, the producer writes into the tape directly
           // (writeMarkedSlicesInPlace, after convert-unroll-to-linalg).
-          auto ins = lb.create<tensor::InsertSliceOp>(ll, a, it[2 + i], to, ts, tst);
+          auto ins = lb.create<tensor::InsertSliceOp>(ll, a, it[tape0 + i], to, ts, tst);
           ins->setAttr(kInPlaceAttr, lb.getUnitAttr());
           next.push_back(ins);
         }
         lb.create<scf::YieldOp>(ll, next);
       });
   states = winLoop.getResult(1);
-  SmallVector<Value> tapes(winLoop.getResults().drop_front(2));
+  SmallVector<Value> tapes(winLoop.getResults().drop_front(tape0));
 
   // The window, backward.
   Value twF =
@@ -306,10 +332,14 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   Value grad0 = nn.full(nn.tensorTy({table.numParams}), {}, 0.0);
   Value zerosP = nn.fullLike(p, 0.0);
   Injection inj = loop.getInjection();
+  // Carried: (gradient, dY for Y_{w+1}, dP[, dY for Y_w from the step
+  // after, which took it as u_prev]).
+  SmallVector<Value> backInit{grad0, zerosP, zerosP};
+  if (withPrev)
+    backInit.push_back(zerosP);
   auto backLoop = b.create<scf::ForOp>(
-      loc, c0, tw, c1, ValueRange{grad0, zerosP, zerosP},
-      [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
-        Loss ln(lb, ll, t);
+      loc, c0, tw, c1, backInit, [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
+        Loss ln(lb, ll, t, concat());
         Ctx c{ctx.params, it[0], it[2]};
         Value w = lb.create<arith::SubIOp>(ll, lb.create<arith::SubIOp>(ll, tw, c1), i);
         auto extract = [&](Value at) {
@@ -317,6 +347,13 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
           return lb.create<tensor::ExtractSliceOp>(ll, stateTy, states, o, s, st).getResult();
         };
         Value yw = extract(lb.create<arith::AddIOp>(ll, w, c1)), yprev = extract(w);
+        Value yprev2; // Y_{w-1}: the free loop's last state before the window's first
+        if (withPrev) {
+          Value first = lb.create<arith::CmpIOp>(ll, arith::CmpIPredicate::eq, w, c0);
+          Value before = extract(
+              lb.create<arith::SelectOp>(ll, first, c0, lb.create<arith::SubIOp>(ll, w, c1)));
+          yprev2 = lb.create<arith::SelectOp>(ll, first, yFreePrev, before);
+        }
         FailureOr<Value> pred = head(lb, yw, c);
         if (failed(pred))
           return fail(lb, ll, it);
@@ -334,31 +371,48 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
                                                          tp, to, ts, tst)
                            .getResult());
         }
-        SmallVector<Value> revArgs = bodyArgs(inject(ln, yprev, p), p);
+        Value k = lb.create<arith::AddIOp>(ll, nfree, w);
+        SmallVector<Value> revArgs =
+            bodyArgs(inject(ln, yprev, p), p, k, withPrev ? inject(ln, yprev2, p) : Value());
         revArgs.push_back(dy);
         FailureOr<SmallVector<Value>> du =
             run(lb, loop.getReverse(), revArgs, c, &acts, tape.empty() ? nullptr : &tape.primal);
         if (failed(du))
           return fail(lb, ll, it);
         // c.dp holds what the body's own use of P added (its center term).
-        Value d = ln.castTo((*du)[0], stateTy), dyNext = d, dp = c.dp;
-        if (inj == Injection::add) {
-          dp = ln.add(dp, d);
-        } else if (inj == Injection::mul) {
-          dyNext = ln.mul(d, p);
-          dp = ln.add(dp, ln.mul(d, yprev));
+        Value dp = c.dp;
+        // A body input's cotangent to its state's (and P's) through the
+        // injection.
+        auto throughInjection = [&](Value d, Value state) {
+          d = ln.castTo(d, stateTy);
+          if (inj == Injection::add) {
+            dp = ln.add(dp, d);
+          } else if (inj == Injection::mul) {
+            dp = ln.add(dp, ln.mul(d, state));
+            d = ln.mul(d, p);
+          }
+          return ln.castTo(d, stateTy);
+        };
+        Value dyNext = throughInjection((*du)[0], yprev);
+        SmallVector<Value> next{c.grad, dyNext, Value()};
+        if (withPrev) {
+          next[1] = ln.castTo(ln.add(dyNext, it[3]), stateTy);
+          next.push_back(throughInjection((*du)[1], yprev2));
         }
-        lb.create<scf::YieldOp>(
-            ll, ValueRange{c.grad, ln.castTo(dyNext, stateTy), ln.castTo(dp, stateTy)});
+        next[2] = ln.castTo(dp, stateTy);
+        lb.create<scf::YieldOp>(ll, next);
       });
   if (failed(ok))
     return failure();
   Value dp = backLoop.getResult(2);
   ctx.grad = backLoop.getResult(0);
   if (inj == Injection::none) {
-    // Y_0 = P: if the window reaches back to it, P gets the state's gradient.
+    // Y_0 = P (and Y_{-1} = Y_0): if the window reaches back to it, P gets
+    // the state's gradient.
     Value whole = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, nfree, c0);
     Value withY = nn.add(dp, backLoop.getResult(1));
+    if (withPrev)
+      withY = nn.add(withY, backLoop.getResult(3));
     dp = b.create<arith::SelectOp>(loc, whole, withY, dp);
   }
   if (failed(run(b, model.getEmbedReverse(), {z, dp}, ctx)))
@@ -415,7 +469,7 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
   func::FuncOp f =
       makeEntry(b, loc, (model.getSymName() + "_energy_trace").str(),
                 {dynMemref(3, t), dynMemref(1, t), i64, dynMemref(2, t), dynMemref(2, t)});
-  Loss nn(b, loc, t);
+  Loss nn(b, loc, t, concat());
   Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}, {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), model.getPrompt().getType());
   FailureOr<Value> p = embed(b, z, ctx);
@@ -440,15 +494,19 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
   energies = insertRow(b, loc, *e0, energies, c0);
   Value starts = b.create<tensor::EmptyOp>(loc, rowsTy, ValueRange{nb, bsz});
   LogicalResult ok = success();
+  const bool withPrev = carriesPrevious();
+  SmallVector<Value> init{y0, energies, starts};
+  if (withPrev)
+    init.push_back(y0);
   auto forLoop = b.create<scf::ForOp>(
-      loc, c0, nb, c1, ValueRange{y0, energies, starts},
-      [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
-        Loss ln(lb, ll, t);
+      loc, c0, nb, c1, init, [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
+        Loss ln(lb, ll, t, concat());
         Value u = ln.castTo(inject(ln, it[0], *p), stateTy);
+        Value uPrev = withPrev ? ln.castTo(inject(ln, it[3], *p), stateTy) : Value();
         FailureOr<Value> eu = energyOf(lb, energy, u, *p, ctx);
-        FailureOr<SmallVector<Value>> y = failed(eu)
-                                              ? FailureOr<SmallVector<Value>>(failure())
-                                              : run(lb, loop.getBody(), bodyArgs(u, *p), ctx);
+        FailureOr<SmallVector<Value>> y =
+            failed(eu) ? FailureOr<SmallVector<Value>>(failure())
+                       : run(lb, loop.getBody(), bodyArgs(u, *p, tIdx, uPrev), ctx);
         Value yn = failed(y) ? Value() : ln.castTo((*y)[0], stateTy);
         FailureOr<Value> ey = yn ? energyOf(lb, energy, yn, *p, ctx) : FailureOr<Value>(failure());
         if (failed(ey)) {
@@ -457,8 +515,11 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
           return;
         }
         Value next = lb.create<arith::AddIOp>(ll, tIdx, c1);
-        lb.create<scf::YieldOp>(ll, ValueRange{yn, insertRow(lb, ll, *ey, it[1], next),
-                                               insertRow(lb, ll, *eu, it[2], tIdx)});
+        SmallVector<Value> carried{yn, insertRow(lb, ll, *ey, it[1], next),
+                                   insertRow(lb, ll, *eu, it[2], tIdx)};
+        if (withPrev)
+          carried.push_back(it[0]);
+        lb.create<scf::YieldOp>(ll, carried);
       });
   if (failed(ok))
     return failure();
@@ -484,12 +545,16 @@ llvm::json::Object ModelLowering::info() {
     ++layers;
     heads = a.getHeads();
   });
+  int64_t tokenDim = cast<RankedTensorType>(model.getPrompt().getType()).getDimSize(2);
   llvm::json::Object o{
       {"name", model.getSymName().str()},
       {"forward", (model.getSymName() + "_forward").str()},
       {"loss_grad", (model.getSymName() + "_loss_grad").str()},
       {"adam", (model.getSymName() + "_adam").str()},
-      {"prompt_dim", cast<RankedTensorType>(model.getPrompt().getType()).getDimSize(2)},
+      // The x dimension d; the tokens have d + 1 features under concat.
+      {"prompt_dim", tokenDim - (concat() ? 1 : 0)},
+      {"token_dim", tokenDim},
+      {"encoding", stringifyEncoding(model.getEncoding()).str()},
       {"width", cast<RankedTensorType>(loop.getInput().getType()).getDimSize(2)},
       {"layers", layers},
       {"heads", heads},
@@ -513,24 +578,28 @@ llvm::json::Object ModelLowering::info() {
       if (!steps++)
         first = m;
     });
-    PairwiseOp pw;
-    for (Value term : min.getTerms())
-      if (auto p = term.getDefiningOp<PairwiseOp>())
-        pw = p;
+    auto km = kernelAndMask(e);
     llvm::json::Object eo{{"name", e.getSymName().str()},
                           {"trace", (model.getSymName() + "_energy_trace").str()},
                           {"schedule", stringifySchedule(min.getSchedule()).str()},
                           {"attention", stringifyAttentionVariant(min.getAttention()).str()},
                           {"steps_per_iteration", steps},
                           {"learnable_alpha", min.getLearnable()},
-                          {"input", loop.getBody().getNumArguments() == 2 ? "P" : "none"},
-                          {"rho", stringifyRhoKind(pw.getRho()).str()},
-                          {"mask", stringifyMaskKind(pw.getMask()).str()},
+                          {"input", loop.getBody().getNumArguments() >= 2 ? "P" : "none"},
+                          {"rho", km.first},
+                          {"mask", km.second},
                           {"terms", energyTermsJson(e)}};
     if (first)
       eo["weight_form"] = stringifyWeightForm(first.getForm()).str();
     if (min.getAlpha())
       eo["alpha"] = min.getAlpha()->convertToDouble();
+    if (min.getMomentum())
+      eo["momentum"] = min.getMomentum()->convertToDouble();
+    if (min.getEps())
+      eo["eps"] = min.getEps()->convertToDouble();
+    if (min.getPerIteration())
+      eo["per_iteration"] = true;
+    eo["iterations"] = min.getIterations();
     o["energy"] = std::move(eo);
   }
   return o;

@@ -16,39 +16,70 @@
 
 namespace mlir::unroll::lowering {
 
-/// The training loss at the x positions, and what entry points add around
-/// the block (injection, initial states).
+/// The training loss at the predicted positions (interleaved: the x
+/// tokens; concat: the query, the last token), and what entry points add
+/// around the block (injection, initial states).
 struct Loss : TokenEmitter {
-  using TokenEmitter::TokenEmitter;
+  Loss(OpBuilder &b, Location loc, Type t, bool concat = false)
+      : TokenEmitter(b, loc, t), concat(concat) {}
+  bool concat;
 
-  /// Σ_{b,i} (pred[b, 2i, 0] − ys[b, i])² as a scalar.
+  /// Σ_{b,i} (pred[b, 2i, 0] − ys[b, i])² as a scalar (concat: Σ_b of the
+  /// query's, pred[b, n − 1, 0] against ys[b, n − 1]).
   Value sqErr(Value pred, Value ys) {
     Value init =
         b.create<linalg::FillOp>(loc, cst(0.0),
                                  b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
             .getResult(0);
-    Value r = generic({pred, ys}, {map(2, {d(0), d(1) * 2, c(0)}), id(2)}, init,
-                      AffineMap::get(2, 0, {}, b.getContext()), iters("rr"),
-                      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    Value last = concat ? lastToken(ys) : Value();
+    AffineMap predMap = concat ? map(2, {d(0), d(1), c(0)}) : map(2, {d(0), d(1) * 2, c(0)});
+    Value zero = cst(0.0);
+    Value r = generic({pred, ys}, {predMap, id(2)}, init, AffineMap::get(2, 0, {}, b.getContext()),
+                      iters("rr"), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                         Value e = nb.create<arith::SubFOp>(l, a[0], a[1]);
-                        return nb.create<arith::AddFOp>(l, a[2], nb.create<arith::MulFOp>(l, e, e));
+                        Value sq = nb.create<arith::MulFOp>(l, e, e);
+                        if (concat)
+                          sq = nb.create<arith::SelectOp>(l, isToken(nb, l, 1, last), sq, zero);
+                        return nb.create<arith::AddFOp>(l, a[2], sq);
                       });
     return b.create<tensor::ExtractOp>(loc, r, ValueRange{});
   }
-  /// dpred[b, j, 0] = coef (pred − ys[b, j/2]) at even j, 0 at odd j.
+  /// dpred[b, j, 0] = coef (pred − ys[b, j/2]) at even j, 0 at odd j (concat:
+  /// at the query alone).
   Value sqErrVJP(Value pred, Value ys, Value coef) {
     Value zero = cst(0.0);
-    return generic({pred, ys}, {id(3), map(3, {d(0), d(1).floorDiv(2)})}, fullLike(pred, 0.0),
-                   id(3), iters("ppp"), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                     Value j = nb.create<linalg::IndexOp>(l, 1);
-                     Value two = nb.create<arith::ConstantIndexOp>(l, 2);
-                     Value z = nb.create<arith::ConstantIndexOp>(l, 0);
-                     Value even = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq,
-                                                           nb.create<arith::RemUIOp>(l, j, two), z);
+    Value last = concat ? lastToken(ys) : Value();
+    AffineMap ysMap = concat ? map(3, {d(0), d(1)}) : map(3, {d(0), d(1).floorDiv(2)});
+    return generic({pred, ys}, {id(3), ysMap}, fullLike(pred, 0.0), id(3), iters("ppp"),
+                   [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                     Value at;
+                     if (concat) {
+                       at = isToken(nb, l, 1, last);
+                     } else {
+                       Value j = nb.create<linalg::IndexOp>(l, 1);
+                       Value two = nb.create<arith::ConstantIndexOp>(l, 2);
+                       Value z = nb.create<arith::ConstantIndexOp>(l, 0);
+                       at = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq,
+                                                     nb.create<arith::RemUIOp>(l, j, two), z);
+                     }
                      Value g =
                          nb.create<arith::MulFOp>(l, coef, nb.create<arith::SubFOp>(l, a[0], a[1]));
-                     return nb.create<arith::SelectOp>(l, even, g, zero);
+                     return nb.create<arith::SelectOp>(l, at, g, zero);
                    });
+  }
+  /// How many predictions the loss averages: B k (concat: B).
+  Value count(Value bsz, Value k) {
+    Value n = concat ? bsz : b.create<arith::MulIOp>(loc, bsz, k).getResult();
+    return b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), n));
+  }
+
+private:
+  Value lastToken(Value ys) {
+    return b.create<arith::SubIOp>(loc, dim(ys, 1), b.create<arith::ConstantIndexOp>(loc, 1));
+  }
+  static Value isToken(OpBuilder &nb, Location l, unsigned loopDim, Value last) {
+    Value j = nb.create<linalg::IndexOp>(l, loopDim);
+    return nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, j, last);
   }
 };
 
@@ -73,6 +104,7 @@ private:
   };
 
   Type elem() { return cast<RankedTensorType>(model.getPrompt().getType()).getElementType(); }
+  bool concat() { return model.getEncoding() == Encoding::concat; }
   LogicalResult emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx);
   /// Runs a region's single block on `args`, returning the yielded values.
   /// `map` (optional) may hold values already known and receives every value
@@ -91,12 +123,16 @@ private:
       map.map(p.getResult(), ctx.params[table.indexOf(p.getName())]);
   }
   Value initState(TokenEmitter &nn, Value p);
-  /// The loop body's arguments for the state `u`: (u) or (u, P).
-  SmallVector<Value> bodyArgs(Value u, Value p) {
-    if (model.getLoop().getBody().getNumArguments() == 2)
-      return {u, p};
-    return {u};
+  /// The loop body's arguments for the state `u`: (u), (u, P), (u, P, k)
+  /// or (u, P, k, u_prev), as many as the body takes (k: the iteration
+  /// index, u_prev: the previous iteration's input).
+  SmallVector<Value> bodyArgs(Value u, Value p, Value k = {}, Value uPrev = {}) {
+    SmallVector<Value> all{u, p, k, uPrev};
+    all.resize(model.getLoop().getBody().getNumArguments());
+    return all;
   }
+  /// Does the loop carry the previous state (a body that takes u_prev)?
+  bool carriesPrevious() { return model.getLoop().takesPrevious(); }
   /// @M_solve(Z, theta, max, tol, preds[B, n], loops[B]): the loop run
   /// until every prompt halts (FixedPointEntryPoints.cpp).
   LogicalResult emitSolve(OpBuilder &b);
@@ -108,9 +144,11 @@ private:
   /// The model info's "fixed_point" entry: entry points, the IR's choices and
   /// the activation storage per token of each gradient mode.
   llvm::json::Object fixedPointInfo();
-  /// The state after one application of the loop's injection and body.
+  /// The state after one application of the loop's injection and body, as
+  /// iteration `k` (an index; null where the body takes none) from the
+  /// state `y` and the one before it, `yPrev` (where the body takes it).
   FailureOr<Value> step(OpBuilder &b, Location loc, Value y, Value p, Ctx &ctx,
-                        IRMapping *acts = nullptr);
+                        IRMapping *acts = nullptr, Value k = {}, Value yPrev = {});
   /// @M_energy_trace, for a loop that descends an energy.
   LogicalResult emitEnergyTrace(OpBuilder &b, EnergyOp energy);
   /// The energy E(Y; X) of every prompt ([B]) at token batches Y and X.

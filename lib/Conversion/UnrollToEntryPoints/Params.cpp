@@ -93,6 +93,16 @@ Value mlir::unroll::lowering::accumulateInto(OpBuilder &b, Location loc, Value g
   return b.create<tensor::InsertSliceOp>(loc, sum, grad, off, sz, st);
 }
 
+std::pair<std::string, std::string> mlir::unroll::lowering::kernelAndMask(EnergyOp energy) {
+  for (Value t : energy.getMinimize().getTerms()) {
+    if (auto p = t.getDefiningOp<PairwiseOp>())
+      return {stringifyRhoKind(p.getRho()).str(), stringifyMaskKind(p.getMask()).str()};
+    if (auto k = t.getDefiningOp<KernelPairwiseOp>())
+      return {stringifyKernelKind(k.getKernel()).str(), stringifyMaskKind(k.getMask()).str()};
+  }
+  return {"", ""};
+}
+
 llvm::json::Array mlir::unroll::lowering::energyTermsJson(EnergyOp energy) {
   auto paramName = [](Value v) -> llvm::json::Value {
     if (auto p = v ? v.getDefiningOp<ParamOp>() : ParamOp())
@@ -107,6 +117,16 @@ llvm::json::Array mlir::unroll::lowering::energyTermsJson(EnergyOp energy) {
       j["proj"] = paramName(pw.getProj());
       j["rho"] = stringifyRhoKind(pw.getRho()).str();
       j["mask"] = stringifyMaskKind(pw.getMask()).str();
+    } else if (auto k = dyn_cast<KernelPairwiseOp>(d)) {
+      j["kernel"] = stringifyKernelKind(k.getKernel()).str();
+      j["source"] = k.getSource() == energy.getInput() ? "X" : "Y";
+      j["query"] = paramName(k.getQuery());
+      j["key"] = paramName(k.getKey());
+      j["value"] = paramName(k.getValue());
+      j["heads"] = k.getHeads();
+      if (auto f = k.getFeatures())
+        j["features"] = llvm::json::Array{(*f)[0], (*f)[1]};
+      j["mask"] = stringifyMaskKind(k.getMask()).str();
     } else if (auto q = dyn_cast<QuadraticOp>(d)) {
       j["weight"] = paramName(q.getWeight());
     } else if (auto l = dyn_cast<LsqOp>(d)) {

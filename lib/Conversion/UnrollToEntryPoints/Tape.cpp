@@ -19,11 +19,11 @@ Tape mlir::unroll::lowering::planTape(LoopOp loop) {
   Block &rev = loop.getReverse().front(), &body = loop.getBody().front();
   Tape t;
   // The reverse region takes the body's arguments and then dY; what depends
-  // on dY is the VJP part. Parameters are views of theta: neither stored nor
-  // skipped.
+  // on dY is the VJP part. Parameters are views of theta, and index
+  // arithmetic is recomputed: neither stored nor skipped.
   DenseSet<Value> dual{rev.getArguments().back()};
   for (Operation &op : rev) {
-    if (isa<ParamOp>(op))
+    if (isa<ParamOp>(op) || isIndexArithmetic(&op))
       continue;
     bool isDual = op.getNumResults() == 0 ||
                   llvm::any_of(op.getOperands(), [&](Value v) { return dual.contains(v); });
@@ -45,7 +45,7 @@ Tape mlir::unroll::lowering::planTape(LoopOp loop) {
   };
   DenseSet<Operation *> matched;
   for (Operation &op : rev) {
-    if (!t.primal.contains(&op))
+    if (!t.primal.contains(&op) && !isIndexArithmetic(&op))
       continue;
     Operation *match = nullptr;
     for (Operation &cand : body) {

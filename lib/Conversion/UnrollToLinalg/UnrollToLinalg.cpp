@@ -30,6 +30,7 @@ void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, b
   populateEnergyTermPatterns(patterns);
   populateStepPatterns(patterns);
   populateOptimizationPatterns(patterns);
+  populateKernelEnergyPatterns(patterns);
 }
 
 namespace {

@@ -36,6 +36,10 @@ void populateEnergyTermPatterns(RewritePatternSet &patterns);
 /// unroll.mm_step, unroll.grad_step, unroll.prox_nonneg and their VJPs
 /// (Steps.cpp).
 void populateStepPatterns(RewritePatternSet &patterns);
+/// Kernel energies: unroll.kernel_pairwise and the pieces of its steps
+/// (kernel_matrix, kernel_apply, inner, axpy, normalize, ratio,
+/// kernel_trace, pick) with their VJPs (KernelEnergy.cpp).
+void populateKernelEnergyPatterns(RewritePatternSet &patterns);
 /// Sparse coding (lsq, l1, ista_step) and Hopfield (lse, cccp_step): terms,
 /// steps and VJPs (Optimization.cpp).
 void populateOptimizationPatterns(RewritePatternSet &patterns);

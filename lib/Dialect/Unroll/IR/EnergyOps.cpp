@@ -124,7 +124,7 @@ LogicalResult ParamOp::verify() {
 /// non-decreasing), rho'' > 0 (not concave) or a value is not finite. The
 /// derivatives come from hyper-dual evaluation of the region, i.e. exactly
 /// the rho' and rho'' that symbolic differentiation builds.
-static LogicalResult checkConcaveNonDecreasing(Operation *op, Region &rho) {
+LogicalResult mlir::unroll::detail::checkConcaveNonDecreasing(Operation *op, Region &rho) {
   std::vector<double> zs;
   for (int i = 0; i <= 1000; ++i) // dense near 0, where most rho bend
     zs.push_back(0.01 * i);
@@ -261,8 +261,61 @@ static LogicalResult verifyOptimizationSchedule(MinimizeOp op, unsigned total, u
   return success();
 }
 
+static bool isKernelSchedule(Schedule s) {
+  return s == Schedule::gd || s == Schedule::line_search || s == Schedule::cg ||
+         s == Schedule::nesterov;
+}
+
+/// Kernel energies: one unroll.kernel_pairwise term; the step sizes each
+/// schedule takes.
+static LogicalResult verifyKernelSchedule(MinimizeOp op, unsigned total, unsigned kernels) {
+
+  Schedule s = op.getSchedule();
+  StringRef name = stringifySchedule(s);
+  if (kernels != 1 || total != 1)
+    return op.emitOpError() << "schedule '" << name
+                            << "' expected exactly one 'unroll.kernel_pairwise' term, got " << total
+                            << " terms";
+  if (op.getAttention() != AttentionVariant::paper)
+    return op.emitOpError() << "schedule '" << name << "' takes no attention(...)";
+  bool adaptive = s == Schedule::line_search || s == Schedule::cg;
+  if (adaptive && (op.getAlpha() || op.getLearnable() || op.getMomentum() || op.getPerIteration()))
+    return op.emitOpError() << "schedule '" << name
+                            << "' finds each prompt's step length by exact line search: it takes "
+                               "no alpha, momentum, learnable or per_iteration";
+  if (!adaptive) {
+    if (!op.getAlpha())
+      return op.emitOpError() << "schedule '" << name << "' expected a step size alpha(...)";
+    double a = op.getAlpha()->convertToDouble();
+    if (!(a > 0.0) || !std::isfinite(a))
+      return op.emitOpError() << "expected a finite step size alpha > 0, got " << fmt(a);
+  }
+  if (s == Schedule::nesterov) {
+    if (!op.getMomentum())
+      return op.emitOpError("schedule 'nesterov' expected a momentum(...)");
+    double m = op.getMomentum()->convertToDouble();
+    if (!(m >= 0.0 && m < 1.0))
+      return op.emitOpError() << "expected momentum in [0, 1), got " << fmt(m);
+  } else if (op.getMomentum()) {
+    return op.emitOpError() << "schedule '" << name << "' takes no momentum(...)";
+  }
+  if (op.getPerIteration() && !op.getLearnable())
+    return op.emitOpError("'per_iteration' learns one step size per iteration: it needs "
+                          "'learnable'");
+  if (op.getEps()) {
+    double e = op.getEps()->convertToDouble();
+    if (!adaptive)
+      return op.emitOpError() << "schedule '" << name
+                              << "' takes no eps (only line_search and cg measure curvature)";
+    if (!(e >= 0.0 && e < 1.0))
+      return op.emitOpError() << "expected eps in [0, 1), got " << fmt(e);
+  }
+  return success();
+}
+
 LogicalResult MinimizeOp::verify() {
-  unsigned pairwise = 0, quadratic = 0, sqnorm = 0, nonneg = 0, lsq = 0, l1 = 0, lse = 0;
+  unsigned pairwise = 0, quadratic = 0, sqnorm = 0, nonneg = 0, lsq = 0, l1 = 0, lse = 0,
+           kernels = 0;
   for (Value t : getTerms()) {
     Operation *def = t.getDefiningOp();
     if (!def)
@@ -281,7 +334,18 @@ LogicalResult MinimizeOp::verify() {
       ++l1;
     else if (isa<LseOp>(def))
       ++lse;
+    else if (isa<KernelPairwiseOp>(def))
+      ++kernels;
   }
+  if (isKernelSchedule(getSchedule()))
+    return verifyKernelSchedule(*this, getTerms().size(), kernels);
+  if (kernels)
+    return emitOpError() << "schedule '" << stringifySchedule(getSchedule())
+                         << "' has no step for 'unroll.kernel_pairwise'; use 'gd', "
+                            "'line_search', 'cg' or 'nesterov'";
+  if (getPerIteration() || getMomentum() || getEps())
+    return emitOpError() << "per_iteration, momentum and eps are for the kernel schedules (gd, "
+                            "line_search, cg, nesterov)";
   if (getSchedule() == Schedule::ista || getSchedule() == Schedule::fista ||
       getSchedule() == Schedule::cccp)
     return verifyOptimizationSchedule(*this, getTerms().size(), lsq, l1, lse, sqnorm);

@@ -106,16 +106,26 @@ OutputOp ModelOp::getOutput() {
   return b.empty() ? OutputOp() : dyn_cast<OutputOp>(b.back());
 }
 
+bool mlir::unroll::isIndexArithmetic(Operation *op) {
+  return op->getDialect() && op->getDialect()->getNamespace() == "arith" &&
+         op->getNumResults() == 1 && op->getResult(0).getType().isIndex() &&
+         llvm::all_of(op->getOperandTypes(), [](Type t) { return t.isIndex(); });
+}
+
 /// Ops allowed in the read-in, loop body and head: parameters and the ops
 /// with a gradient rule (the GPT-2 pieces and the descent steps); in a loop
 /// body also `unroll.descend`, which --unroll-inline-descent replaces by
 /// steps.
 static bool isModelStepOp(Operation *op, bool inLoop) {
-  return isa<ParamOp, VJPOpInterface>(op) || (inLoop && isa<DescendOp>(op));
+  if (isa<ParamOp, VJPOpInterface>(op))
+    return true;
+  // In a loop body: descents, and index arithmetic on the iteration index
+  // (what --unroll-inline-descent writes for steps(k) > 1).
+  return inLoop && (isa<DescendOp>(op) || isIndexArithmetic(op));
 }
 static constexpr const char *kSupported =
     "param, linear, layer_norm, attention, gelu, add, position_embed, mm_step, grad_step, "
-    "prox_nonneg";
+    "prox_nonneg, the kernel energies' steps";
 
 LogicalResult ModelOp::verifyRegions() {
   Block &body = getBody().front();
@@ -130,6 +140,8 @@ LogicalResult ModelOp::verifyRegions() {
                          << body.getArgument(0).getType();
   if (failed(detail::verifyTensorSize(*this, z, "prompt tokens Z")))
     return failure();
+  if (getEncoding() == Encoding::concat && z.getDimSize(2) < 2)
+    return emitOpError() << "expected concat tokens (x, y) of at least 2 features, got " << z;
   if (body.empty() || !isa<OutputOp>(body.back()))
     return emitOpError("expected the body to end with 'unroll.output'");
   unsigned loops = 0;
@@ -173,10 +185,14 @@ LogicalResult LoopOp::verifyRegions() {
                          << " > b = " << getIterations();
   Block &b = getBody().front();
   Type in = getInput().getType();
-  if (b.getNumArguments() < 1 || b.getNumArguments() > 2 ||
-      llvm::any_of(b.getArgumentTypes(), [&](Type t) { return t != in; }))
-    return emitOpError() << "expected the body to take one " << in
-                         << " (the state) or two (the state and the loop's input P)";
+  unsigned na = b.getNumArguments();
+  bool typesOk = na >= 1 && na <= 4;
+  for (unsigned i = 0; typesOk && i < na; ++i)
+    typesOk = i == 2 ? b.getArgument(i).getType().isIndex() : b.getArgument(i).getType() == in;
+  if (!typesOk)
+    return emitOpError() << "expected the body to take the state " << in
+                         << ", optionally then the loop's input P, the iteration index (index) "
+                            "and the previous iteration's input u_prev";
   auto y = b.empty() ? YieldOp() : dyn_cast<YieldOp>(b.back());
   if (!y || y.getValues().size() != 1 || y.getValues()[0].getType() != getInput().getType())
     return emitOpError() << "expected the body to yield the next state of type "
@@ -191,6 +207,10 @@ LogicalResult LoopOp::verifyRegions() {
     Block &rev = getReverse().front();
     if (rev.getNumArguments() != b.getNumArguments() + 1)
       return emitOpError() << "expected the reverse region to take the body's arguments and dY";
+    auto ry = rev.empty() ? YieldOp() : dyn_cast<YieldOp>(rev.back());
+    if (!ry || ry.getValues().size() != (takesPrevious() ? 2u : 1u))
+      return emitOpError() << "expected the reverse region to yield du"
+                           << (takesPrevious() ? " and du_prev" : "");
   }
   return success();
 }
@@ -257,10 +277,9 @@ LogicalResult LinearOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
 LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
   // x's cotangent so far (a pre-norm block's residual branch) is summed
   // into dx by the VJP itself: one pass over the rows fewer.
-  auto v = b.create<LayerNormVJPOp>(getLoc(), getX().getType(), getGain().getType(),
-                                    getBias().getType(), getX(), getGain(),
-                                    rm.cotangent(getResult()), rm.takeCotangent(getX()),
-                                    getEpsAttr());
+  auto v = b.create<LayerNormVJPOp>(
+      getLoc(), getX().getType(), getGain().getType(), getBias().getType(), getX(), getGain(),
+      rm.cotangent(getResult()), rm.takeCotangent(getX()), getEpsAttr());
   return success(succeeded(rm.addCotangent(*this, getX(), v.getDx())) &&
                  succeeded(rm.addCotangent(*this, getGain(), v.getDgain())) &&
                  succeeded(rm.addCotangent(*this, getBias(), v.getDbias())));

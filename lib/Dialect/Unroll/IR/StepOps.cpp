@@ -82,6 +82,20 @@ LogicalResult DescendOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!tok.isDynamicDim(0))
     return emitOpError() << "expected @" << getEnergy()
                          << " to take any number of tokens (its Y is " << tok << ")";
+  if (getPrev() && getPrev().getType() != getY().getType())
+    return emitOpError() << "expected 'prev' of type " << getY().getType() << ", got "
+                         << getPrev().getType();
+  // What the derived steps take beyond (Y, X): the iteration index, then
+  // the previous iterate.
+  unsigned wants = energy.getSteps().empty() ? 2 : energy.getSteps().front().getNumArguments();
+  if (wants >= 3 && !getIteration())
+    return emitOpError() << "@" << getEnergy()
+                         << "'s steps take the iteration index: pass `iteration %k` (a loop "
+                            "body's third argument)";
+  if (wants == 4 && !getPrev())
+    return emitOpError() << "@" << getEnergy()
+                         << "'s steps take the previous iterate: pass `prev %u_prev` (a loop "
+                            "body's fourth argument)";
   return success();
 }
 

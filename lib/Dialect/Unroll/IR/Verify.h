@@ -50,9 +50,13 @@ inline LogicalResult verifyCenter(Operation *op, Value y, Value center) {
 }
 
 /// The mask attributes: `graph` present exactly when mask is `graph`, and then
-/// a square 0/1 matrix.
+/// a square 0/1 matrix; `context` only where the op has a query
+/// (`allowContext`: the kernel energies).
 inline LogicalResult verifyMask(Operation *op, MaskKind mask, std::optional<ElementsAttr> graph,
-                                Value y) {
+                                Value y, bool allowContext = false) {
+  if (mask == MaskKind::context && !allowContext)
+    return op->emitOpError("mask(context) is for kernel energies (unroll.kernel_pairwise and "
+                           "its steps), whose query reads the context");
   if (mask != MaskKind::graph) {
     if (graph)
       return op->emitOpError("'graph' attribute requires mask(graph)");
@@ -76,6 +80,10 @@ inline LogicalResult verifyMask(Operation *op, MaskKind mask, std::optional<Elem
       return op->emitOpError("expected graph entries to be 0 or 1");
   return success();
 }
+
+/// Samples a rho region on z >= 0 and rejects it where rho' < 0, rho'' > 0
+/// or a value is not finite (EnergyOps.cpp).
+LogicalResult checkConcaveNonDecreasing(Operation *op, Region &rho);
 
 /// The most bytes a tensor of the dialect, or all of an energy's or model's
 /// parameters together, may take: 2^40 (1 TiB; docs/robustness.md). Larger

@@ -10,6 +10,7 @@
 
 #include "unroll/runtime/Model.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,26 @@ struct Prompts {
 
 /// P2's token layout: x_1, [y_1, 0, …], x_2, … as Z [B, 2k, d].
 std::vector<double> promptTokens(const Prompts &p);
+
+/// How a model turns a prompt of k points into tokens (model info
+/// "encoding"): `interleaved` is P2's (Z [B, 2k, d], point i's prediction
+/// read at x_i's token), `concat` tokens (x_i, y_i) with the last point as
+/// the query (x_k, 0) (Z [B, k, d + 1], one prediction, at the query).
+struct TokenLayout {
+  bool concat = false;
+  static TokenLayout of(const nlohmann::json &modelInfo);
+  const char *name() const { return concat ? "concat" : "interleaved"; }
+  int64_t tokens(int64_t points) const { return concat ? points : 2 * points; }
+  int64_t width(int64_t dim) const { return concat ? dim + 1 : dim; }
+  std::vector<double> build(const Prompts &p) const;
+  /// Point i's prediction among a prompt's token outputs `row` (NaN where
+  /// the encoding predicts none: concat predicts only the last point).
+  template <typename T> double prediction(const T *row, int64_t i, int64_t points) const {
+    if (!concat)
+      return row[2 * i];
+    return i + 1 == points ? double(row[points - 1]) : std::nan("");
+  }
+};
 
 /// The model-info entry of the model named `name` (the first if empty).
 const nlohmann::json *findModel(const Model &m, const std::string &name, std::string &error);
@@ -191,8 +212,11 @@ public:
   using HelpFn = void (*)(const int32_t *running);
   HelpFn helper() const;
 
-  /// preds [loops, B, k]: the prediction for y_i read at x_i after each
-  /// iteration t = 1 .. loops.
+  /// How the model's prompts become tokens.
+  const TokenLayout &layout() const { return layout_; }
+  /// preds [loops, B, k]: the prediction for y_i from the points before it,
+  /// after each iteration t = 1 .. loops (interleaved: read at x_i; concat:
+  /// at the query of the prompt cut after point i, one call per i).
   bool forward(const Prompts &p, const std::vector<double> &theta, int64_t loops,
                std::vector<double> &preds, std::string &error) const;
   /// losses [min(T, loops)] (MSE of each windowed iterate) and the gradient
@@ -268,7 +292,13 @@ private:
   GradientMode gradient_;
   mutable FixedPointStats fixedStats_;
   bool f32_ = false, gpu_ = false;
+  TokenLayout layout_;
   int64_t numParams_ = 0, dim_ = 0, positions_ = -1;
+  /// forward / solve of one batch, without concat's prefix loop.
+  bool forwardOnce(const Prompts &p, const std::vector<double> &theta, int64_t loops,
+                   std::vector<double> &preds) const;
+  bool solveOnce(const Prompts &p, const std::vector<double> &theta, int64_t maxLoops, double tol,
+                 std::vector<double> &preds, std::vector<double> &loops) const;
   /// A thread's share of a batch (the largest), and how many chunks a share
   /// of `share` prompts of `points` points is cut into.
   int64_t shareSize(int64_t batch) const;

@@ -15,6 +15,9 @@ namespace unroll {
 /// and P2; `unroll-run --help` documents each flag.
 struct TrainConfig {
   std::string task = "icl_linear";
+  /// How prompts become tokens: the library's ("interleaved" or "concat",
+  /// model info "encoding"); finish() refuses another one.
+  std::string encoding;
   int64_t steps = 1000, batch = 64;
   double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8; // Adam
   /// The learning rate's schedule: linear warm-up from lr / warmupSteps to

@@ -17,8 +17,10 @@ namespace mlir::unroll {
 
 /// Clones the ops of `block` (without its terminator) at `b`, with `map`
 /// (which should map the block's arguments to token batches); every result
-/// of the type `tokens` (the energy's [n, d]) gets the type `batch`
-/// ([B, n, d]). Returns the clones.
+/// of the type `tokens` (the energy's [n, d]) computed from the block's
+/// tensor arguments gets the type `batch` ([B, n, d]), and every other
+/// tensor computed from them (a value per prompt, kernel matrices) a
+/// leading batch dimension. Returns the clones.
 SmallVector<Operation *> cloneForBatch(OpBuilder &b, Block &block, IRMapping &map,
                                        RankedTensorType tokens, RankedTensorType batch);
 

@@ -58,7 +58,10 @@ def Unroll_RhoKind : I32EnumAttr<"RhoKind", "concave non-decreasing rho", [
 
 def Unroll_MaskKind : I32EnumAttr<"MaskKind", "which token pairs interact", [
     I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"causal", 1>,
-    I32EnumAttrCase<"graph", 2>
+    I32EnumAttrCase<"graph", 2>,
+    // Every token reads the context (all tokens but the last, the query);
+    // the energy sums the context's pairs (unroll.kernel_pairwise only).
+    I32EnumAttrCase<"context", 3>
   ]> {
   let cppNamespace = "::mlir::unroll";
 }
@@ -66,7 +69,28 @@ def Unroll_MaskKind : I32EnumAttr<"MaskKind", "which token pairs interact", [
 def Unroll_Schedule : I32EnumAttr<"Schedule", "descent schedule", [
     I32EnumAttrCase<"single", 0>, I32EnumAttrCase<"aim", 1>,
     I32EnumAttrCase<"proximal_aim", 2>, I32EnumAttrCase<"ista", 3>,
-    I32EnumAttrCase<"cccp", 4>, I32EnumAttrCase<"fista", 5>
+    I32EnumAttrCase<"cccp", 4>, I32EnumAttrCase<"fista", 5>,
+    // Kernel energies (unroll.kernel_pairwise): a gradient step, a step of
+    // exact line search, conjugate gradients, Nesterov's momentum.
+    I32EnumAttrCase<"gd", 6>, I32EnumAttrCase<"line_search", 7>,
+    I32EnumAttrCase<"cg", 8>, I32EnumAttrCase<"nesterov", 9>
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
+def Unroll_KernelKind : I32EnumAttr<"KernelKind", "kernel of a kernel energy", [
+    I32EnumAttrCase<"linear", 0>,       // q_i . k_j
+    I32EnumAttrCase<"neg_exp", 1>,      // rho'(z) of rho(z) = -exp(-z): exp(-z)
+    I32EnumAttrCase<"log_plus_two", 2>, // 1 / (z + 2)
+    I32EnumAttrCase<"log_plus_one", 3>, // 1 / (z + 1)
+    I32EnumAttrCase<"custom", 4>        // rho'(z) of a rho given as a region
+  ]> {
+  let cppNamespace = "::mlir::unroll";
+}
+
+def Unroll_Encoding : I32EnumAttr<"Encoding", "how a prompt becomes tokens", [
+    I32EnumAttrCase<"interleaved", 0>, // P2: x_1, (y_1, 0, ...), x_2, ... [B, 2k, d]
+    I32EnumAttrCase<"concat", 1>       // (x_i, y_i), the query (x_q, 0) last [B, k, d + 1]
   ]> {
   let cppNamespace = "::mlir::unroll";
 }
@@ -116,6 +140,10 @@ def TokenMatrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2, 3]>],
 
 def TokenBatch : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[3]>],
                                  "3-d tensor (batch x tokens x features)">;
+def PerPrompt : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[0, 1]>],
+    "a value per prompt: 0-d for a token matrix, [B] for a token batch">;
+def KernelMatrices : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[3, 4]>],
+    "kernel matrices [H, n, n] (or, per prompt, [B, H, n, n])">;
 def Vector : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[1]>], "1-d tensor">;
 def Matrix : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[2]>], "2-d tensor">;
 

@@ -160,6 +160,58 @@ def Unroll_NonNegOp : Unroll_Op<"nonneg", [Pure]> {
   let assemblyFormat = "$y attr-dict `:` type($y)";
 }
 
+def Unroll_KernelPairwiseOp : Unroll_Op<"kernel_pairwise", [Pure]> {
+  let summary = "kernel energy  1/2 sum_h sum_ij m_ij kappa(q_i, k_j) <v_i, v_j>";
+  let description = [{
+    A pairwise term whose kernel reads one projection of the tokens while
+    its value reads another: with S the `source` (the variable Y, or the
+    input X; with `features [lo, hi]` its features lo .. hi − 1 alone, e.g.
+    the x part of concat tokens (x, y)), q = S W_q, k = S W_k (W_k = W_q
+    when no `key` is given) and
+    v = Y W_v, split into `heads` equal column blocks,
+
+      E(Y) = ½ Σ_h Σ_{i,j} m_ij κ(q_i^h, k_j^h) ⟨v_i^h, v_j^h⟩.
+
+    κ is `linear` (q·k) or, for a concave non-decreasing ρ (the built-in
+    ones or `custom` with a region computing ρ(z)), the MM weight
+    ρ′(½‖q − k‖²) of P1's pairwise energy. The mask m: `none`, `causal`
+    (j ≤ i), `graph`, or `context`: the pairs of context tokens (every token
+    but the last, the query of the concat encoding).
+
+    With the kernel read from X (or, when it reads Y, held at its current
+    value during a step, as P1's MM step holds its weights), E is a
+    quadratic form in the values. Its derived step moves every token by
+    G = Σ_h (M ∘ K_h) V_h W_v,hᵀ, with M the step's mask: the pairs of the
+    energy, except that under mask(context) the query also reads the
+    context (it does not enter E; its row follows the context's descent,
+    which for the linear kernel is the prediction of the weights that
+    descent implies: von Oswald et al., 2023). G is ∇E for a symmetric
+    kernel and mask. Schedules: `gd`, `line_search`, `cg`, `nesterov`
+    (unroll.minimize).
+
+    ```mlir
+    %e = unroll.kernel_pairwise %Y kernel(linear) of %X : tensor<?x6xf32> features [0, 5]
+           query %Wq : tensor<5x5xf32> value %Wv : tensor<6x1xf32> mask(context)
+           : tensor<?x6xf32>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$y, TokenMatrix:$source, Matrix:$query,
+                       Optional<Matrix>:$key, Matrix:$value, Unroll_KernelKind:$kernel,
+                       OptionalAttr<DenseI64ArrayAttr>:$features,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$heads,
+                       DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
+                       OptionalAttr<ElementsAttr>:$graph);
+  let results = (outs Unroll_EnergyType:$energy);
+  let regions = (region AnyRegion:$rho_body);
+  let assemblyFormat = [{
+    $y `kernel` `(` $kernel `)` ($rho_body^)? `of` $source `:` type($source)
+    (`features` $features^)? `query` $query `:` type($query) (`key` $key^ `:` type($key))?
+    `value` $value `:` type($value) (`heads` `(` $heads^ `)`)? (`mask` `(` $mask^ `)`)?
+    attr-dict `:` type($y)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Sparse coding and Hopfield terms (X need not have Y's shape)
 //===----------------------------------------------------------------------===//
@@ -240,6 +292,22 @@ def Unroll_MinimizeOp : Unroll_Op<"minimize", [
     [1], initialised to `alpha`) of a model whose loop descends this energy
     (`unroll.descend`); the derived `unroll.grad_step` reads it.
 
+    Kernel energies (one `unroll.kernel_pairwise` term), with G the step's
+    gradient and A the Hessian of the kernel's quadratic form:
+    `gd` — Y ← Y − α G; `line_search` — the exact minimizer along −G of
+    each prompt's quadratic (a step that adapts to the prompt); `cg` —
+    conjugate gradients, each prompt's direction made A-conjugate to its
+    previous step Y − Y_prev (the steps region takes the previous iterate)
+    and its step length found by exact line search, so that a
+    d-dimensional least squares is solved in d steps; `nesterov` —
+    Z = Y + μ (Y − Y_prev), Y ← Z − α G(Z). `learnable` makes α (and μ)
+    parameters, `per_iteration` one per iteration (shape [iterations],
+    read at the steps' iteration index; later iterations reuse the last).
+    `eps(e)` (default 1e-5) is the relative curvature below which
+    `line_search` and `cg` take no step along a direction, and the relative
+    gradient ‖G‖ / (tr A ‖Y‖) below which they take none at all (converged
+    to rounding: f32 needs about 1e-5, f64 reaches 1e-12).
+
     ```mlir
     unroll.minimize %e1, %e2, %r, %p schedule(proximal_aim) iterations(12) alpha(0.5)
     ```
@@ -250,10 +318,14 @@ def Unroll_MinimizeOp : Unroll_Op<"minimize", [
                        OptionalAttr<F64Attr>:$alpha,
                        UnitAttr:$learnable,
                        DefaultValuedAttr<Unroll_AttentionVariant,
-                                         "AttentionVariant::paper">:$attention);
+                                         "AttentionVariant::paper">:$attention,
+                       UnitAttr:$per_iteration,
+                       OptionalAttr<F64Attr>:$momentum,
+                       OptionalAttr<F64Attr>:$eps);
   let assemblyFormat = [{
     $terms `schedule` `(` $schedule `)` `iterations` `(` $iterations `)`
-    (`alpha` `(` $alpha^ `)`)? (`learnable` $learnable^)? (`attention` `(` $attention^ `)`)?
+    (`alpha` `(` $alpha^ `)`)? (`momentum` `(` $momentum^ `)`)? (`learnable` $learnable^)?
+    (`per_iteration` $per_iteration^)? (`eps` `(` $eps^ `)`)? (`attention` `(` $attention^ `)`)?
     attr-dict
   }];
   let hasVerifier = 1;

@@ -30,6 +30,11 @@ def Unroll_ModelOp : Unroll_Op<"model", [Symbol, IsolatedFromAbove, NoTerminator
     `embed_reverse` (Z, dP) with vector-Jacobian products; the loop gets its
     own `reverse` region.
 
+    `encoding` says how a prompt of k points becomes Z: `interleaved` (P2:
+    x_1, (y_1, 0, …), x_2, …, Z [B, 2k, d], the predictions read at the x
+    tokens) or `concat` (tokens (x_i, y_i) and the query (x_k, 0) last,
+    Z [B, k, d + 1], the prediction read at the query).
+
     ```mlir
     unroll.model @tiny {
     ^bb0(%Z: tensor<?x?x2xf32>):
@@ -42,11 +47,12 @@ def Unroll_ModelOp : Unroll_Op<"model", [Symbol, IsolatedFromAbove, NoTerminator
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       DefaultValuedAttr<Unroll_Encoding, "Encoding::interleaved">:$encoding);
   let regions = (region SizedRegion<1>:$body, AnyRegion:$head_reverse,
                         AnyRegion:$embed_reverse);
   let assemblyFormat = [{
-    $sym_name attr-dict-with-keyword $body
+    $sym_name (`encoding` `(` $encoding^ `)`)? attr-dict-with-keyword $body
     (`head_reverse` $head_reverse^)? (`embed_reverse` $embed_reverse^)?
   }];
   let hasRegionVerifier = 1;
@@ -77,10 +83,14 @@ def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
 
     The body takes u, or (u, P): then P, the loop's input, is available in
     every iteration (an energy's center term ½‖Y − P‖² turns its gradient
-    step into an input injection). A body that descends an energy
+    step into an input injection). It may also take the iteration index
+    (u, P, k: index), t − 1 for Y_t, and then the previous iteration's
+    input (u, P, k, u_prev), u_prev = u for the first: a second loop state,
+    for steps with memory (conjugate gradients, momentum). A body that descends an energy
     (`unroll.descend`) names it in `energy`, which the library uses to report
     the energy of every iterate. `--unroll-differentiate` fills `reverse`
-    (u, [P,] dY) -> du, with `unroll.accumulate_grad` for P.
+    (u, [P, [k, [u_prev,]]] dY) -> du [, du_prev], with
+    `unroll.accumulate_grad` for P.
 
     A loop with input injection is a fixed-point iteration Y* = M(Y* + P).
     `until(tol = ε, max = m)` lets it stop there: a prompt halts once
@@ -138,8 +148,12 @@ def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
     /// mul, or a body that takes P): only then can a fixed point depend on
     /// the prompt.
     bool hasInputInjection() {
-      return getInjection() != Injection::none || getBody().getNumArguments() == 2;
+      return getInjection() != Injection::none || getBody().getNumArguments() >= 2;
     }
+    /// The body takes the iteration index (its third argument).
+    bool takesIteration() { return getBody().getNumArguments() >= 3; }
+    /// The body takes the previous iteration's input (its fourth argument).
+    bool takesPrevious() { return getBody().getNumArguments() == 4; }
   }];
 }
 

@@ -34,6 +34,10 @@ class OutputOp;
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h.inc"
 
 namespace mlir::unroll {
+/// An arith op on index values alone (a loop body's iteration index
+/// arithmetic): no gradient, recomputed wherever it is needed.
+bool isIndexArithmetic(Operation *op);
+
 /// Attaches bufferization's interface to unroll.kernel_call (KernelOps.cpp).
 void registerKernelCallBufferization(DialectRegistry &registry);
 } // namespace mlir::unroll

@@ -198,7 +198,173 @@ def Unroll_CccpStepOp : Unroll_Op<"cccp_step", [DeclareOpInterfaceMethods<Unroll
   let assemblyFormat = "$y `,` $x `beta` `(` $beta `)` attr-dict `:` type($y) `,` type($x)";
 }
 
-def Unroll_DescendOp : Unroll_Op<"descend", [Pure,
+//===----------------------------------------------------------------------===//
+// Kernel energies' steps: the pieces that gradient descent, exact line
+// search, conjugate gradients and momentum are made of. Each works on a
+// token matrix [n, D] or, prompt by prompt, on a token batch [B, n, D]; a
+// value per prompt (an inner product, a step length) is then 0-d or [B].
+//===----------------------------------------------------------------------===//
+
+def Unroll_KernelMatrixOp : Unroll_Op<"kernel_matrix", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>,
+    Pure]> {
+  let summary = "masked kernel matrices K_h[i, j] = m_ij kappa(q_i^h, k_j^h)";
+  let description = [{
+    q = S W_q and k = S W_k (k = q without `key`), S the source's features
+    lo .. hi − 1 with `features [lo, hi]`, split into `heads` column blocks; κ is `linear` (q·k) or, with a region computing ρ′(z),
+    ρ′(½‖q − k‖²). Result [H, n, n] (per prompt [B, H, n, n]). The mask is
+    the step's: under mask(context) every row reads the context columns.
+
+    ```mlir
+    %K = unroll.kernel_matrix %X query %Wq : tensor<6x5xf32> kernel(linear) mask(context)
+           : tensor<?x6xf32> -> tensor<1x?x?xf32>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$source, Matrix:$query, Optional<Matrix>:$key,
+                       Unroll_KernelKind:$kernel,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$heads,
+                       DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
+                       OptionalAttr<ElementsAttr>:$graph,
+                       OptionalAttr<DenseI64ArrayAttr>:$features);
+  let results = (outs KernelMatrices:$result);
+  let regions = (region AnyRegion:$weight_body);
+  let assemblyFormat = [{
+    $source (`features` $features^)? `query` $query `:` type($query) (`key` $key^ `:` type($key))?
+    `kernel` `(` $kernel `)` ($weight_body^)? (`heads` `(` $heads^ `)`)? (`mask` `(` $mask^ `)`)?
+    attr-dict `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_KernelApplyOp : Unroll_Op<"kernel_apply", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>,
+    Pure, AllTypesMatch<["z", "result"]>]> {
+  let summary = "the kernel energy's Hessian on Z: sum_h K_h (Z W_v,h) W_v,h^T";
+  let description = [{
+    With Z = Y this is the step's gradient G of a kernel energy; with a
+    direction Z, the product of the quadratic form's Hessian with it.
+
+    ```mlir
+    %G = unroll.kernel_apply %K, %Y value %Wv : tensor<6x1xf32>
+           : tensor<1x?x?xf32>, tensor<?x6xf32>
+    ```
+  }];
+  let arguments = (ins KernelMatrices:$kernels, TokenMatrix:$z, Matrix:$value);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = [{
+    $kernels `,` $z `value` $value `:` type($value) attr-dict `:` type($kernels) `,` type($z)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_InnerOp : Unroll_Op<"inner", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
+    AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "<A, B> per prompt (over the context rows with `context`)";
+  let arguments = (ins TokenMatrix:$lhs, TokenMatrix:$rhs, UnitAttr:$over_context);
+  let results = (outs PerPrompt:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`context` $over_context^)? attr-dict `:` type($lhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_AxpyOp : Unroll_Op<"axpy", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
+    AttrSizedOperandSegments, AllTypesMatch<["x", "result"]>]> {
+  let summary = "c a X + Y: a per-prompt or learned scalar a, a constant c";
+  let description = [{
+    `a` is a value per prompt (0-d or [B]) or a parameter-like [1]; without
+    it the coefficient is `scale` alone. Without `plus` Y is 0.
+
+    ```mlir
+    %y1 = unroll.axpy %G times %a : tensor<f32> plus %Y : tensor<?x6xf32> {scale = -1.0 : f64}
+           : tensor<?x6xf32>
+    ```
+  }];
+  let arguments = (ins TokenMatrix:$x, Optional<RankedTensorOf<[F32, F64]>>:$a,
+                       Optional<TokenMatrix>:$y, DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = [{
+    $x (`times` $a^ `:` type($a))? (`plus` $y^ `:` type($y))? attr-dict `:` type($x)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_NormalizeOp : Unroll_Op<"normalize", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>,
+    Pure, AllTypesMatch<["z", "result"]>]> {
+  let summary = "Z / ||Z|| per prompt (0 where ||Z||^2 <= eps)";
+  let description = [{
+    The norm is over the context rows with `context`; every row is scaled.
+    Directions are normalized before their curvature is measured, so that
+    near convergence no product of two small numbers underflows.
+  }];
+  let arguments = (ins TokenMatrix:$z, UnitAttr:$over_context,
+                       DefaultValuedAttr<F64Attr, "1e-30">:$eps);
+  let results = (outs TokenMatrix:$result);
+  let assemblyFormat = "$z (`context` $over_context^)? attr-dict `:` type($z)";
+}
+
+def Unroll_RatioOp : Unroll_Op<"ratio", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure,
+    AttrSizedOperandSegments, AllTypesMatch<["num", "den", "result"]>]> {
+  let summary = "num / den per prompt, 0 where the direction is flat or the descent converged";
+  let description = [{
+    A step length: a slope over a curvature. No step is taken (the result is
+    0) where the curvature is at most `eps` times `scale` (an upper bound of
+    the largest curvature: the direction is flat to rounding), nor, with
+    `converged(%r, %s)`, where r ≤ (eps · scale)² s: with r = ‖G‖² and
+    s = ‖Y‖², the gradient is within eps of the largest it can be at Y, and
+    the descent has converged to rounding. A converged step is exactly the
+    identity, so that back-propagation through later iterations passes the
+    gradient on unchanged instead of through directions made of rounding
+    errors.
+
+    ```mlir
+    %t = unroll.ratio %num, %den scale %tr : tensor<f32> converged(%gg, %yy) : tensor<f32>
+           {eps = 1.0e-05 : f64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins PerPrompt:$num, PerPrompt:$den, Optional<PerPrompt>:$scale,
+                       Optional<PerPrompt>:$residual, Optional<PerPrompt>:$size,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs PerPrompt:$result);
+  let assemblyFormat = [{
+    $num `,` $den (`scale` $scale^ `:` type($scale))?
+    (`converged` `(` $residual^ `,` $size `)` `:` type($residual) `,` type($size))?
+    attr-dict `:` type($num)
+  }];
+  let hasVerifier = 1;
+}
+
+def Unroll_KernelTraceOp : Unroll_Op<"kernel_trace", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>,
+    Pure]> {
+  let summary = "tr of the kernel energy's Hessian: sum_h tr(K_h) ||W_v,h||_F^2";
+  let description = [{
+    Over the context rows with `context`. For a positive semi-definite
+    kernel it bounds the largest curvature; `unroll.ratio` scales its
+    threshold by it. It enters steps only through comparisons (no gradient).
+  }];
+  let arguments = (ins KernelMatrices:$kernels, Matrix:$value, UnitAttr:$over_context);
+  let results = (outs PerPrompt:$result);
+  let assemblyFormat = [{
+    $kernels `value` $value `:` type($value) (`context` $over_context^)? attr-dict `:` type($kernels)
+    `->` type($result)
+  }];
+}
+
+def Unroll_PickOp : Unroll_Op<"pick", [DeclareOpInterfaceMethods<Unroll_VJPOpInterface>, Pure]> {
+  let summary = "entry min(k, K - 1) of a learned vector [K], as a [1]";
+  let description = [{
+    A step size per iteration: k is the steps' iteration index; iterations
+    past the last entry reuse it.
+
+    ```mlir
+    %a = unroll.pick %alpha[%k] : tensor<10xf32> -> tensor<1xf32>
+    ```
+  }];
+  let arguments = (ins Vector:$values, Index:$layer);
+  let results = (outs Vector:$result);
+  let assemblyFormat = "$values `[` $layer `]` attr-dict `:` type($values) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Unroll_DescendOp : Unroll_Op<"descend", [Pure, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>, AllTypesMatch<["y", "x", "result"]>]> {
   let summary = "descent steps of an energy on a batch of token matrices";
   let description = [{
@@ -212,15 +378,26 @@ def Unroll_DescendOp : Unroll_Op<"descend", [Pure,
     replaces the op by the steps (on [B, n, d] tensors) before
     differentiation.
 
+    Steps that take the iteration index k (a step size per iteration) get
+    `iteration %k`, the loop's iteration index; steps that take the previous
+    iterate (conjugate gradients, momentum) also get `prev %u_prev`, the
+    loop body's input of the iteration before (the loop body's third and
+    fourth arguments). With steps(s), step j of iteration k has index
+    k s + j.
+
     ```mlir
     %y = unroll.descend @icl_energy(%u, %p) steps(1) : tensor<?x?x64xf32>
+    %y = unroll.descend @icl_cg(%u, %p) iteration %k prev %v : tensor<?x?x6xf32>
+           : tensor<?x?x6xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$energy, TokenBatch:$y, TokenBatch:$x,
+                       Optional<Index>:$iteration, Optional<TokenBatch>:$prev,
                        DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$steps);
   let results = (outs TokenBatch:$result);
   let assemblyFormat = [{
-    $energy `(` $y `,` $x `)` (`steps` `(` $steps^ `)`)? attr-dict `:` type($y)
+    $energy `(` $y `,` $x `)` (`steps` `(` $steps^ `)`)? (`iteration` $iteration^)?
+    (`prev` $prev^ `:` type($prev))? attr-dict `:` type($y)
   }];
 }
 

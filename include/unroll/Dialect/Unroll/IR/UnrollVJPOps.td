@@ -188,6 +188,90 @@ def Unroll_ProxNonNegVJPOp : Unroll_Op<"prox_nonneg_vjp", [Pure, AllTypesMatch<[
   let assemblyFormat = "$y `,` $dy attr-dict `:` type($y)";
 }
 
+def Unroll_KernelMatrixVJPOp : Unroll_Op<"kernel_matrix_vjp", [Pure,
+    AllTypesMatch<["source", "dsource"]>,
+    AllTypesMatch<["query", "dquery"]>]> {
+  let summary = "(dS, dW_q, dW_k) of unroll.kernel_matrix given dK";
+  let description = [{
+    For a ρ kernel the region yields (ρ′(z), ρ″(z)): the gradient reaches
+    z_ij = ½‖q_i − k_j‖² through ρ″.
+  }];
+  let arguments = (ins TokenMatrix:$source, Matrix:$query, Optional<Matrix>:$key,
+                       KernelMatrices:$dk, Unroll_KernelKind:$kernel, I64Attr:$heads,
+                       DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
+                       OptionalAttr<ElementsAttr>:$graph,
+                       OptionalAttr<DenseI64ArrayAttr>:$features);
+  let results = (outs TokenMatrix:$dsource, Matrix:$dquery, Optional<Matrix>:$dkey);
+  let regions = (region AnyRegion:$weight_body);
+  let assemblyFormat = [{
+    $source (`features` $features^)? `query` $query `:` type($query) (`key` $key^ `:` type($key))? `,` $dk
+    `kernel` `(` $kernel `)` ($weight_body^)? `heads` `(` $heads `)` (`mask` `(` $mask^ `)`)?
+    attr-dict `:` type($source) `,` type($dk) (`->` type($dkey)^)?
+  }];
+}
+
+def Unroll_KernelApplyVJPOp : Unroll_Op<"kernel_apply_vjp", [Pure,
+    AllTypesMatch<["kernels", "dkernels"]>, AllTypesMatch<["z", "dy", "dz"]>,
+    AllTypesMatch<["value", "dvalue"]>]> {
+  let summary = "(dK, dZ, dW_v) of unroll.kernel_apply given dY";
+  let arguments = (ins KernelMatrices:$kernels, TokenMatrix:$z, Matrix:$value, TokenMatrix:$dy);
+  let results = (outs KernelMatrices:$dkernels, TokenMatrix:$dz, Matrix:$dvalue);
+  let assemblyFormat = [{
+    $kernels `,` $z `value` $value `:` type($value) `,` $dy attr-dict `:` type($kernels) `,`
+    type($z)
+  }];
+}
+
+def Unroll_InnerVJPOp : Unroll_Op<"inner_vjp", [Pure, AllTypesMatch<["lhs", "rhs", "dlhs", "drhs"]>]> {
+  let summary = "(dA, dB) = (ds B, ds A) on the rows of unroll.inner";
+  let arguments = (ins TokenMatrix:$lhs, TokenMatrix:$rhs, PerPrompt:$ds, UnitAttr:$over_context);
+  let results = (outs TokenMatrix:$dlhs, TokenMatrix:$drhs);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $ds (`context` $over_context^)? attr-dict `:` type($lhs) `,` type($ds)
+  }];
+}
+
+def Unroll_AxpyVJPOp : Unroll_Op<"axpy_vjp", [Pure, AllTypesMatch<["x", "dy", "dx"]>]> {
+  let summary = "(dX, da) of unroll.axpy given dY (Y's cotangent is dY itself)";
+  let description = [{
+    da is per prompt for a per-prompt a, summed over the batch for a [1].
+  }];
+  let arguments = (ins TokenMatrix:$x, Optional<RankedTensorOf<[F32, F64]>>:$a, TokenMatrix:$dy,
+                       F64Attr:$scale);
+  let results = (outs TokenMatrix:$dx, Optional<RankedTensorOf<[F32, F64]>>:$da);
+  let assemblyFormat = [{
+    $x (`times` $a^ `:` type($a))? `,` $dy attr-dict `:` type($x) (`->` type($da)^)?
+  }];
+}
+
+def Unroll_NormalizeVJPOp : Unroll_Op<"normalize_vjp", [Pure, AllTypesMatch<["z", "dy", "dz"]>]> {
+  let summary = "dZ = (dY - [rows] <dY, Z^> Z^) / ||Z|| of unroll.normalize";
+  let arguments = (ins TokenMatrix:$z, TokenMatrix:$dy, UnitAttr:$over_context, F64Attr:$eps);
+  let results = (outs TokenMatrix:$dz);
+  let assemblyFormat = "$z `,` $dy (`context` $over_context^)? attr-dict `:` type($z)";
+}
+
+def Unroll_RatioVJPOp : Unroll_Op<"ratio_vjp", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["num", "den", "dr", "dnum", "dden"]>]> {
+  let summary = "(dnum, dden) = (dr / den, -dr r / den) where the step is taken, else 0";
+  let arguments = (ins PerPrompt:$num, PerPrompt:$den, Optional<PerPrompt>:$scale,
+                       Optional<PerPrompt>:$residual, Optional<PerPrompt>:$size, PerPrompt:$dr,
+                       F64Attr:$eps);
+  let results = (outs PerPrompt:$dnum, PerPrompt:$dden);
+  let assemblyFormat = [{
+    $num `,` $den (`scale` $scale^ `:` type($scale))?
+    (`converged` `(` $residual^ `,` $size `)` `:` type($residual) `,` type($size))? `,` $dr
+    attr-dict `:` type($num)
+  }];
+}
+
+def Unroll_PickVJPOp : Unroll_Op<"pick_vjp", [Pure, AllTypesMatch<["values", "dvalues"]>]> {
+  let summary = "the gradient of unroll.pick: dy at entry min(k, K - 1), 0 elsewhere";
+  let arguments = (ins Vector:$values, Index:$layer, Vector:$dy);
+  let results = (outs Vector:$dvalues);
+  let assemblyFormat = "$values `[` $layer `]` `,` $dy attr-dict `:` type($values) `,` type($dy)";
+}
+
 def Unroll_AccumulateGradOp : Unroll_Op<"accumulate_grad", [AllTypesMatch<["param", "grad"]>]> {
   let summary = "add a gradient into the gradient of a parameter or input";
   let description = [{
