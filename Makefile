@@ -2,12 +2,14 @@
 #   make run    install what is missing, build, train the CPU-sized looped
 #               transformer on in-context linear regression and evaluate it
 #   make run-energy   compile P1's Transformer energy and print its energy trace
+#   make run-energy-icl   train an energy that learns in context (conjugate
+#               gradients on a kernel energy, d = 5) and evaluate it
 #   make test   install what is missing, build, run every test suite
 BUILD ?= build
 OUT   ?= out
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup configure build run run-energy test check clean docs bench fuzz test-asan format
+.PHONY: all setup configure build run run-energy run-energy-icl test check clean docs bench fuzz test-asan format
 
 all: build
 
@@ -29,6 +31,10 @@ run: build
 
 run-energy: build
 	@bash scripts/run-energy.sh $(BUILD) $(OUT)
+
+# ARGS: more unroll-run flags, e.g. ARGS="--seed 1".
+run-energy-icl: build
+	@bash scripts/run-energy-icl.sh $(BUILD) $(OUT) $(ARGS)
 
 test: build
 	@bash scripts/test.sh $(BUILD)

@@ -35,6 +35,8 @@ def main():
     ap.add_argument("--heads", type=int, default=1)
     ap.add_argument("--rank", type=int, default=0, help="columns of W_q per head (default d)")
     ap.add_argument("--dense", action="store_true", help="the kernel reads every feature")
+    ap.add_argument("--mean", action="store_true",
+                    help="divide the kernel by the context's size (least squares' mean)")
     ap.add_argument("--dtype", default="f32")
     ap.add_argument("--alpha", type=float, default=0.02)
     ap.add_argument("--momentum", type=float, default=0.5)
@@ -53,8 +55,7 @@ def main():
     out = []
     w = out.append
     for line in a.comment.split("\\n"):
-        if line:
-            w(f"// {line}")
+        w(f"// {line}" if line else "//")
     energy = a.name + "_descent"  # (not NAME_energy: the model has NAME_energy_trace)
     w(f"unroll.energy @{energy} {{")
     w(f"^bb0(%Y: {tok}, %X: {tok}):")
@@ -63,7 +64,8 @@ def main():
     features = "" if a.dense else f" features [0, {d}]"
     heads = f" heads({H})" if H > 1 else ""
     w(f"  %e = unroll.kernel_pairwise %Y kernel({a.kernel}) of %X : {tok}{features} "
-      f"query %Wq : {mat(kin, r)} value %Wv : {mat(F, H)}{heads} mask(context) : {tok}")
+      f"query %Wq : {mat(kin, r)} value %Wv : {mat(F, H)}{heads} mask(context)"
+      f"{' mean' if a.mean else ''} : {tok}")
     sched = f"schedule({a.schedule}) iterations({a.loops})"
     if a.schedule == "gd":
         sched += f" alpha({a.alpha!r}) learnable per_iteration"

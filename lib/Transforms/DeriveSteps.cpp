@@ -256,9 +256,9 @@ LogicalResult DeriveStepsPass::deriveKernelSteps(EnergyOp energy, KernelPairwise
   int64_t heads = term.getHeads();
   bool ctx = term.getMask() == MaskKind::context;
   auto kTy = RankedTensorType::get({heads, ShapedType::kDynamic, ShapedType::kDynamic}, elemTy);
-  auto km =
-      b.create<KernelMatrixOp>(loc, kTy, src, wq, wk, term.getKernelAttr(), term.getHeadsAttr(),
-                               term.getMaskAttr(), term.getGraphAttr(), term.getFeaturesAttr());
+  auto km = b.create<KernelMatrixOp>(loc, kTy, src, wq, wk, term.getKernelAttr(),
+                                     term.getHeadsAttr(), term.getMaskAttr(), term.getGraphAttr(),
+                                     term.getFeaturesAttr(), term.getMeanAttr());
   if (term.getKernel() != KernelKind::linear) {
     // The kernel is rho'(z): the derivative of the term's rho.
     Region rho;

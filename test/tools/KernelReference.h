@@ -32,7 +32,7 @@ struct KernelRef {
   int64_t heads = 1, iterations = 1;
   int64_t featLo = 0, featHi = -1; // the kernel's source features (-1: all)
   double alpha = 0, momentum = 0, eps = 1e-5;
-  bool learnable = false;
+  bool learnable = false, mean = false;
 
   static bool isKernelSchedule(const std::string &s) {
     return s == "gd" || s == "line_search" || s == "cg" || s == "nesterov";
@@ -46,6 +46,7 @@ struct KernelRef {
     key = t["key"].is_string() ? t["key"].get<std::string>() : "";
     value = t["value"];
     heads = t["heads"];
+    mean = t.value("mean", false);
     if (t.contains("features")) {
       featLo = t["features"][0];
       featHi = t["features"][1];
@@ -156,6 +157,8 @@ struct KernelRef {
             }
             v = weight(z);
           }
+          if (mean) // 1 / the keys row i reads
+            v /= std::max<int64_t>(1, mask == "causal" ? i + 1 : mask == "context" ? n - 1 : n);
           K[h][i * n + j] = v;
         }
     return K;

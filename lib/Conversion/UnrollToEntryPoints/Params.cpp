@@ -124,6 +124,7 @@ llvm::json::Array mlir::unroll::lowering::energyTermsJson(EnergyOp energy) {
       j["key"] = paramName(k.getKey());
       j["value"] = paramName(k.getValue());
       j["heads"] = k.getHeads();
+      j["mean"] = k.getMean();
       if (auto f = k.getFeatures())
         j["features"] = llvm::json::Array{(*f)[0], (*f)[1]};
       j["mask"] = stringifyMaskKind(k.getMask()).str();

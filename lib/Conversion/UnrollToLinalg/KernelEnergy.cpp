@@ -159,9 +159,28 @@ struct KE {
 /// mask, or (`energy`) the pairs the energy sums.
 struct PairMask {
   MaskKind kind = MaskKind::none;
-  bool energy = false;
+  bool energy = false, mean = false;
   Value last;  // n − 1, for context
+  Value n;     // the token count, for mean
   Value graph; // n × n 0/1, for graph
+  /// With `mean`: 1 / the number of keys row i reads (none: n, causal:
+  /// i + 1, context: n − 1), inside a generic over (b?, h, i, j); else 1.
+  Value rowWeight(OpBuilder &bb, Location ll, unsigned nb, Type t) const {
+    Value one = bb.create<arith::ConstantOp>(ll, t, bb.getFloatAttr(t, 1.0));
+    if (!mean)
+      return one;
+    Value count = kind == MaskKind::causal
+                      ? bb.create<arith::AddIOp>(ll, bb.create<linalg::IndexOp>(ll, nb + 1),
+                                                 bb.create<arith::ConstantIndexOp>(ll, 1))
+                            .getResult()
+                  : kind == MaskKind::context ? last
+                                              : n;
+    Value c = bb.create<arith::UIToFPOp>(ll, t,
+                                         bb.create<arith::IndexCastOp>(ll, bb.getI64Type(), count));
+    // No keys (a context of none): the row is masked out anyway.
+    Value safe = bb.create<arith::MaximumFOp>(ll, c, one);
+    return bb.create<arith::DivFOp>(ll, one, safe);
+  }
   Value keep(OpBuilder &bb, Location ll, unsigned nb, Value gval) const {
     Value i = bb.create<linalg::IndexOp>(ll, nb + 1), j = bb.create<linalg::IndexOp>(ll, nb + 2);
     switch (kind) {
@@ -187,10 +206,12 @@ struct PairMask {
 };
 
 PairMask makePairMask(KE &x, Value src, MaskKind kind, std::optional<ElementsAttr> graph,
-                      bool energy) {
+                      bool energy, bool mean) {
   PairMask m;
   m.kind = kind;
   m.energy = energy;
+  m.mean = mean;
+  m.n = x.dim(src, x.nb);
   if (kind == MaskKind::context)
     m.last = x.lastRow(src);
   if (kind == MaskKind::graph)
@@ -278,7 +299,7 @@ Value sourceGradient(KE &x, Value dfeat, Value src, std::optional<ArrayRef<int64
 Kernels emitKernels(KE &x, Value src, Value wq, Value wk, KernelKind kind, Region *weight,
                     unsigned idx, int64_t heads, MaskKind maskKind,
                     std::optional<ElementsAttr> graph, bool energy,
-                    std::optional<ArrayRef<int64_t>> features) {
+                    std::optional<ArrayRef<int64_t>> features, bool mean) {
   Kernels K;
   K.heads = heads;
   src = sourceFeatures(x, src, features);
@@ -286,7 +307,7 @@ Kernels emitKernels(KE &x, Value src, Value wq, Value wk, KernelKind kind, Regio
   K.q4 = x.split(x.e.tokW(src, wq), heads, width);
   K.k4 = wk ? x.split(x.e.tokW(src, wk), heads, width) : K.q4;
   K.dot = headDots(x, K.q4, K.k4, src, heads);
-  K.mask = makePairMask(x, src, maskKind, graph, energy);
+  K.mask = makePairMask(x, src, maskKind, graph, energy, mean);
   bool linear = kind == KernelKind::linear;
   if (!linear) {
     K.sqq = halfSquares(x, K.q4, src, heads);
@@ -317,6 +338,8 @@ Kernels emitKernels(KE &x, Value src, Value wq, Value wk, KernelKind kind, Regio
                     }
                     Value keep =
                         K.mask.keep(bb, ll, x.nb, K.mask.graph ? v[linear ? 1 : 3] : Value());
+                    if (K.mask.mean)
+                      w = bb.create<arith::MulFOp>(ll, w, K.mask.rowWeight(bb, ll, x.nb, x.t));
                     return bb.create<arith::SelectOp>(ll, keep, w, zero);
                   });
   return K;
@@ -364,8 +387,9 @@ struct KernelPairwiseLowering : OpConversionPattern<KernelPairwiseOp> {
       weight = &rhoPrime;
     }
     int64_t heads = op.getHeads();
-    Kernels K = emitKernels(x, a.getSource(), a.getQuery(), a.getKey(), op.getKernel(), weight, 0,
-                            heads, op.getMask(), op.getGraph(), /*energy=*/true, op.getFeatures());
+    Kernels K =
+        emitKernels(x, a.getSource(), a.getQuery(), a.getKey(), op.getKernel(), weight, 0, heads,
+                    op.getMask(), op.getGraph(), /*energy=*/true, op.getFeatures(), op.getMean());
     Value u4 = x.split(x.e.tokW(a.getY(), a.getValue()), heads, widthOf(a.getValue()));
     Value r4 = applyHeads(x, K.k, u4);
     // E = ½ Σ U4 ∘ R4 per prompt, over loops (b?, i, h, e).
@@ -393,7 +417,7 @@ struct KernelMatrixLowering : OpConversionPattern<KernelMatrixOp> {
     KE x(rewriter, op.getLoc(), elementOf(op.getSource()), batchOf(op.getSource()));
     Kernels K = emitKernels(x, a.getSource(), a.getQuery(), a.getKey(), op.getKernel(),
                             &op.getWeightBody(), 0, op.getHeads(), op.getMask(), op.getGraph(),
-                            /*energy=*/false, op.getFeatures());
+                            /*energy=*/false, op.getFeatures(), op.getMean());
     rewriter.replaceOp(op, x.e.castTo(K.k, op.getType()));
     return success();
   }
@@ -410,21 +434,24 @@ struct KernelMatrixVJPLowering : OpConversionPattern<KernelMatrixVJPOp> {
     // ρ″ at z (the region's second output) for rho kernels; the mask.
     Kernels K = emitKernels(x, whole, a.getQuery(), a.getKey(), op.getKernel(), &op.getWeightBody(),
                             linear ? 0 : 1, heads, op.getMask(), op.getGraph(),
-                            /*energy=*/false, op.getFeatures());
+                            /*energy=*/false, op.getFeatures(), op.getMean());
     Value src = sourceFeatures(x, whole, op.getFeatures());
     unsigned r3 = x.nb + 3;
     Value n = x.dim(src, x.nb);
     // dz = dK m (linear: the kernel is q·k itself) or dK m ρ″(z).
-    Value dz = x.generic(r3, {a.getDk(), K.k},
-                         {x.at(r3, {x.l(0), x.l(1), x.l(2)}), x.at(r3, {x.l(0), x.l(1), x.l(2)})},
-                         x.filled(src, {heads, kDyn, kDyn}, {n, n}, 0.0),
-                         x.at(r3, {x.l(0), x.l(1), x.l(2)}), x.iters("ppp"),
-                         [&](OpBuilder &bb, Location ll, ValueRange v) -> Value {
-                           if (!linear) // K holds m ρ″(z)
-                             return bb.create<arith::MulFOp>(ll, v[0], v[1]);
-                           Value keep = K.mask.keep(bb, ll, x.nb, Value());
-                           return bb.create<arith::SelectOp>(ll, keep, v[0], x.zeroLike(bb, ll));
-                         });
+    Value dz = x.generic(
+        r3, {a.getDk(), K.k},
+        {x.at(r3, {x.l(0), x.l(1), x.l(2)}), x.at(r3, {x.l(0), x.l(1), x.l(2)})},
+        x.filled(src, {heads, kDyn, kDyn}, {n, n}, 0.0), x.at(r3, {x.l(0), x.l(1), x.l(2)}),
+        x.iters("ppp"), [&](OpBuilder &bb, Location ll, ValueRange v) -> Value {
+          if (!linear) // K holds m ρ″(z)
+            return bb.create<arith::MulFOp>(ll, v[0], v[1]);
+          Value keep = K.mask.keep(bb, ll, x.nb, Value());
+          Value g = v[0];
+          if (K.mask.mean)
+            g = bb.create<arith::MulFOp>(ll, g, K.mask.rowWeight(bb, ll, x.nb, x.t));
+          return bb.create<arith::SelectOp>(ll, keep, g, x.zeroLike(bb, ll));
+        });
     if (linear && K.mask.graph) {
       // The graph's zeros: K is 0 there, dz must be too.
       dz = x.generic(r3, {dz, K.mask.graph},

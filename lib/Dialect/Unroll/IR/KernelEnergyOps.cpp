@@ -118,6 +118,9 @@ LogicalResult KernelPairwiseOp::verify() {
   if (failed(verifyMask(*this, getMask(), getGraph(), getY(), /*allowContext=*/true)) ||
       failed(verifyKernelRegion(*this, getKernel(), getRhoBody(), elem, /*isTerm=*/true)))
     return failure();
+  if (getMean() && getMask() == MaskKind::graph)
+    return emitOpError("'mean' divides each row by its number of keys, which mask(graph) does not "
+                       "fix: use none, causal or context");
   if (getKernel() == KernelKind::custom)
     return checkConcaveNonDecreasing(*this, getRhoBody());
   return success();
@@ -135,6 +138,8 @@ LogicalResult KernelMatrixOp::verify() {
       failed(verifyKernelRegion(*this, getKernel(), getWeightBody(),
                                 getSource().getType().getElementType(), /*isTerm=*/false)))
     return failure();
+  if (getMean() && getMask() == MaskKind::graph)
+    return emitOpError("'mean' is not defined for mask(graph)");
   auto k = getResult().getType();
   int64_t nb = batchRank(getSource());
   if (k.getRank() != nb + 3 || k.getElementType() != getSource().getType().getElementType() ||
@@ -215,10 +220,10 @@ LogicalResult PickOp::verify() {
 LogicalResult KernelMatrixOp::buildVJP(OpBuilder &b, ReverseMode &rm) {
   Value dk = rm.cotangent(getResult());
   Type dkeyTy = getKey() ? getKey().getType() : Type();
-  auto v =
-      b.create<KernelMatrixVJPOp>(getLoc(), getSource().getType(), getQuery().getType(), dkeyTy,
-                                  getSource(), getQuery(), getKey(), dk, getKernelAttr(),
-                                  getHeadsAttr(), getMaskAttr(), getGraphAttr(), getFeaturesAttr());
+  auto v = b.create<KernelMatrixVJPOp>(getLoc(), getSource().getType(), getQuery().getType(),
+                                       dkeyTy, getSource(), getQuery(), getKey(), dk,
+                                       getKernelAttr(), getHeadsAttr(), getMaskAttr(),
+                                       getGraphAttr(), getFeaturesAttr(), getMeanAttr());
   // The VJP's region yields (rho'(z), rho''(z)).
   if (getKernel() != KernelKind::linear)
     differentiateScalarRegion(getWeightBody(), v.getWeightBody(), getLoc(), /*yieldPrimal=*/true);

@@ -23,12 +23,13 @@ unroll.energy @line_search_rho {
   unroll.minimize %e schedule(line_search) iterations(3)
 }
 
-// A learned step size per iteration, two heads, the causal mask, 1/(z + 2).
+// A learned step size per iteration, two heads, the causal mask, 1/(z + 2),
+// each row divided by its number of keys (mean).
 unroll.energy @gd_heads {
 ^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
   %Wq = unroll.param "W_q" {std = 0.5 : f64} : tensor<4x4xf64>
   %Wv = unroll.param "W_v" {std = 0.5 : f64} : tensor<4x2xf64>
-  %e = unroll.kernel_pairwise %Y kernel(log_plus_two) of %X : tensor<?x4xf64> query %Wq : tensor<4x4xf64> value %Wv : tensor<4x2xf64> heads(2) mask(causal) : tensor<?x4xf64>
+  %e = unroll.kernel_pairwise %Y kernel(log_plus_two) of %X : tensor<?x4xf64> query %Wq : tensor<4x4xf64> value %Wv : tensor<4x2xf64> heads(2) mask(causal) mean : tensor<?x4xf64>
   unroll.minimize %e schedule(gd) iterations(3) alpha(0.1) learnable per_iteration
 }
 

@@ -176,7 +176,11 @@ def Unroll_KernelPairwiseOp : Unroll_Op<"kernel_pairwise", [Pure]> {
     ones or `custom` with a region computing ρ(z)), the MM weight
     ρ′(½‖q − k‖²) of P1's pairwise energy. The mask m: `none`, `causal`
     (j ≤ i), `graph`, or `context`: the pairs of context tokens (every token
-    but the last, the query of the concat encoding).
+    but the last, the query of the concat encoding). With `mean` each row's
+    kernel is divided by the number of keys it reads (the least squares'
+    mean instead of its sum: the curvature no longer grows with the
+    prompt's length, so one learned step size serves every length; not
+    with mask(graph)).
 
     With the kernel read from X (or, when it reads Y, held at its current
     value during a step, as P1's MM step holds its weights), E is a
@@ -197,7 +201,7 @@ def Unroll_KernelPairwiseOp : Unroll_Op<"kernel_pairwise", [Pure]> {
   }];
   let arguments = (ins TokenMatrix:$y, TokenMatrix:$source, Matrix:$query,
                        Optional<Matrix>:$key, Matrix:$value, Unroll_KernelKind:$kernel,
-                       OptionalAttr<DenseI64ArrayAttr>:$features,
+                       OptionalAttr<DenseI64ArrayAttr>:$features, UnitAttr:$mean,
                        DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$heads,
                        DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
                        OptionalAttr<ElementsAttr>:$graph);
@@ -207,7 +211,7 @@ def Unroll_KernelPairwiseOp : Unroll_Op<"kernel_pairwise", [Pure]> {
     $y `kernel` `(` $kernel `)` ($rho_body^)? `of` $source `:` type($source)
     (`features` $features^)? `query` $query `:` type($query) (`key` $key^ `:` type($key))?
     `value` $value `:` type($value) (`heads` `(` $heads^ `)`)? (`mask` `(` $mask^ `)`)?
-    attr-dict `:` type($y)
+    (`mean` $mean^)? attr-dict `:` type($y)
   }];
   let hasVerifier = 1;
 }

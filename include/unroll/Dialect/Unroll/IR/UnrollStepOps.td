@@ -224,13 +224,13 @@ def Unroll_KernelMatrixOp : Unroll_Op<"kernel_matrix", [DeclareOpInterfaceMethod
                        DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$heads,
                        DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
                        OptionalAttr<ElementsAttr>:$graph,
-                       OptionalAttr<DenseI64ArrayAttr>:$features);
+                       OptionalAttr<DenseI64ArrayAttr>:$features, UnitAttr:$mean);
   let results = (outs KernelMatrices:$result);
   let regions = (region AnyRegion:$weight_body);
   let assemblyFormat = [{
     $source (`features` $features^)? `query` $query `:` type($query) (`key` $key^ `:` type($key))?
     `kernel` `(` $kernel `)` ($weight_body^)? (`heads` `(` $heads^ `)`)? (`mask` `(` $mask^ `)`)?
-    attr-dict `:` type($source) `->` type($result)
+    (`mean` $mean^)? attr-dict `:` type($source) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -200,13 +200,13 @@ def Unroll_KernelMatrixVJPOp : Unroll_Op<"kernel_matrix_vjp", [Pure,
                        KernelMatrices:$dk, Unroll_KernelKind:$kernel, I64Attr:$heads,
                        DefaultValuedAttr<Unroll_MaskKind, "MaskKind::none">:$mask,
                        OptionalAttr<ElementsAttr>:$graph,
-                       OptionalAttr<DenseI64ArrayAttr>:$features);
+                       OptionalAttr<DenseI64ArrayAttr>:$features, UnitAttr:$mean);
   let results = (outs TokenMatrix:$dsource, Matrix:$dquery, Optional<Matrix>:$dkey);
   let regions = (region AnyRegion:$weight_body);
   let assemblyFormat = [{
     $source (`features` $features^)? `query` $query `:` type($query) (`key` $key^ `:` type($key))? `,` $dk
     `kernel` `(` $kernel `)` ($weight_body^)? `heads` `(` $heads `)` (`mask` `(` $mask^ `)`)?
-    attr-dict `:` type($source) `,` type($dk) (`->` type($dkey)^)?
+    (`mean` $mean^)? attr-dict `:` type($source) `,` type($dk) (`->` type($dkey)^)?
   }];
 }
 
