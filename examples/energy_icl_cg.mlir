@@ -1,6 +1,6 @@
 // Least squares in context by conjugate gradients on a kernel energy: von Oswald et al.'s
 // energy, descended with each prompt's exact step lengths. d = 5; concat tokens (x_i, y_i)
-// and the query (x, 0); 49 parameters.
+// and the query (x, 0); 38 parameters.
 //
 //   E(Y; X) = 1/2 sum_{i,j in context} <W_q x_i, W_q x_j> <W_v y_i, W_v y_j>
 //

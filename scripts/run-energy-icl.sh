@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # An energy that learns in context, at its small default: compile
 # examples/energy_icl_cg.mlir (a kernel energy descended by conjugate
-# gradients, d = 5, 49 parameters), train it on in-context linear regression
+# gradients, d = 5, 38 parameters), train it on in-context linear regression
 # (examples/energy_icl_cg.train.json: 12,000 steps, the looped GPT-2's budget
 # in docs/reproduction.md), evaluate it beside least squares, averaging and
 # 3-NN, and run it for 1 to 100 loops (trained at b = 10).

@@ -396,16 +396,9 @@ llvm::json::Object EnergyLowering::info() {
       {"terms", energyTermsJson(energy)},
       {"num_params", table.numParams},
       {"params", std::move(ps)}};
-  if (min.getAlpha())
-    o["alpha"] = min.getAlpha()->convertToDouble();
   if (min.getLearnable())
     o["learnable_alpha"] = true;
-  if (min.getMomentum())
-    o["momentum"] = min.getMomentum()->convertToDouble();
-  if (min.getEps())
-    o["eps"] = min.getEps()->convertToDouble();
-  if (min.getPerIteration())
-    o["per_iteration"] = true;
+  addStepSizeInfo(min, o);
   for (Value t : min.getTerms())
     if (auto l = t.getDefiningOp<LsqOp>())
       o["power_iterations"] = l.getPowerIterations();

@@ -79,6 +79,9 @@ llvm::json::Array energyTermsJson(EnergyOp energy);
 /// The pairwise term's rho (or a kernel term's kernel) and mask, as the
 /// model info names them ("" when the energy has neither).
 std::pair<std::string, std::string> kernelAndMask(EnergyOp energy);
+/// The schedule's step sizes where given: alpha, momentum, eps,
+/// per_iteration.
+void addStepSizeInfo(MinimizeOp min, llvm::json::Object &o);
 
 //===----------------------------------------------------------------------===//
 // The window's tape (Tape.cpp)

@@ -591,14 +591,7 @@ llvm::json::Object ModelLowering::info() {
                           {"terms", energyTermsJson(e)}};
     if (first)
       eo["weight_form"] = stringifyWeightForm(first.getForm()).str();
-    if (min.getAlpha())
-      eo["alpha"] = min.getAlpha()->convertToDouble();
-    if (min.getMomentum())
-      eo["momentum"] = min.getMomentum()->convertToDouble();
-    if (min.getEps())
-      eo["eps"] = min.getEps()->convertToDouble();
-    if (min.getPerIteration())
-      eo["per_iteration"] = true;
+    addStepSizeInfo(min, eo);
     eo["iterations"] = min.getIterations();
     o["energy"] = std::move(eo);
   }

@@ -103,6 +103,17 @@ std::pair<std::string, std::string> mlir::unroll::lowering::kernelAndMask(Energy
   return {"", ""};
 }
 
+void mlir::unroll::lowering::addStepSizeInfo(MinimizeOp min, llvm::json::Object &o) {
+  if (min.getAlpha())
+    o["alpha"] = min.getAlpha()->convertToDouble();
+  if (min.getMomentum())
+    o["momentum"] = min.getMomentum()->convertToDouble();
+  if (min.getEps())
+    o["eps"] = min.getEps()->convertToDouble();
+  if (min.getPerIteration())
+    o["per_iteration"] = true;
+}
+
 llvm::json::Array mlir::unroll::lowering::energyTermsJson(EnergyOp energy) {
   auto paramName = [](Value v) -> llvm::json::Value {
     if (auto p = v ? v.getDefiningOp<ParamOp>() : ParamOp())
