@@ -18,7 +18,7 @@
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Safetensors.h"
-#include "unroll/tooling/Train.h"
+#include "unroll/tooling/TrainConfig.h"
 
 #include <nlohmann/json.hpp>
 

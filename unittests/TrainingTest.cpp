@@ -4,6 +4,7 @@
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Safetensors.h"
 #include "unroll/tooling/Tasks.h"
+#include "unroll/tooling/Evaluate.h"
 #include "unroll/tooling/Train.h"
 
 #include <gtest/gtest.h>

@@ -15,6 +15,7 @@
 #include "unroll/tooling/Process.h"
 #include "unroll/tooling/Safetensors.h"
 #include "unroll/tooling/Tasks.h"
+#include "unroll/tooling/Evaluate.h"
 #include "unroll/tooling/Train.h"
 
 #include <algorithm>

@@ -1,91 +1,13 @@
-//===- Train.h - training, evaluation and prediction -----------*- C++ -*-===//
+//===- Train.h - the training loop ------------------------------*- C++ -*-===//
 #ifndef UNROLL_TOOLING_TRAIN_H
 #define UNROLL_TOOLING_TRAIN_H
 
 #include "unroll/runtime/ModelRun.h"
-#include "unroll/tooling/Tasks.h"
-
-#include <nlohmann/json.hpp>
+#include "unroll/tooling/TrainConfig.h"
 
 #include <string>
 
 namespace unroll {
-
-/// Every setting of a training run. Defaults come from the model (b, T, d)
-/// and P2; `unroll-run --help` documents each flag.
-struct TrainConfig {
-  std::string task = "icl_linear";
-  /// How prompts become tokens: the library's ("interleaved" or "concat",
-  /// model info "encoding"); finish() refuses another one.
-  std::string encoding;
-  int64_t steps = 1000, batch = 64;
-  double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8; // Adam
-  /// The learning rate's schedule: linear warm-up from lr / warmupSteps to
-  /// lr over the first warmupSteps steps, then "constant", or "cosine" /
-  /// "linear" decay to lrMin at the last step.
-  std::string lrSchedule = "constant";
-  int64_t warmupSteps = 0;
-  double lrMin = 0;
-  /// The rate of step `step` (0 for the first).
-  double lrAt(int64_t step) const;
-  uint64_t seed = 0;
-  std::string out = "out/train";
-  bool curriculum = true;
-  int64_t loops = 0, window = 0;           // b and T (0: the model's)
-  int64_t loopInc = 2, loopInterval = 500; // b(step) = min(T + 2 floor(step/500), b)
-  /// The dims and points curricula; a field left at -1 (not given) is
-  /// filled by finish() from the model and the others: dims end at d and
-  /// start at min(5, end), points end at 2 end_dims + 1 (5 end_dims + 1 for
-  /// trees and ReLU nets) and start at the task's first count.
-  Curriculum dims{-1, -1, -1, -1}, points{-1, -1, -1, -1};
-  int64_t curriculumInterval = 0; // their interval (0: P2's 5000)
-  double noise = 0.0;
-  const TaskSpec *spec = nullptr; // set by finish()
-  int64_t logEvery = 50, saveEvery = 500;
-  int64_t evalPrompts = 1280, evalLoops = 0, evalBatch = 64;
-  /// Where Adam runs: "host" (double precision, in unroll-run), "compiled"
-  /// (the library's @M_adam on resident state: on a GPU, weights and moments
-  /// never leave it) or "auto" (compiled for GPU libraries, else host).
-  std::string optimizer = "auto";
-  /// CPU libraries: the f32 GEMMs' operand precision, "f32" or "bf16"
-  /// (bfloat16 operands, f32 accumulation and f32 weights; needs
-  /// AVX512_BF16). Applied with applyCpuPrecision.
-  std::string cpuPrecision = "f32";
-  /// CPU libraries: each thread's share of a batch runs in micro-batches of
-  /// about this many tokens (ModelRunner::setMicroBatchTokens; 0: the whole
-  /// share at once; -1: the runner's default, 1536).
-  int64_t microBatchTokens = -1;
-  /// GPU libraries with the compiled optimizer: each shape's loss-and-
-  /// gradient call captured once as a CUDA graph and replayed.
-  bool gpuGraphs = true;
-  /// How the loop is differentiated: "" (the model's choice), or bptt,
-  /// implicit[:TOL[:MAX]], jfb, phantom[:K[:TAU]] (docs/training.md).
-  std::string gradient;
-  /// A fresh b per step, uniform in [lo, hi] (0: off; replaces the loop
-  /// curriculum).
-  int64_t loopsRandomLo = 0, loopsRandomHi = 0;
-  /// Evaluation and --predict run each prompt until it halts (@M_solve):
-  /// relative change <= haltTol, at most maxLoops iterations. Defaults from
-  /// the loop's until(...) clause, which also turns halting on.
-  bool halting = false, haltingGiven = false;
-  double haltTol = 0;   // 0: the loop's until(tol), else 1e-4
-  int64_t maxLoops = 0; // 0: the loop's until(max), else 500
-  /// Prompts on which the costly baselines (trees, boosting, the network)
-  /// are fitted, at every 5th position beyond 41 points.
-  int64_t baselinePrompts = 64;
-  /// Data-parallel runs (several ranks): how the gradients meet, "auto"
-  /// (NCCL on device buffers for GPU libraries where it can be used, else
-  /// MPI), "mpi" (through host memory) or "nccl"; and how long a rank waits
-  /// for the others in a collective before it ends the job.
-  std::string allreduce = "auto";
-  double rankTimeout = 600;
-
-  nlohmann::json toJson() const;
-  /// Applies the keys present in `j`; unknown keys and bad values are errors.
-  bool apply(const nlohmann::json &j, std::string &error);
-  /// Fills unset values from the model info and checks the whole config.
-  bool finish(const nlohmann::json &modelInfo, std::string &error);
-};
 
 /// Sets the CPU library's f32 GEMM operand precision ("f32" or "bf16",
 /// TrainConfig::cpuPrecision). False with the reason where bf16 cannot run:
@@ -96,40 +18,6 @@ bool applyCpuPrecision(const Model &m, const std::string &precision, std::string
 /// Trains (from scratch, or from the checkpoint in out/checkpoint when
 /// `resume`), then evaluates. Returns a process exit code.
 int train(const Model &m, const ModelRunner &run, TrainConfig cfg, bool resume);
-
-/// Evaluates parameters on fresh prompts against the baselines; writes
-/// eval.csv / eval.json / eval.svg into cfg.out and prints a table.
-int evaluate(const ModelRunner &run, const std::vector<double> &theta, const TrainConfig &cfg);
-
-/// Loop study: error after each of `loops` (sorted, >= 1) iterations, on
-/// fresh prompts of the final curriculum size, at the last prompt position
-/// (with 5-95% bootstrap bands) and averaged over positions; writes
-/// loops.csv / loops.json / loops.svg into cfg.out and prints a table.
-int loopStudy(const ModelRunner &run, const std::vector<double> &theta, const TrainConfig &cfg,
-              const std::vector<int64_t> &loops);
-
-/// For a model whose loop descends an energy: the energy E(Y_t; P) of every
-/// iterate on fresh prompts (up to 256 of the evaluation's), how often an
-/// iteration's steps increase it and how many prompts descend monotonically;
-/// writes energy.csv / energy.json / energy.svg into cfg.out and prints a
-/// table. Returns a process exit code.
-int energyStudy(const ModelRunner &run, const std::vector<double> &theta, const TrainConfig &cfg);
-
-/// 5% and 95% quantiles, over `resamples` bootstrap resamples of the prompts,
-/// of the mean of errs[prompt, i] / norm, for each position i < k.
-void bootstrapBands(const std::vector<double> &errs, int64_t prompts, int64_t k, double norm,
-                    int64_t resamples, uint64_t seed, std::vector<double> &lo,
-                    std::vector<double> &hi);
-
-/// --predict: xs [B, n, d] and ys [B, n] in `input`, preds [B, n] to `output`.
-/// With cfg.halting, each prompt runs until it halts and the output also
-/// holds 'loops' [B], the iterations each used.
-int predict(const ModelRunner &run, const std::vector<double> &theta, const std::string &input,
-            const std::string &output, int64_t loops, const TrainConfig &cfg);
-
-/// Loops used per prompt under halting: mean, max and a histogram, for the
-/// JSON reports and the tables.
-nlohmann::json loopsUsedJson(const std::vector<double> &loops, int64_t maxLoops);
 
 } // namespace unroll
 
