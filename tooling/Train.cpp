@@ -289,7 +289,7 @@ int Trainer::setUpOptimizer(bool) {
           "_adam); rebuild it with this unroll-opt, or train with --optimizer host");
     return stopAll(2);
   }
-  bool ok = dev_.init(m_, run_.numParams(), mi_.value("element_type", "") == "f32", err_);
+  bool ok = dev_.init(m_, run_.numParams(), m_.info().value("element_type", "") == "f32", err_);
   if (!ok)
     die(err_);
   if (!together(ok, "allocating the training state"))
