@@ -3,11 +3,13 @@
 // Sets the `until` (halting) and `gradient` clauses of every unroll.loop
 // from pass options, so that what the IR chose can be overridden from
 // unroll-opt (--lower-to-cpu="gradient=phantom:5:0.5 until=1e-4:500").
-// The spellings are the ones unroll-run's --gradient takes.
+// The gradient spelling is the one unroll-run's --gradient takes, parsed by
+// the same code (unroll/runtime/GradientSpec.h).
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 #include "unroll/Transforms/Passes.h"
+#include "unroll/runtime/GradientSpec.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -44,52 +46,39 @@ FailureOr<int64_t> integer(StringRef s) {
   return v;
 }
 
-/// "implicit:1e-6:100", "phantom:5:0.5", "jfb", "bptt".
+/// "implicit:1e-6:100", "phantom:5:0.5", "jfb", "bptt": the grammar
+/// unroll-run's --gradient reads too (unroll/runtime/GradientSpec.h).
 FailureOr<Spec> parseGradient(StringRef text, std::string &error) {
-  SmallVector<StringRef> parts;
-  text.split(parts, ':');
+  ::unroll::GradientSpec g;
+  std::string why;
+  if (!::unroll::GradientSpec::parse(text.str(), g, why)) {
+    error = "gradient=" + text.str() + ": " + why + " (expected " +
+            ::unroll::GradientSpec::kGrammar + ")";
+    return failure();
+  }
   Spec s;
-  std::optional<GradientMode> m = symbolizeGradientMode(parts[0].trim());
-  if (!m) {
-    error = "expected gradient=bptt|implicit[:TOL[:MAX]]|jfb|phantom[:K[:TAU]], got '" +
-            text.str() + "'";
-    return failure();
+  switch (g.kind) {
+  case ::unroll::GradientSpec::Bptt:
+    s.mode = GradientMode::bptt;
+    break;
+  case ::unroll::GradientSpec::Jfb:
+    s.mode = GradientMode::jfb;
+    break;
+  case ::unroll::GradientSpec::Implicit:
+    s.mode = GradientMode::implicit;
+    break;
+  case ::unroll::GradientSpec::Phantom:
+    s.mode = GradientMode::phantom;
+    break;
   }
-  s.mode = *m;
-  size_t most = s.mode == GradientMode::implicit || s.mode == GradientMode::phantom ? 3 : 1;
-  if (parts.size() > most) {
-    error = "gradient=" + parts[0].str() + " takes " +
-            (most == 1 ? "no parameters" : "at most two parameters") + ", got '" + text.str() + "'";
-    return failure();
-  }
-  auto bad = [&](StringRef what, StringRef got) {
-    error = "expected " + what.str() + " in gradient=" + text.str() + ", got '" + got.str() + "'";
-    return failure();
-  };
-  if (s.mode == GradientMode::implicit) {
-    if (parts.size() > 1 && failed(number(parts[1])))
-      return bad("a tolerance", parts[1]);
-    if (parts.size() > 1)
-      s.tol = *number(parts[1]);
-    if (parts.size() > 2 && failed(integer(parts[2])))
-      return bad("an iteration cap", parts[2]);
-    if (parts.size() > 2)
-      s.max = *integer(parts[2]);
-  }
-  if (s.mode == GradientMode::phantom) {
-    if (parts.size() > 1 && failed(integer(parts[1])))
-      return bad("a step count K", parts[1]);
-    if (parts.size() > 1)
-      s.steps = *integer(parts[1]);
-    if (parts.size() > 2 && failed(number(parts[2])))
-      return bad("a damping tau", parts[2]);
-    if (parts.size() > 2)
-      s.damping = *number(parts[2]);
-  }
+  s.tol = g.tol;
+  s.max = g.max;
+  s.steps = g.steps;
+  s.damping = g.damping;
   return s;
 }
 
-struct FixedPointPass : public unroll::impl::UnrollFixedPointBase<FixedPointPass> {
+struct FixedPointPass : public mlir::unroll::impl::UnrollFixedPointBase<FixedPointPass> {
   using UnrollFixedPointBase::UnrollFixedPointBase;
 
   void runOnOperation() override {

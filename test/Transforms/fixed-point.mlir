@@ -18,8 +18,8 @@
 // IMPLICIT: injection(add) until(tol = 1.000000e-04, max = 500) gradient(implicit, tol = {{1.000000e-06|9.9999999999999995E-7}}, max = 80)
 // DROP: injection(add) gradient(bptt) : tensor
 // DROP: injection(none) gradient(bptt) : tensor
-// MODE: error: unroll-fixed-point: expected gradient=bptt|implicit[:TOL[:MAX]]|jfb|phantom[:K[:TAU]], got 'newton'
-// PARAMS: error: unroll-fixed-point: gradient=jfb takes no parameters, got 'jfb:3'
+// MODE: error: unroll-fixed-point: gradient=newton: unknown mode 'newton' (expected bptt, implicit[:TOL[:MAX]], jfb or phantom[:K[:TAU]])
+// PARAMS: error: unroll-fixed-point: gradient=jfb:3: jfb takes no parameters (expected bptt, implicit[:TOL[:MAX]], jfb or phantom[:K[:TAU]])
 // UNTIL: error: unroll-fixed-point: expected until=TOL:MAX (e.g. 1e-4:500) or until=none, got '1e-3'
 // HALT0: fixed-point.mlir:[[@LINE+10]]:8: error: 'unroll.loop' op expected until(tol) > 0, got 0
 // The weight-tied loop below keeps its gradient: a located warning.

@@ -8,7 +8,9 @@
 #ifndef UNROLL_RUNTIME_MODELRUN_H
 #define UNROLL_RUNTIME_MODELRUN_H
 
+#include "unroll/runtime/GradientMode.h"
 #include "unroll/runtime/Model.h"
+#include "unroll/runtime/ResidentState.h"
 
 #include <cmath>
 #include <string>
@@ -56,119 +58,10 @@ struct AdamStep {
   int64_t step = 1;
 };
 
-/// How a training step differentiates the loop (docs/training.md). bptt:
-/// through the last T iterates (@M_loss_grad). The others differentiate the
-/// loss at Y_b through the fixed point (@M_loss_grad_fixed): g starts at
-/// v = ∂L/∂Y_b and takes g ← v + g (λ J + (1 − λ) I) until ‖Δg‖ ≤ tol ‖g‖ or
-/// `steps` values of g exist; the parameters then get λ g ∂f/∂θ.
-struct GradientMode {
-  enum Kind { Bptt, Implicit, Jfb, Phantom } kind = Bptt;
-  int64_t steps = 1;    // implicit: the cap; phantom: k; jfb: 1
-  double tol = 0.0;     // implicit only (0: run all `steps`)
-  double damping = 1.0; // λ in (0, 1]
-  /// As --gradient spells it: bptt, implicit:1e-05:100, jfb, phantom:5:0.5.
-  std::string str() const;
-  bool fixedPoint() const { return kind != Bptt; }
-};
-/// Parses bptt | implicit[:TOL[:MAX]] | jfb | phantom[:K[:TAU]] (defaults:
-/// implicit tol 1e-5, max 100; phantom k 5, tau 0.5).
-bool parseGradientMode(const std::string &text, GradientMode &out, std::string &error);
-/// The mode a model's IR chose (model info "fixed_point"), bptt if none.
-GradientMode modelGradientMode(const nlohmann::json &modelInfo);
-
-/// Bytes of activations one prompt of `tokens` tokens keeps for the
-/// backward of a training step (model info "fixed_point": per-token sizes of
-/// the state and of one iteration's tape): bptt keeps min(T, b) + 1 states
-/// and min(T, b) tapes, the fixed-point modes two states and one tape,
-/// whatever b is. -1 if the info has no sizes.
-int64_t activationBytesPerPrompt(const nlohmann::json &modelInfo, const GradientMode &g,
-                                 int64_t window, int64_t loops, int64_t tokens);
-
 /// What the last fixed-point gradient did: values of g formed (the largest
 /// over threads) and the last relative change of g.
 struct FixedPointStats {
   double iterations = 0, residual = 0;
-};
-
-/// Weights, gradient and Adam moments of a training run in memory from the
-/// library's own allocator (unroll_state_alloc, docs/abi.md), in the
-/// library's element type. A GPU library's entry points use such buffers in
-/// place: the state stays on the GPU for the whole run, and crosses to the
-/// host only through upload / download (start, checkpoints, the end).
-class ResidentState {
-public:
-  ResidentState() = default;
-  ResidentState(const ResidentState &) = delete;
-  ResidentState &operator=(const ResidentState &) = delete;
-  ~ResidentState();
-  /// Allocates four vectors of `n` elements of 4 (f32) or 8 (f64) bytes.
-  bool init(const Model &m, int64_t n, bool f32, std::string &error);
-  /// theta, m, v from the host (m, v empty: zeros).
-  void upload(const std::vector<double> &theta, const std::vector<double> &m,
-              const std::vector<double> &v);
-  void download(std::vector<double> &theta, std::vector<double> &m, std::vector<double> &v) const;
-  /// Entry-point arguments used in place so far (the library's count).
-  uint64_t residentHits() const { return hits_ ? hits_() : 0; }
-
-  /// Another buffer of `bytes` from the library's allocator (device memory
-  /// on a GPU), freed with the state; nullptr if it cannot be had.
-  void *allocate(size_t bytes);
-
-  /// One of the four buffers from / to a host vector (converted).
-  void writeVector(void *dst, const std::vector<double> &src);
-  void readVector(std::vector<double> &dst, const void *src) const;
-
-  void *theta = nullptr, *grad = nullptr, *m = nullptr, *v = nullptr;
-  int64_t size = 0;
-  bool f32 = false;
-
-  /// GPU libraries: run the training step (loss, gradient and Adam), its
-  /// loss and gradient alone, and the forward on resident weights, as one
-  /// CUDA graph per shape each (captured on the second call of a shape,
-  /// replayed after); on by default where the driver has graphs.
-  void setGraphs(bool on) { graphsWanted_ = on; }
-  bool graphsUsable() const {
-    return graphsWanted_ && graphLaunch_ && graphsSupported_ && graphsSupported_();
-  }
-  struct GraphStats {
-    uint64_t captured = 0, replayed = 0, direct = 0; // training steps (or loss and gradient)
-    uint64_t forwardReplayed = 0;                    // forward calls replayed
-    std::string refused;                             // why the last capture was refused, if one was
-  };
-  const GraphStats &graphStats() const { return graphStats_; }
-
-private:
-  friend class ModelRunner;
-  /// A call's inputs and outputs in resident buffers, and its graph.
-  struct StepGraph {
-    std::vector<int64_t> key; // the shape: batch, points, dim, loops (, window)
-    std::vector<void *> buffers;
-    void *exec = nullptr;
-    bool warm = false, refused = false;
-  };
-  void resetGraph(StepGraph &g);
-  /// Runs `call` for the shape `key` with resident buffers of `bytes`
-  /// (allocated when the shape changes): directly the first time, captured
-  /// the second, replayed after. Returns false if it ran directly.
-  template <typename Fill, typename Call>
-  bool graphed(StepGraph &g, const std::vector<int64_t> &key, const std::vector<size_t> &bytes,
-               Fill fill, Call call);
-  bool graphsWanted_ = true;
-  std::vector<void *> extra_; // allocate()'s buffers
-  StepGraph step_, train_, forward_;
-  GraphStats graphStats_;
-  int32_t (*graphsSupported_)() = nullptr;
-  void (*captureBegin_)() = nullptr;
-  void *(*captureEnd_)() = nullptr;
-  const char *(*captureError_)() = nullptr;
-  void (*graphLaunch_)(void *) = nullptr;
-  void (*graphDestroy_)(void *) = nullptr;
-
-  void *(*alloc_)(size_t) = nullptr;
-  void (*free_)(void *) = nullptr;
-  void (*write_)(void *, const void *, size_t) = nullptr;
-  void (*read_)(void *, const void *, size_t) = nullptr;
-  uint64_t (*hits_)() = nullptr;
 };
 
 /// A compiled model's entry points, resolved once.
