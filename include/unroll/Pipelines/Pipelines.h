@@ -15,8 +15,12 @@
 
 namespace mlir::unroll {
 
-/// Options of --lower-to-cpu.
-struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
+/// The front end's options, which every pipeline takes: how models are
+/// differentiated and when their loops halt.
+template <typename Derived>
+struct FrontEndOptions : public PassPipelineOptions<Derived> {
+  template <typename T>
+  using Option = mlir::detail::PassOptions::Option<T>;
   Option<bool> recomputeWindow{
       *this, "recompute-window",
       llvm::cl::desc("Models: the backward pass recomputes each window iteration's block from "
@@ -31,6 +35,10 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
   Option<std::string> until{
       *this, "until", llvm::cl::desc("Models: override each loop's halting rule: TOL:MAX, or none"),
       llvm::cl::init("")};
+};
+
+/// Options of --lower-to-cpu.
+struct LowerToCPUOptions : public FrontEndOptions<LowerToCPUOptions> {
   Option<bool> fuseElementwise{
       *this, "fuse-elementwise",
       llvm::cl::desc("Fold elementwise producers into their consumers (not into contractions, "
@@ -40,7 +48,7 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
 
 /// Options of --lower-to-gpu (and of --lower-to-gpu-emulated, which ignores
 /// chip, format and cuda-path).
-struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
+struct LowerToGPUOptions : public FrontEndOptions<LowerToGPUOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("GPU to compile kernels for (e.g. sm_80, sm_90)"),
                            llvm::cl::init("sm_90")};
@@ -56,10 +64,6 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::init("")};
   Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("Threads per block"),
                             llvm::cl::init(256)};
-  Option<bool> recomputeWindow{
-      *this, "recompute-window",
-      llvm::cl::desc("Models: recompute the backward's activations instead of storing them"),
-      llvm::cl::init(false)};
   Option<std::string> precision{
       *this, "precision",
       llvm::cl::desc("Matrix products (cuBLASLt): f32 (FP32 compute, as PyTorch with TF32 off) "
@@ -87,14 +91,6 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::desc("--lower-to-gpu-emulated: run the threads of each phase of a shared-memory "
                      "kernel last to first (a test for races between threads)"),
       llvm::cl::init(false)};
-  Option<std::string> gradient{
-      *this, "gradient",
-      llvm::cl::desc("Models: override how each loop is differentiated: bptt, "
-                     "implicit[:TOL[:MAX]], jfb or phantom[:K[:TAU]] (docs/training.md)"),
-      llvm::cl::init("")};
-  Option<std::string> until{
-      *this, "until", llvm::cl::desc("Models: override each loop's halting rule: TOL:MAX, or none"),
-      llvm::cl::init("")};
 
   /// cuda-path if given, else $CUDA_HOME, else /usr/local/cuda.
   std::string toolkit() const;
