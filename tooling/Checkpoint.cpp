@@ -124,13 +124,10 @@ static bool unnamed(const nlohmann::json &info, TensorMap &t, const std::string 
       return false;
     }
     int64_t off = p["offset"];
-    for (size_t i = 0; i < it->second.data.size(); ++i) {
-      if (!std::isfinite(it->second.data[i])) {
-        error = file + ": tensor '" + name + "' holds a non-finite value";
-        return false;
-      }
+    if (!checkFinite(it->second, file + ": tensor '" + name + "'", error))
+      return false;
+    for (size_t i = 0; i < it->second.data.size(); ++i)
       v[off + i] = it->second.data[i];
-    }
     t.erase(it);
   }
   return true;
@@ -263,9 +260,17 @@ bool unroll::loadParameters(const std::string &path, const nlohmann::json &info,
   }
   std::string file = path;
   if (S_ISDIR(st.st_mode)) {
+    // A checkpoint folder (its `latest` names the step) or one of its
+    // snapshots (DIR/ckpt-NNNNNNN, holding model.safetensors itself).
     std::string step, text;
-    if (!latestStep(path, step, error))
+    struct stat own;
+    if (stat((path + "/model.safetensors").c_str(), &own) == 0 && S_ISREG(own.st_mode))
+      step = path;
+    else if (!latestStep(path, step, error)) {
+      error += " (give a checkpoint folder, one of its ckpt-NNNNNNN snapshots, or a "
+               "model .safetensors)";
       return false;
+    }
     file = step + "/model.safetensors";
     // The encoding the weights were trained with, where the step says.
     if (readText(step + "/state.json", text, error)) {

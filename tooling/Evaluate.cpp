@@ -248,7 +248,7 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
   std::vector<double> ks(k);
   for (int64_t i = 0; i < k; ++i)
     ks[i] = i;
-  spec.series = {{"model", ks, sModel}, {"model 5%", ks, lo}, {"model 95%", ks, hi}};
+  spec.series = {{"model", ks, sModel, lo, hi, "model 5-95%"}};
   for (const Baseline &bl : baselines)
     spec.series.push_back({bl.label, ks, bl.sum});
   if (!writeReport(cfg.out, "eval", csv, j, spec))
@@ -503,10 +503,7 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
   spec.logY = true;
   spec.yFloor = 1e-4;
   std::vector<double> xs(loops.begin(), loops.end());
-  spec.series = {{"last position", xs, last},
-                 {"5%", xs, lo},
-                 {"95%", xs, hi},
-                 {"mean over positions", xs, mean}};
+  spec.series = {{"last position", xs, last, lo, hi, "5-95%"}, {"mean over positions", xs, mean}};
   if (!writeReport(cfg.out, "loops", csv, j, spec))
     return 2;
   printf("loop study: %lld prompts of %lld points, d = %lld, trained at b = %lld (%.1f s)\n",
@@ -542,6 +539,10 @@ int unroll::predict(const ModelRunner &run, const std::vector<double> &theta,
       xs.shape[1] != ys.shape[1])
     return die(input + ": expected 'xs' [B, n, d] and 'ys' [B, n], got " +
                nlohmann::json(xs.shape).dump() + " and " + nlohmann::json(ys.shape).dump());
+  // A non-finite prompt value would become silent NaN predictions.
+  if (!checkFinite(xs, input + ": tensor 'xs'", err) ||
+      !checkFinite(ys, input + ": tensor 'ys'", err))
+    return die(err);
   Prompts p{xs.shape[0], xs.shape[1], xs.shape[2], xs.data, ys.data};
   std::vector<double> preds, used;
   TensorMap out;

@@ -85,14 +85,24 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
     return std::isfinite(x) && std::isfinite(y) && (!spec.logY || y > 0) && (!spec.logX || x > 0);
   };
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  auto banded = [&](const Series &s, size_t i) {
+    return i < s.lo.size() && i < s.hi.size() && usable(s.x[i], s.lo[i]) &&
+           usable(s.x[i], s.hi[i]);
+  };
+  auto cover = [&](double x, double y) {
+    x0 = std::min(x0, trX(x));
+    x1 = std::max(x1, trX(x));
+    y0 = std::min(y0, tr(y));
+    y1 = std::max(y1, tr(y));
+  };
   for (auto &s : spec.series)
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!usable(s.x[i], s.y[i]))
-        continue;
-      x0 = std::min(x0, trX(s.x[i]));
-      x1 = std::max(x1, trX(s.x[i]));
-      y0 = std::min(y0, tr(s.y[i]));
-      y1 = std::max(y1, tr(s.y[i]));
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (i < s.y.size() && usable(s.x[i], s.y[i]))
+        cover(s.x[i], s.y[i]);
+      if (banded(s, i)) {
+        cover(s.x[i], s.lo[i]);
+        cover(s.x[i], s.hi[i]);
+      }
     }
   if (!std::isfinite(x0)) {
     x0 = 0;
@@ -164,7 +174,25 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
     << (spec.logY ? (spec.yFloor > 0 ? " (log, floor " + num(spec.yFloor) + ")" : " (log scale)")
                   : "")
     << "</text>\n";
-  // Series with a legend.
+  // Bands first, under every curve: the upper bound left to right, the
+  // lower one back.
+  for (size_t k = 0; k < spec.series.size(); ++k) {
+    const Series &s = spec.series[k];
+    std::vector<size_t> in;
+    for (size_t i = 0; i < s.x.size(); ++i)
+      if (banded(s, i))
+        in.push_back(i);
+    if (in.size() < 2)
+      continue;
+    o << "<polygon fill=\"" << kColors[k % 8] << "\" fill-opacity=\"0.18\" stroke=\"none\" points=\"";
+    for (size_t i : in)
+      o << px(s.x[i]) << "," << py(s.hi[i]) << " ";
+    for (size_t j = in.size(); j-- > 0;)
+      o << px(s.x[in[j]]) << "," << py(s.lo[in[j]]) << " ";
+    o << "\"/>\n";
+  }
+  // Series with a legend (a band gets a swatch of its own below its curve).
+  double ly = T + 14;
   for (size_t k = 0; k < spec.series.size(); ++k) {
     const Series &s = spec.series[k];
     const char *c = kColors[k % 8];
@@ -177,10 +205,16 @@ std::string unroll::renderSvg(const PlotSpec &spec) {
       if (usable(s.x[i], s.y[i]))
         o << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"2.5\" fill=\""
           << c << "\"/>\n";
-    double ly = T + 14 + 20 * k;
     o << "<line x1=\"" << W - R + 14 << "\" x2=\"" << W - R + 38 << "\" y1=\"" << ly << "\" y2=\""
       << ly << "\" stroke=\"" << c << "\" stroke-width=\"2\"/><text x=\"" << W - R + 44 << "\" y=\""
       << ly + 4 << "\">" << esc(s.name) << "</text>\n";
+    ly += 20;
+    if (!s.bandName.empty() && !s.lo.empty()) {
+      o << "<rect x=\"" << W - R + 14 << "\" y=\"" << ly - 6 << "\" width=\"24\" height=\"12\" fill=\""
+        << c << "\" fill-opacity=\"0.18\"/><text x=\"" << W - R + 44 << "\" y=\"" << ly + 4
+        << "\">" << esc(s.bandName) << "</text>\n";
+      ly += 20;
+    }
   }
   o << "</svg>\n";
   return o.str();

@@ -184,3 +184,25 @@ bool unroll::writeSafetensors(const std::string &path, const TensorMap &tensors,
   }
   return true;
 }
+
+bool unroll::checkFinite(const Tensor &t, const std::string &where, std::string &error) {
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    if (std::isfinite(t.data[i]))
+      continue;
+    // The row-major multi-index of element i.
+    std::vector<int64_t> at(t.shape.size());
+    size_t rest = i;
+    for (size_t k = t.shape.size(); k-- > 0;) {
+      at[k] = t.shape[k] > 0 ? int64_t(rest % t.shape[k]) : 0;
+      rest = t.shape[k] > 0 ? rest / t.shape[k] : rest;
+    }
+    std::string idx;
+    for (size_t k = 0; k < at.size(); ++k)
+      idx += (k ? ", " : "") + std::to_string(at[k]);
+    error = where + " holds " +
+            (std::isnan(t.data[i]) ? std::string("nan") : t.data[i] > 0 ? "inf" : "-inf") +
+            " at [" + idx + "] (every value must be finite)";
+    return false;
+  }
+  return true;
+}

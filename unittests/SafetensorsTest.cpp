@@ -153,3 +153,20 @@ TEST(Safetensors, FailedWriteKeepsTheOldFile) {
   EXPECT_EQ(back["x"].data[0], 7.0);
   remove(p.c_str());
 }
+
+// checkFinite names the first non-finite value by its row-major index,
+// which is computed here independently from the flat position.
+TEST(Safetensors, CheckFiniteNamesTheIndex) {
+  Tensor t{{2, 3, 4}, std::vector<double>(24, 0.5)};
+  std::string error;
+  EXPECT_TRUE(checkFinite(t, "p.safetensors: tensor 'xs'", error));
+  t.data[(1 * 3 + 2) * 4 + 3] = -INFINITY;
+  ASSERT_FALSE(checkFinite(t, "p.safetensors: tensor 'xs'", error));
+  EXPECT_EQ(error, "p.safetensors: tensor 'xs' holds -inf at [1, 2, 3] (every value must be finite)");
+  t.data[(0 * 3 + 1) * 4 + 2] = NAN; // an earlier one is reported first
+  ASSERT_FALSE(checkFinite(t, "x", error));
+  EXPECT_EQ(error, "x holds nan at [0, 1, 2] (every value must be finite)");
+  Tensor row{{5}, {1, 2, INFINITY, 4, 5}};
+  ASSERT_FALSE(checkFinite(row, "y", error));
+  EXPECT_EQ(error, "y holds inf at [2] (every value must be finite)");
+}

@@ -4,11 +4,14 @@
 //               [--log-x] [--log-y] [--y-floor V] FILE.csv:COLUMN[:LABEL] ...
 //
 // Puts columns of the CSV files unroll-run writes (eval.csv, loops.csv) on
-// one plot, e.g. the loop studies of two models. Empty cells are skipped.
+// one plot, e.g. the loop studies of two models. Empty cells are skipped. A
+// column COL with COL_p05 and COL_p95 in its file (or p05 and p95 right
+// after it, as in loops.csv) gets its band shaded.
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/tooling/Plot.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +25,10 @@ using namespace unroll;
 static const char *kUsage = R"(usage: unroll-plot OUT.svg [options] FILE.csv:COLUMN[:LABEL] ...
 
 Plots columns of CSV files (a header row, then numbers; empty cells skipped)
-against a shared x column into one SVG.
+against a shared x column into one SVG. Where the file also has COLUMN_p05
+and COLUMN_p95 (as unroll-run's eval.csv has model_p05 and model_p95), or
+p05 and p95 right after COLUMN (as in loops.csv), the 5-95% band between
+them is drawn as a shaded area around the curve.
 
   --title T       plot title
   --x COL         the x column (default: the first column of each file)
@@ -31,6 +37,7 @@ against a shared x column into one SVG.
   --log-x         logarithmic x axis (points with x <= 0 are skipped)
   --log-y         logarithmic y axis (points with y <= 0 are skipped)
   --y-floor V     with --log-y, draw values below V at V
+  --no-bands      draw the curves only, without their 5-95% bands
 )";
 
 static std::vector<std::string> split(const std::string &s, char sep) {
@@ -57,12 +64,15 @@ int main(int argc, char **argv) {
   std::string out = argv[1], xCol;
   PlotSpec spec;
   std::vector<std::string> curves;
+  bool bands = true;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * { return i + 1 < argc ? argv[++i] : nullptr; };
     const char *v = nullptr;
     if (a == "--log-y")
       spec.logY = true;
+    else if (a == "--no-bands")
+      bands = false;
     else if (a == "--log-x")
       spec.logX = true;
     else if (a == "--title" || a == "--x" || a == "--xlabel" || a == "--ylabel" ||
@@ -107,6 +117,19 @@ int main(int argc, char **argv) {
       return fail(parts[0] + ": no column '" + (xi < 0 ? xCol : parts[1]) + "' (columns: " + line +
                   ")");
     Series s{parts.size() == 3 ? parts[2] : parts[1], {}, {}};
+    int loI = bands ? col(parts[1] + "_p05") : -1, hiI = bands ? col(parts[1] + "_p95") : -1;
+    if (bands && loI < 0 && col("p05") == yi + 1 && col("p95") == yi + 2) { // loops.csv
+      loI = yi + 1;
+      hiI = yi + 2;
+    }
+    bool banded = loI >= 0 && hiI >= 0;
+    if (banded)
+      s.bandName = "5-95%";
+    // An empty or missing cell is a point the band leaves out.
+    auto cell = [](const std::vector<std::string> &cells, int j) {
+      return j < (int)cells.size() && !cells[j].empty() ? strtod(cells[j].c_str(), nullptr)
+                                                        : NAN;
+    };
     int row = 1;
     while (std::getline(in, line)) {
       ++row;
@@ -119,6 +142,10 @@ int main(int argc, char **argv) {
         return fail(parts[0] + ":" + std::to_string(row) + ": not a number: '" + cells[xi] + "'");
       s.x.push_back(x);
       s.y.push_back(y);
+      if (banded) {
+        s.lo.push_back(cell(cells, loI));
+        s.hi.push_back(cell(cells, hiI));
+      }
     }
     if (spec.xLabel.empty())
       spec.xLabel = header[xi];

@@ -126,8 +126,9 @@ Training and evaluation (models):
   --config FILE.json     settings as JSON (keys as written to DIR/config.json);
                          flags given as well take precedence
   --resume               continue from DIR/checkpoint
-  --checkpoint C         evaluate (or --predict with) a checkpoint folder or
-                         model .safetensors instead of training
+  --checkpoint C         evaluate (or --predict with) a checkpoint folder, one
+                         of its snapshots (C/ckpt-NNNNNNN) or a model
+                         .safetensors instead of training
   --eval-prompts N       evaluation prompts (default 1280; 0 skips evaluation)
   --baseline-prompts N   prompts for the baselines fitted per position (trees and
                          boosted trees for icl_decision_tree, a 2-layer ReLU net
@@ -546,6 +547,8 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
     in.d = x.shape[x.shape.size() - 1];
     if (samples < 1 || in.n < 1 || in.d < 1)
       return err = o.input + ": tensor 'X' is empty", false;
+    if (!checkFinite(x, o.input + ": tensor 'X'", err))
+      return false;
     in.x = x.data;
   } else {
     if (!o.input.empty())
@@ -589,11 +592,10 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
         return err = o.input + ": parameter '" + name + "' has shape " +
                      nlohmann::json(t.shape).dump() + ", expected " + nlohmann::json(shape).dump(),
                false;
-      for (int64_t i = 0; i < numel; ++i) {
-        if (!std::isfinite(t.data[i]))
-          return err = o.input + ": parameter '" + name + "' holds a non-finite value", false;
+      if (!checkFinite(t, o.input + ": parameter '" + name + "'", err))
+        return false;
+      for (int64_t i = 0; i < numel; ++i)
         in.theta[off + i] = t.data[i];
-      }
     }
   }
   return true;

@@ -51,5 +51,11 @@ elif kind == "param-shape":  # for examples/custom_rho_energy.mlir: W_f is 8x8
     write(out, {"X": ("F64", [2, 8], [0.5] * 16), "W_f": ("F64", [4, 4], [0.0] * 16)})
 elif kind == "param-nan":
     write(out, {"X": ("F64", [2, 8], [0.5] * 16), "W_f": ("F64", [8, 8], [float("nan")] * 64)})
+elif kind in ("prompts", "prompts-nan"):  # 2 prompts of 7 points in R^3
+    xs = [((7 * i + 3) % 11 - 5) / 5.0 for i in range(2 * 7 * 3)]
+    ys = [((5 * i + 2) % 9 - 4) / 4.0 for i in range(2 * 7)]
+    if kind == "prompts-nan":
+        xs[(1 * 7 + 4) * 3 + 2] = float("nan")  # xs[1, 4, 2]
+    write(out, {"xs": ("F32", [2, 7, 3], xs), "ys": ("F32", [2, 7], ys)})
 else:
     sys.exit("unknown kind " + kind)

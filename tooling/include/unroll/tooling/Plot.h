@@ -1,7 +1,8 @@
 //===- Plot.h - small SVG line plots ---------------------------*- C++ -*-===//
 //
 // Enough of a plotting library for what unroll-run reports: one or more
-// named series on linear or log-10 axes, with ticks, a legend and a title,
+// named series on linear or log-10 axes, each with an optional shaded band,
+// with ticks, a legend and a title,
 // written as a standalone SVG (atomically).
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +17,12 @@ namespace unroll {
 struct Series {
   std::string name;
   std::vector<double> x, y; // non-finite points are skipped
+  /// An optional band around the curve (a 5-95% interval, say), drawn as a
+  /// shaded area in the curve's colour: empty, or one bound per x (points
+  /// whose bounds are not both usable are left out of the area).
+  std::vector<double> lo, hi;
+  /// The band's name in the legend (e.g. "5-95% band").
+  std::string bandName;
 };
 
 struct PlotSpec {

@@ -36,6 +36,11 @@ bool readSafetensors(const std::string &path, TensorMap &out, std::string &error
 bool parseSafetensors(const char *bytes, size_t size, const std::string &path, TensorMap &out,
                       std::string &error);
 
+/// Checks that every value of `t` is finite; false with an error that names
+/// the tensor (`where`, e.g. "prompts.safetensors: tensor 'xs'"), the value
+/// and its index, e.g. "... holds nan at [0, 3, 1]".
+bool checkFinite(const Tensor &t, const std::string &where, std::string &error);
+
 /// Writes tensors as F32 or F64 ("F32"/"F64"), atomically (temp + fsync +
 /// rename): the old file survives any failure.
 bool writeSafetensors(const std::string &path, const TensorMap &tensors, const std::string &dtype,
