@@ -16,6 +16,7 @@ config.test_exec_root = os.path.join(config.unroll_obj_root, "test")
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
 config.substitutions.append(("%examples", os.path.join(config.unroll_src_root, "examples")))
 config.substitutions.append(("%unroll_scripts", os.path.join(config.unroll_src_root, "scripts")))
+config.substitutions.append(("%unroll_src", config.unroll_src_root))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%unroll_lib", os.path.join(config.unroll_obj_root, "lib")))
 

@@ -10,7 +10,7 @@
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Distributed.h"
-#include "unroll/tooling/Optimization.h"
+#include "unroll/tooling/OptimizationTasks.h"
 #include "unroll/tooling/Plot.h"
 #include "unroll/tooling/Process.h"
 #include "unroll/tooling/Safetensors.h"

@@ -29,7 +29,8 @@ void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, b
   populateElementwisePatterns(patterns);
   populateEnergyTermPatterns(patterns);
   populateStepPatterns(patterns);
-  populateOptimizationPatterns(patterns);
+  populateSparseCodingPatterns(patterns);
+  populateHopfieldPatterns(patterns);
   populateKernelEnergyPatterns(patterns);
 }
 

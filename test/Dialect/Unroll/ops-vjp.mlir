@@ -75,3 +75,47 @@ unroll.model @gpt {
   %pred = unroll.linear %Y, %wo, %bo : (tensor<?x?x4xf64>, tensor<1x4xf64>, tensor<1xf64>) -> tensor<?x?x1xf64>
   unroll.output %pred : tensor<?x?x1xf64>
 }
+
+// Sparse coding's and Hopfield's step VJPs: FISTA's (ISTA step and the
+// extrapolation), a learned ISTA layer's, CCCP's.
+// CHECK-LABEL: unroll.energy @fista
+// CHECK: } reverse {
+// CHECK-DAG: unroll.ista_step_vjp %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lambda(1.000000e-01) {power_iterations = 100 : i64} : tensor<?x6xf64>, tensor<?x4xf64>, tensor<4x6xf64>
+// CHECK-DAG: unroll.extrapolate_vjp %{{.*}} layer %{{.*}} : tensor<?x6xf64>
+unroll.energy @fista {
+^bb0(%Y: tensor<?x6xf64>, %X: tensor<?x4xf64>):
+  %A = unroll.param "A" fixed : tensor<4x6xf64>
+  %f = unroll.lsq %Y, %X, %A : tensor<?x6xf64>, tensor<?x4xf64>, tensor<4x6xf64>
+  %l = unroll.l1 %Y lambda(0.1) : tensor<?x6xf64>
+  unroll.minimize %f, %l schedule(fista) iterations(3)
+}
+
+// CHECK-LABEL: unroll.energy @lista
+// CHECK: } reverse {
+// CHECK: unroll.lista_step_vjp %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x6xf64>, tensor<?x4xf64>, tensor<4x6xf64>, tensor<4x6xf64>, tensor<3xf64>
+unroll.energy @lista {
+^bb0(%Y: tensor<?x6xf64>, %X: tensor<?x4xf64>):
+  %A = unroll.param "A" fixed : tensor<4x6xf64>
+  %f = unroll.lsq %Y, %X, %A : tensor<?x6xf64>, tensor<?x4xf64>, tensor<4x6xf64>
+  %l = unroll.l1 %Y lambda(0.1) : tensor<?x6xf64>
+  unroll.minimize %f, %l schedule(ista) iterations(3)
+} steps {
+^bb0(%Y: tensor<?x6xf64>, %X: tensor<?x4xf64>, %k: index):
+  %A = unroll.param "A" fixed : tensor<4x6xf64>
+  %W = unroll.param "W" : tensor<4x6xf64>
+  %g = unroll.param "gamma" init(ones) : tensor<3xf64>
+  %t = unroll.param "theta" init(zeros) : tensor<3xf64>
+  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k
+         : tensor<?x6xf64>, tensor<?x4xf64>, tensor<4x6xf64>, tensor<4x6xf64>, tensor<3xf64>
+  unroll.yield %x : tensor<?x6xf64>
+}
+
+// CHECK-LABEL: unroll.energy @hopfield
+// CHECK: } reverse {
+// CHECK: unroll.cccp_step_vjp %{{.*}}, %{{.*}}, %{{.*}} beta(4.000000e+00) {coeff = 1.000000e+00 : f64} : tensor<?x4xf64>, tensor<?x4xf64>
+unroll.energy @hopfield {
+^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
+  %e = unroll.lse %Y, %X beta(4.0) : tensor<?x4xf64>, tensor<?x4xf64>
+  %r = unroll.sqnorm %Y : tensor<?x4xf64>
+  unroll.minimize %e, %r schedule(cccp) iterations(2)
+}

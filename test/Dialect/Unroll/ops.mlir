@@ -72,6 +72,74 @@ unroll.energy @steps {
   unroll.yield %w : tensor<?x4xf64>
 }
 
+// Sparse coding: the data-fit and ℓ1 terms, FISTA's steps (extrapolation,
+// then an ISTA step; the body takes the iteration and the previous iterate).
+// CHECK-LABEL: unroll.energy @fista
+// CHECK: ^bb0(%[[Y:.*]]: tensor<?x6xf32>, %[[X:.*]]: tensor<?x4xf32>):
+// CHECK: %[[A:.*]] = unroll.param "A" fixed : tensor<4x6xf32>
+// CHECK: %[[F:.*]] = unroll.lsq %[[Y]], %[[X]], %[[A]] : tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x6xf32>
+// CHECK: %[[L:.*]] = unroll.l1 %[[Y]] lambda(2.500000e-01) nonneg : tensor<?x6xf32>
+// CHECK: unroll.minimize %[[F]], %[[L]] schedule(fista) iterations(4)
+// CHECK: } steps {
+// CHECK: ^bb0(%[[SY:.*]]: tensor<?x6xf32>, %[[SX:.*]]: tensor<?x4xf32>, %[[K:.*]]: index, %[[PREV:.*]]: tensor<?x6xf32>):
+// CHECK: %[[Z:.*]] = unroll.extrapolate %[[SY]], %[[PREV]] layer %[[K]] : tensor<?x6xf32>
+// CHECK: %[[N:.*]] = unroll.ista_step %[[Z]], %[[SX]], %{{.*}} lambda(2.500000e-01) nonneg {power_iterations = 30 : i64} : tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x6xf32>
+// CHECK: unroll.yield %[[N]] : tensor<?x6xf32>
+unroll.energy @fista {
+^bb0(%Y: tensor<?x6xf32>, %X: tensor<?x4xf32>):
+  %A = unroll.param "A" fixed : tensor<4x6xf32>
+  %f = unroll.lsq %Y, %X, %A : tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x6xf32>
+  %l = unroll.l1 %Y lambda(0.25) nonneg : tensor<?x6xf32>
+  unroll.minimize %f, %l schedule(fista) iterations(4)
+} steps {
+^bb0(%Y: tensor<?x6xf32>, %X: tensor<?x4xf32>, %k: index, %prev: tensor<?x6xf32>):
+  %A = unroll.param "A" fixed : tensor<4x6xf32>
+  %z = unroll.extrapolate %Y, %prev layer %k : tensor<?x6xf32>
+  %n = unroll.ista_step %z, %X, %A lambda(0.25) nonneg {power_iterations = 30 : i64} : tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x6xf32>
+  unroll.yield %n : tensor<?x6xf32>
+}
+
+// A learned unrolling: layer k of LISTA with W per layer, the uncoupled W2
+// and the support selection.
+// CHECK-LABEL: unroll.energy @lista
+// CHECK: } steps {
+// CHECK: unroll.lista_step %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} w2 %{{.*}} : tensor<4x6x6xf32> gamma %{{.*}} theta %{{.*}} layer %{{.*}} support : tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x6xf32>, tensor<4x4x6xf32>, tensor<4xf32>
+unroll.energy @lista {
+^bb0(%Y: tensor<?x6xf32>, %X: tensor<?x4xf32>):
+  %A = unroll.param "A" fixed : tensor<4x6xf32>
+  %f = unroll.lsq %Y, %X, %A : tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x6xf32>
+  %l = unroll.l1 %Y lambda(0.1) : tensor<?x6xf32>
+  unroll.minimize %f, %l schedule(ista) iterations(4)
+} steps {
+^bb0(%Y: tensor<?x6xf32>, %X: tensor<?x4xf32>, %k: index):
+  %A = unroll.param "A" fixed : tensor<4x6xf32>
+  %W = unroll.param "W" : tensor<4x4x6xf32>
+  %W2 = unroll.param "W2" : tensor<4x6x6xf32>
+  %g = unroll.param "gamma" init(ones) : tensor<4xf32>
+  %t = unroll.param "theta" init(zeros) : tensor<4xf32>
+  %x = unroll.lista_step %Y, %X, %A, %W w2 %W2 : tensor<4x6x6xf32> gamma %g theta %t layer %k support
+         : tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x6xf32>, tensor<4x4x6xf32>, tensor<4xf32>
+  unroll.yield %x : tensor<?x6xf32>
+}
+
+// Modern Hopfield retrieval: the log-sum-exp term against a memory X and
+// its CCCP step.
+// CHECK-LABEL: unroll.energy @hopfield
+// CHECK: %[[E:.*]] = unroll.lse %{{.*}}, %{{.*}} beta(8.000000e+00) : tensor<?x4xf64>, tensor<?x4xf64>
+// CHECK: unroll.minimize %[[E]], %{{.*}} schedule(cccp) iterations(3)
+// CHECK: } steps {
+// CHECK: unroll.cccp_step %{{.*}}, %{{.*}} beta(8.000000e+00) {coeff = 2.000000e+00 : f64} : tensor<?x4xf64>, tensor<?x4xf64>
+unroll.energy @hopfield {
+^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
+  %e = unroll.lse %Y, %X beta(8.0) : tensor<?x4xf64>, tensor<?x4xf64>
+  %r = unroll.sqnorm %Y {coeff = 2.0 : f64} : tensor<?x4xf64>
+  unroll.minimize %e, %r schedule(cccp) iterations(3)
+} steps {
+^bb0(%Y: tensor<?x4xf64>, %X: tensor<?x4xf64>):
+  %n = unroll.cccp_step %Y, %X beta(8.0) {coeff = 2.0 : f64} : tensor<?x4xf64>, tensor<?x4xf64>
+  unroll.yield %n : tensor<?x4xf64>
+}
+
 // The certified step on the whole energy (`quad`), a learnable step size and
 // a parameter with a constant initial value.
 // CHECK-LABEL: unroll.energy @whole

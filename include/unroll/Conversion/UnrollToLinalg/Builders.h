@@ -177,6 +177,8 @@ public:
   AffineMap tr2() { return withBatch(2, {1, 0}); }
   /// (batch..., i)
   AffineMap row2() { return withBatch(2, {0}); }
+  /// The per-row space (batch..., i) as the identity over nb + 1 loops.
+  AffineMap rows1() { return map(nb + 1, nb ? ArrayRef<unsigned>{0, 1} : ArrayRef<unsigned>{0}); }
   /// (batch..., j)
   AffineMap col2() { return withBatch(2, {1}); }
   /// (i, j) without the batch: an n × n graph shared by every prompt.

@@ -40,9 +40,11 @@ void populateStepPatterns(RewritePatternSet &patterns);
 /// (kernel_matrix, kernel_apply, inner, axpy, normalize, ratio,
 /// kernel_trace, pick) with their VJPs (KernelEnergy.cpp).
 void populateKernelEnergyPatterns(RewritePatternSet &patterns);
-/// Sparse coding (lsq, l1, ista_step) and Hopfield (lse, cccp_step): terms,
-/// steps and VJPs (Optimization.cpp).
-void populateOptimizationPatterns(RewritePatternSet &patterns);
+/// Sparse coding: lsq, l1, ista_step, lista_step, extrapolate and their
+/// VJPs (SparseCoding.cpp).
+void populateSparseCodingPatterns(RewritePatternSet &patterns);
+/// Modern Hopfield retrieval: lse, cccp_step and its VJP (Hopfield.cpp).
+void populateHopfieldPatterns(RewritePatternSet &patterns);
 /// Every family above; fused attention where `fusedAttention`.
 void populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels,
                                     bool fusedAttention = false, int64_t attentionTile = 0);

@@ -1,4 +1,4 @@
-//===- Optimization.h - the unrolled-optimization tasks ---------*- C++ -*-===//
+//===- OptimizationTasks.h - the unrolled-optimization tasks ----*- C++ -*-===//
 //
 // `unroll-run energy.so --task sparse_coding` and `--task hopfield`: the
 // standard synthetic problems of the two families, run through an energy's
@@ -6,8 +6,8 @@
 // and an SVG plot.
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_TOOLING_OPTIMIZATION_H
-#define UNROLL_TOOLING_OPTIMIZATION_H
+#ifndef UNROLL_TOOLING_OPTIMIZATIONTASKS_H
+#define UNROLL_TOOLING_OPTIMIZATIONTASKS_H
 
 #include "unroll/runtime/Model.h"
 

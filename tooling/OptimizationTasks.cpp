@@ -1,4 +1,4 @@
-//===- Optimization.cpp - sparse coding and Hopfield tasks ----------------===//
+//===- OptimizationTasks.cpp - sparse coding and Hopfield tasks -----------===//
 //
 // The problems are generated here; every step is the energy's compiled
 // descent (@E_descend): ISTA, FISTA (schedule fista: the momentum is in the
@@ -6,7 +6,7 @@
 // the Hopfield CCCP step.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/tooling/Optimization.h"
+#include "unroll/tooling/OptimizationTasks.h"
 #include "unroll/runtime/Energy.h"
 #include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Checkpoint.h"
