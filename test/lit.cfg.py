@@ -45,6 +45,8 @@ config.substitutions.append(("%torch_python", torch_python))
 ctypes_python = torch_python
 flags = getattr(config, "unroll_cxx_flags", "")
 if "sanitize=" in flags:
+    # Tests of the optimized build's machine code do not apply.
+    config.available_features.add("sanitizer")
     preload = []
     for lib, flag in (("libasan.so", "address"), ("libubsan.so", "undefined")):
         if flag in flags:

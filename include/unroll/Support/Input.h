@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <pthread.h>
+#include <signal.h>
 
 #include <functional>
 #include <utility>
@@ -76,23 +77,37 @@ inline std::pair<unsigned, unsigned> findDeepNesting(llvm::StringRef text, unsig
 
 /// Runs `work` on a new thread with a stack of `bytes`, returning its
 /// result; runs it on the calling thread if no such thread can be made.
+///
+/// LLVM installs a signal stack of its own (malloc'd) on the thread that
+/// first registers its signal handlers, which is this one when the work
+/// opens an output file. A runtime that owns the thread's signal stack
+/// (AddressSanitizer maps one per thread and unmaps it at thread exit) must
+/// find its own again, or it aborts on unmapping LLVM's buffer: the thread
+/// puts back the signal stack it started with before it ends.
 inline int runWithStack(const std::function<int()> &work, size_t bytes = kToolStackBytes) {
   struct Call {
     const std::function<int()> *work;
     int result = 1;
+    static void *run(void *p) {
+      auto *call = static_cast<Call *>(p);
+      stack_t initial{};
+      bool known = sigaltstack(nullptr, &initial) == 0;
+      call->result = (*call->work)();
+      if (known) {
+        stack_t now{};
+        if (sigaltstack(nullptr, &now) == 0 && now.ss_sp != initial.ss_sp) {
+          initial.ss_flags &= SS_DISABLE;
+          sigaltstack(&initial, nullptr);
+        }
+      }
+      return nullptr;
+    }
   } call{&work};
   pthread_attr_t attr;
   pthread_t thread;
   if (pthread_attr_init(&attr) == 0) {
-    bool made = pthread_attr_setstacksize(&attr, bytes) == 0 && pthread_create(
-                                                                    &thread, &attr,
-                                                                    [](void *p) -> void * {
-                                                                      auto *c =
-                                                                          static_cast<Call *>(p);
-                                                                      c->result = (*c->work)();
-                                                                      return nullptr;
-                                                                    },
-                                                                    &call) == 0;
+    bool made = pthread_attr_setstacksize(&attr, bytes) == 0 &&
+                pthread_create(&thread, &attr, &Call::run, &call) == 0;
     pthread_attr_destroy(&attr);
     if (made) {
       pthread_join(thread, nullptr);
