@@ -61,12 +61,13 @@ static void buildFrontEnd(OpPassManager &pm, const std::string &target, const st
   eo.chip = chip;
   eo.recomputeWindow = recomputeWindow;
   pm.addPass(createConvertUnrollToEntryPoints(eo));
+  if (gpu && gpu->attention == AttentionLowering::Fused) {
+    ConvertUnrollAttentionToGPUOptions ao;
+    ao.attentionTile = gpu->attentionTile;
+    pm.addPass(createConvertUnrollAttentionToGPU(ao));
+  }
   ConvertUnrollToLinalgOptions lo;
   lo.cpuKernels = target == "cpu" && cpuKernels;
-  if (gpu) {
-    lo.attention = gpu->attention;
-    lo.attentionTile = gpu->attentionTile;
-  }
   pm.addPass(createConvertUnrollToLinalg(lo));
   // No CSE before bufferization: it would merge the identical zero-filled
   // inits of different linalg ops, which bufferization must then copy.

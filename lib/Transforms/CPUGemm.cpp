@@ -38,8 +38,8 @@
 // reading (elementwise ops' outputs).
 //
 //===----------------------------------------------------------------------===//
-#include "Contraction.h"
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Utils/Contraction.h"
+#include "unroll/Utils/Markers.h"
 #include "unroll/Transforms/Passes.h"
 #include "unroll/runtime/CpuKernels.h"
 

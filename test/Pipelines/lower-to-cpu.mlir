@@ -9,7 +9,7 @@
 // PIPE-SAME: unroll-inline-descent
 // PIPE-SAME: unroll-differentiate
 // PIPE-SAME: convert-unroll-to-entry-points{chip= recompute-window=false target=cpu}
-// PIPE-SAME: convert-unroll-to-linalg{attention=generic attention-tile=0 cpu-kernels=true}
+// PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=true}
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: ownership-based-buffer-deallocation
 // PIPE-SAME: cse

@@ -17,7 +17,8 @@
 // PIPE-SAME: unroll-inline-descent
 // PIPE-SAME: unroll-differentiate
 // PIPE-SAME: convert-unroll-to-entry-points{chip=sm_80 recompute-window=false target=gpu}
-// PIPE-SAME: convert-unroll-to-linalg{attention=fused attention-tile=0 cpu-kernels=false}
+// PIPE-SAME: convert-unroll-attention-to-gpu{attention-tile=0}
+// PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=false}
 // PIPE-SAME: unroll-gpu-fuse-elementwise
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: unroll-gpu-stage-arguments

@@ -9,14 +9,21 @@
 // RUN: unroll-opt %s --unroll-fixed-point="gradient=implicit" 2>&1 >/dev/null | FileCheck %s --check-prefix=TIED
 
 // The clauses print as they parse.
+// ROUND-LABEL: unroll.model @looped
 // ROUND: unroll.loop %{{.*}} iterations(4) window(1) injection(add) until(tol = 1.000000e-04, max = 500) gradient(implicit, tol = 1.000000e-05, max = 60)
+// ROUND-LABEL: unroll.model @tied
 // ROUND: unroll.loop %{{.*}} iterations(4) window(2) injection(none) : tensor
 
 // unroll-fixed-point overrides what the IR chose, on every loop it can.
+// SET-LABEL: unroll.model @looped
 // SET: injection(add) until(tol = 1.000000e-03, max = 40) gradient(phantom, steps = 7, damping = 2.500000e-01)
+// SET-LABEL: unroll.model @tied
 // SET: injection(none) until(tol = 1.000000e-03, max = 40) : tensor
+// IMPLICIT-LABEL: unroll.model @looped
 // IMPLICIT: injection(add) until(tol = 1.000000e-04, max = 500) gradient(implicit, tol = {{1.000000e-06|9.9999999999999995E-7}}, max = 80)
+// DROP-LABEL: unroll.model @looped
 // DROP: injection(add) gradient(bptt) : tensor
+// DROP-LABEL: unroll.model @tied
 // DROP: injection(none) gradient(bptt) : tensor
 // MODE: error: unroll-fixed-point: gradient=newton: unknown mode 'newton' (expected bptt, implicit[:TOL[:MAX]], jfb or phantom[:K[:TAU]])
 // PARAMS: error: unroll-fixed-point: gradient=jfb:3: jfb takes no parameters (expected bptt, implicit[:TOL[:MAX]], jfb or phantom[:K[:TAU]])

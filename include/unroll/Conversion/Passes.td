@@ -75,15 +75,31 @@ def ConvertUnrollToLinalg : Pass<"convert-unroll-to-linalg", "ModuleOp"> {
     Option<"cpuKernels", "cpu-kernels", "bool", /*default=*/"false",
            "unroll.attention and unroll.attention_vjp call unroll's CPU "
            "kernels (runtime/cpu/Attention.cpp, linked by unroll-translate) "
-           "instead of becoming linalg ops (--lower-to-cpu sets it)">,
-    Option<"attention", "attention", "std::string", /*default=*/"\"generic\"",
-           "unroll.attention and unroll.attention_vjp: generic (linalg ops "
-           "over [B, H, n, n]) or fused (one kernel, and three for the "
-           "gradient, with shared-memory tiles and barriers, FusedAttention.cpp; --lower-to-gpu and its "
-           "emulation use it)">,
+           "instead of becoming linalg ops (--lower-to-cpu sets it)">
+  ];
+}
+
+def ConvertUnrollAttentionToGPU : Pass<"convert-unroll-attention-to-gpu", "ModuleOp"> {
+  let summary = "unroll.attention and its VJP as CTA kernels with shared tiles (GPU)";
+  let description = [{
+    The GPU pipeline's attention (lib/Conversion/UnrollToGPU/
+    FusedAttention.cpp): `unroll.attention` becomes one kernel and
+    `unroll.attention_vjp` three, in the phase form of
+    include/unroll/Utils/CtaKernel.h (CTAs with shared tiles and barriers,
+    an online softmax), instead of the [B, H, n, n] generics that
+    `convert-unroll-to-linalg` writes. Runs before it, on the ops that
+    `convert-unroll-to-entry-points` left; an op whose tile does not fit in
+    shared memory is left for it.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::bufferization::BufferizationDialect"
+  ];
+  let options = [
     Option<"attentionTile", "attention-tile", "int64_t", /*default=*/"0",
-           "With attention=fused: rows per query and key tile (0: the largest "
-           "of 32, 16, 8, ... that fits in 48 KB of shared memory)">
+           "Rows per query and key tile (0: the largest of 32, 16, 8, ... "
+           "that fits in 48 KB of shared memory)">
   ];
 }
 

@@ -48,6 +48,9 @@ struct LowerToCPUOptions : public FrontEndOptions<LowerToCPUOptions> {
 
 /// Options of --lower-to-gpu (and of --lower-to-gpu-emulated, which ignores
 /// chip, format and cuda-path).
+/// How the GPU pipeline lowers attention.
+enum class AttentionLowering { Fused, Generic };
+
 struct LowerToGPUOptions : public FrontEndOptions<LowerToGPUOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("GPU to compile kernels for (e.g. sm_80, sm_90)"),
@@ -75,12 +78,16 @@ struct LowerToGPUOptions : public FrontEndOptions<LowerToGPUOptions> {
                      "the pre-activation kept for the backward); off by default until a GPU "
                      "run shows cuBLASLt's GELU matches the model's tanh GELU"),
       llvm::cl::init(false)};
-  Option<std::string> attention{
-      *this, "attention",
-      llvm::cl::desc("Attention and its gradient: fused (one kernel and three, tiles in "
-                     "shared memory, online softmax) or generic (score, softmax and product kernels "
-                     "over [B, H, n, n])"),
-      llvm::cl::init("fused")};
+  Option<AttentionLowering> attention{
+      *this, "attention", llvm::cl::desc("Attention and its gradient"),
+      llvm::cl::init(AttentionLowering::Fused),
+      llvm::cl::values(
+          clEnumValN(AttentionLowering::Fused, "fused",
+                     "one kernel and three, tiles in shared memory, online softmax "
+                     "(convert-unroll-attention-to-gpu)"),
+          clEnumValN(AttentionLowering::Generic, "generic",
+                     "score, softmax and product kernels over [B, H, n, n] "
+                     "(convert-unroll-to-linalg)"))};
   Option<int64_t> attentionTile{
       *this, "attention-tile",
       llvm::cl::desc("Fused attention: rows per query/key tile (0: the largest of 32, 16, 8, "

@@ -345,7 +345,7 @@ def UnrollGPUMapCTAs : Pass<"unroll-gpu-map-ctas", "func::FuncOp"> {
     Kernels that cooperate through shared memory (the fused attention) are
     written as a grid loop over CTAs whose body runs phases, each a loop over
     the CTA's threads, with shared buffers as marked static allocations
-    (include/unroll/Transforms/CtaKernel.h has the contract). Each grid
+    (include/unroll/Utils/CtaKernel.h has the contract). Each grid
     becomes one `gpu.launch` of one block per CTA: the shared buffers become
     workgroup attributions, each phase its body with the thread index
     `threadIdx.x` followed by `gpu.barrier`. With `emulate-on-host` the
@@ -377,7 +377,7 @@ def UnrollGPUColumnReductions : Pass<"unroll-gpu-column-reductions", "func::Func
     gradients of the reverse iteration, Σ over batch and tokens. One thread
     per output would give 64 threads reading thousands of rows each. It
     becomes a kernel in the phase form of
-    include/unroll/Transforms/CtaKernel.h: 32 outputs per CTA of 512
+    include/unroll/Utils/CtaKernel.h: 32 outputs per CTA of 512
     threads, 16 threads per output summing every 16th row into a register,
     then the 16 partial sums and the output's old value added by one thread
     per output (shared memory, no atomics). Loads stay coalesced: a warp

@@ -1,6 +1,6 @@
 //===- Adam.cpp - the @M_adam entry point ---------------------------------===//
 #include "EntryPoints.h"
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 
 using namespace mlir;
 using namespace mlir::unroll;

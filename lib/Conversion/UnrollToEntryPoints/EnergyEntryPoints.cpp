@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "EntryPoints.h"
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 
 #include "mlir/IR/IRMapping.h"

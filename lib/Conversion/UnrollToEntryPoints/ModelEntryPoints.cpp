@@ -22,8 +22,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ModelLowering.h"
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Utils/Builders.h"
+#include "unroll/Utils/Markers.h"
 
 #include "mlir/IR/IRMapping.h"
 

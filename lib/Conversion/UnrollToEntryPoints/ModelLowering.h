@@ -10,7 +10,7 @@
 #define UNROLL_LIB_CONVERSION_UNROLLTOENTRYPOINTS_MODELLOWERING_H
 
 #include "EntryPoints.h"
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 
 #include "mlir/IR/IRMapping.h"
 

@@ -1,6 +1,6 @@
 //===- Params.cpp - theta, memref arguments and entry functions -----------===//
 #include "EntryPoints.h"
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 
 using namespace mlir;
 using namespace mlir::unroll;

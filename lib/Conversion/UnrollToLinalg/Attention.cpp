@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CpuCall.h"
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 

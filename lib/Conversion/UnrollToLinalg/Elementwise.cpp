@@ -5,7 +5,7 @@
 // learned position embedding (a broadcast add; its VJP sums over the batch).
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 

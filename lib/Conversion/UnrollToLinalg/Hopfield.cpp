@@ -9,7 +9,7 @@
 // On a token matrix [n, d] or, per prompt, a batch [B, n, d].
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 

@@ -7,7 +7,7 @@
 // the GEMM kernel.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 

@@ -10,7 +10,7 @@
 #ifndef UNROLL_LIB_CONVERSION_UNROLLTOLINALG_PAIRWISE_H
 #define UNROLL_LIB_CONVERSION_UNROLLTOLINALG_PAIRWISE_H
 
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 namespace mlir::unroll::lowering {

@@ -13,7 +13,7 @@
 // with v from the power method on AᵀA, computed in the step.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/Builders.h"
+#include "unroll/Utils/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 

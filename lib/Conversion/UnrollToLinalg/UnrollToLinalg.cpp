@@ -19,13 +19,10 @@ namespace mlir::unroll {
 using namespace mlir;
 using namespace mlir::unroll;
 
-void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels,
-                                                  bool fusedAttention, int64_t attentionTile) {
+void mlir::unroll::populateUnrollToLinalgPatterns(RewritePatternSet &patterns, bool cpuKernels) {
   populateLinearPatterns(patterns);
   populateLayerNormPatterns(patterns, cpuKernels);
   populateAttentionPatterns(patterns, cpuKernels);
-  if (fusedAttention)
-    populateFusedAttentionPatterns(patterns, attentionTile);
   populateElementwisePatterns(patterns);
   populateEnergyTermPatterns(patterns);
   populateStepPatterns(patterns);
@@ -77,24 +74,7 @@ struct ConvertUnrollToLinalgPass
     // Calls of the CPU kernels (cpu-kernels), made func.calls after bufferization.
     target.addLegalOp<KernelCallOp>();
     RewritePatternSet patterns(ctx);
-    if (attention != "generic" && attention != "fused") {
-      module.emitError() << "convert-unroll-to-linalg: attention must be generic or fused, got '"
-                         << attention << "'";
-      return signalPassFailure();
-    }
-    bool fused = attention == "fused";
-    if (fused && cpuKernels) {
-      module.emitError("convert-unroll-to-linalg: attention=fused and cpu-kernels exclude "
-                       "each other");
-      return signalPassFailure();
-    }
-    if (attentionTile < 0) {
-      module.emitError() << "convert-unroll-to-linalg: attention-tile must be >= 0 (0: "
-                            "automatic), got "
-                         << attentionTile;
-      return signalPassFailure();
-    }
-    populateUnrollToLinalgPatterns(patterns, cpuKernels, fused, attentionTile);
+    populateUnrollToLinalgPatterns(patterns, cpuKernels);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     foldEnergyCasts(module);

@@ -4,14 +4,14 @@
 // gradient: Σ over batch and tokens of dY[b, i, j], for j < 64) mapped one
 // thread per output is 64 threads that each read thousands of rows in
 // turn. This pass writes such reductions as CTA kernels
-// (include/unroll/Transforms/CtaKernel.h) of 512 threads: 32 outputs per
+// (include/unroll/Utils/CtaKernel.h) of 512 threads: 32 outputs per
 // CTA, down to 8 where that leaves under 64 CTAs (8 for 256 outputs; one
 // CTA for fewer than 8), 512 / outputs-per-CTA groups of threads splitting
 // the rows, the partial sums combined in shared memory. See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "../Contraction.h"
-#include "unroll/Transforms/CtaKernel.h"
+#include "unroll/Utils/Contraction.h"
+#include "unroll/Utils/CtaKernel.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"

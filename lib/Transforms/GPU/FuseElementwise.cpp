@@ -6,8 +6,8 @@
 // prevent. See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "../Contraction.h"
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Utils/Contraction.h"
+#include "unroll/Utils/Markers.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"

@@ -5,7 +5,7 @@
 // See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "../Contraction.h"
+#include "unroll/Utils/Contraction.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

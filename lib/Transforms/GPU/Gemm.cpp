@@ -4,7 +4,7 @@
 // (cuBLASLt on the GPU, a host loop in emulated libraries). See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "../Contraction.h"
+#include "unroll/Utils/Contraction.h"
 #include "unroll/Transforms/Passes.h"
 #include "unroll/runtime/GpuKernels.h"
 

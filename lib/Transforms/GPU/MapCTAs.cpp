@@ -5,7 +5,7 @@
 // or, emulated, plain host loops. See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Transforms/CtaKernel.h"
+#include "unroll/Utils/CtaKernel.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

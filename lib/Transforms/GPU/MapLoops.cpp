@@ -55,7 +55,7 @@ struct MapLoops : public unroll::impl::UnrollGPUMapLoopsBase<MapLoops> {
     if (blockSize < 1 || blockSize > 1024) {
       getOperation().emitError() << "unroll-gpu-map-loops: block-size must be "
                                     "in 1..1024, got "
-                                 << blockSize;
+                                 << static_cast<int64_t>(blockSize);
       return signalPassFailure();
     }
     SmallVector<scf::ParallelOp> outermost;

@@ -33,7 +33,7 @@
 // See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "../Contraction.h"
+#include "unroll/Utils/Contraction.h"
 #include "IterationSpace.h"
 #include "unroll/Transforms/Passes.h"
 

@@ -7,7 +7,7 @@
 // appended (`..._kernel_3_attention_fwd`). See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Transforms/CtaKernel.h"
+#include "unroll/Utils/CtaKernel.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -14,7 +14,7 @@
 // the loop can reach. See docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
-#include "../Contraction.h"
+#include "unroll/Utils/Contraction.h"
 #include "unroll/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

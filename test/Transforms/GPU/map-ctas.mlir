@@ -2,7 +2,7 @@
 // RUN: unroll-opt %s --pass-pipeline='builtin.module(func.func(unroll-gpu-map-ctas{emulate-on-host=1}))' --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=EMU
 // RUN: unroll-opt %s --pass-pipeline='builtin.module(func.func(unroll-gpu-map-ctas{emulate-on-host=1 reverse-threads=1}))' --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=REV
 //
-// A kernel in phase form (include/unroll/Transforms/CtaKernel.h): per CTA,
+// A kernel in phase form (include/unroll/Utils/CtaKernel.h): per CTA,
 // the threads stage a row into shared memory, then each thread reads its
 // neighbour's element. On the GPU: one block per CTA (none when the grid is
 // empty), the shared buffer a workgroup attribution, each phase its body at

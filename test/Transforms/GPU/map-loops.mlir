@@ -1,5 +1,7 @@
 // RUN: unroll-opt %s --unroll-gpu-map-loops=block-size=128 --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: unroll-opt %s --unroll-gpu-map-loops=emulate-on-host --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=EMU
+// RUN: not unroll-opt %s --unroll-gpu-map-loops=block-size=2048 2>&1 | FileCheck %s --check-prefix=BLOCK
+// BLOCK: error: unroll-gpu-map-loops: block-size must be in 1..1024, got 2048
 //
 // One launch per outermost scf.parallel: the iteration space is linearized
 // (last dimension fastest), split into blocks, the ragged last block guarded,

@@ -1,10 +1,11 @@
-// RUN: unroll-opt %s --convert-unroll-to-linalg=attention=fused --split-input-file | FileCheck %s
-// RUN: unroll-opt %s --convert-unroll-to-linalg="attention=fused attention-tile=8" --split-input-file | FileCheck %s --check-prefix=TILE8
-// RUN: not unroll-opt %s --convert-unroll-to-linalg=attention=flash 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: not unroll-opt %s --convert-unroll-to-linalg="attention=fused cpu-kernels=1" 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: unroll-opt %s --convert-unroll-attention-to-gpu --split-input-file | FileCheck %s
+// RUN: unroll-opt %s --convert-unroll-attention-to-gpu --convert-unroll-to-linalg --split-input-file | FileCheck %s --check-prefix=THEN
+// RUN: unroll-opt %s --convert-unroll-attention-to-gpu=attention-tile=8 --split-input-file | FileCheck %s --check-prefix=TILE8
+// RUN: not unroll-opt %s --convert-unroll-attention-to-gpu=attention-tile=-1 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not unroll-opt %s --lower-to-gpu-emulated=attention=flash 2>&1 | FileCheck %s --check-prefix=BAD
 //
-// With attention=fused (the GPU pipeline's default) attention is one kernel
-// in phase form (include/unroll/Transforms/CtaKernel.h): a grid of one CTA
+// The GPU pipeline's attention (its default, attention=fused) is one kernel
+// in phase form (include/unroll/Utils/CtaKernel.h): a grid of one CTA
 // per (batch, head, query tile) with 128 threads; tiles of 32 rows padded to
 // hd + 1 = 5 (queries, keys, values, accumulator), the scores 32 x 33, and
 // the running maximum and sum per row in two slots each, all in shared
@@ -31,8 +32,8 @@
 // TILE8-LABEL: func.func @attention(
 // TILE8-COUNT-4: memref.alloc() {unroll.cta.shared} : memref<8x5xf32>
 // TILE8:         memref.alloc() {unroll.cta.shared} : memref<8x9xf32>
-// BAD: convert-unroll-to-linalg: attention must be generic or fused, got 'flash'
-// BOTH: convert-unroll-to-linalg: attention=fused and cpu-kernels exclude each other
+// NEG: convert-unroll-attention-to-gpu: attention-tile must be >= 0 (0: automatic), got -1
+// BAD: for the --attention option: Cannot find option named 'flash'!
 func.func @attention(%qkv: tensor<?x?x24xf32>) -> tensor<?x?x8xf32> {
   %a = unroll.attention %qkv heads(2) : tensor<?x?x24xf32> -> tensor<?x?x8xf32>
   return %a : tensor<?x?x8xf32>
@@ -76,10 +77,14 @@ func.func @attention_vjp(%qkv: tensor<?x?x24xf32>, %dy: tensor<?x?x8xf32>) -> te
 // -----
 
 // A head too wide for any tile in 48 KB of shared memory (f64, hd = 1536)
-// keeps the generic lowering.
+// is left as it is, and convert-unroll-to-linalg gives it the generic
+// lowering.
 // CHECK-LABEL: func.func @wide(
 // CHECK-NOT:     unroll.cta
-// CHECK:         linalg.generic
+// CHECK:         unroll.attention %{{.*}} heads(1)
+// THEN-LABEL: func.func @wide(
+// THEN-NOT:     unroll.cta
+// THEN:         linalg.generic
 func.func @wide(%qkv: tensor<?x?x4608xf64>) -> tensor<?x?x1536xf64> {
   %a = unroll.attention %qkv heads(1) : tensor<?x?x4608xf64> -> tensor<?x?x1536xf64>
   return %a : tensor<?x?x1536xf64>

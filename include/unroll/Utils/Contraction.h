@@ -1,6 +1,6 @@
 //===- Contraction.h - linalg contractions as GEMM calls --------*- C++ -*-===//
-#ifndef UNROLL_TRANSFORMS_CONTRACTION_H
-#define UNROLL_TRANSFORMS_CONTRACTION_H
+#ifndef UNROLL_UTILS_CONTRACTION_H
+#define UNROLL_UTILS_CONTRACTION_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
@@ -88,4 +88,4 @@ LogicalResult rewriteContraction(linalg::GenericOp op, const ContractionCall &ca
 
 } // namespace mlir::unroll
 
-#endif
+#endif // UNROLL_UTILS_CONTRACTION_H

@@ -1,4 +1,4 @@
-//===- InPlace.cpp - compute marked slices in their destination -----------===//
+//===- Markers.cpp - compute marked slices in their destination -----------===//
 //
 // The training step's tape: each recorded iteration inserts the activations
 // the backward reads into [T, B, n, F] tensors. convert-unroll-to-entry-points
@@ -9,7 +9,9 @@
 // applied them once more.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Utils/Markers.h"
+
+#include "mlir/IR/Operation.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"

@@ -17,8 +17,8 @@
 // dimensions become a loop of calls, or stay loop nests.
 //
 //===----------------------------------------------------------------------===//
-#include "Contraction.h"
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Utils/Contraction.h"
+#include "unroll/Utils/Markers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -2,7 +2,7 @@
 //
 // For the GPU pipeline (and its emulation): unroll.attention becomes one
 // kernel and unroll.attention_vjp three, in the phase form of
-// include/unroll/Transforms/CtaKernel.h, instead of the [B, H, n, n] score,
+// include/unroll/Utils/CtaKernel.h, instead of the [B, H, n, n] score,
 // softmax and product generics of Attention.cpp (which need five kernels and
 // write the probabilities to global memory and back).
 //
@@ -39,9 +39,9 @@
 // padded to hd + 1 elements so a warp reading a column hits 32 banks.
 //
 //===----------------------------------------------------------------------===//
-#include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Conversion/UnrollToGPU/UnrollToGPU.h"
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
-#include "unroll/Transforms/CtaKernel.h"
+#include "unroll/Utils/CtaKernel.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -619,6 +619,14 @@ template <typename OpT> struct FusedAttentionLowering : OpConversionPattern<OpT>
 };
 
 } // namespace
+
+bool mlir::unroll::fitsFusedAttention(Operation *op, int64_t tile) {
+  if (auto fwd = dyn_cast<AttentionOp>(op))
+    return tileFor(fwd.getQkv(), fwd.getHeads(), tile) != 0;
+  if (auto bwd = dyn_cast<AttentionVJPOp>(op))
+    return tileFor(bwd.getQkv(), bwd.getHeads(), tile) != 0;
+  return false;
+}
 
 void mlir::unroll::populateFusedAttentionPatterns(RewritePatternSet &patterns, int64_t tile) {
   patterns.add<FusedAttentionLowering<AttentionOp>, FusedAttentionLowering<AttentionVJPOp>>(

@@ -28,8 +28,8 @@
 // order, which is a valid schedule of the barriers.
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_TRANSFORMS_CTAKERNEL_H
-#define UNROLL_TRANSFORMS_CTAKERNEL_H
+#ifndef UNROLL_UTILS_CTAKERNEL_H
+#define UNROLL_UTILS_CTAKERNEL_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -141,4 +141,4 @@ private:
 
 } // namespace mlir::unroll::cta
 
-#endif // UNROLL_TRANSFORMS_CTAKERNEL_H
+#endif // UNROLL_UTILS_CTAKERNEL_H

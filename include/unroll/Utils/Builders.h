@@ -10,8 +10,8 @@
 //   TokenEmitter  3-d token batches [B, n, F] (models)
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_CONVERSION_UNROLLTOLINALG_BUILDERS_H
-#define UNROLL_CONVERSION_UNROLLTOLINALG_BUILDERS_H
+#ifndef UNROLL_UTILS_BUILDERS_H
+#define UNROLL_UTILS_BUILDERS_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -429,4 +429,4 @@ public:
 
 } // namespace mlir::unroll::lowering
 
-#endif // UNROLL_CONVERSION_UNROLLTOLINALG_BUILDERS_H
+#endif // UNROLL_UTILS_BUILDERS_H
