@@ -1,18 +1,21 @@
 //===- Energy.cpp - energy traces through compiled.so ---------------------===//
 #include "unroll/runtime/Energy.h"
 #include "unroll/runtime/MemRef.h"
+#include "unroll/runtime/ModelInfo.h"
 
 using namespace unroll;
+namespace key = unroll::info;
 
 const nlohmann::json *unroll::findEnergy(const Model &m, const std::string &name,
                                          std::string &error) {
   const auto &info = m.info();
-  if (!info.contains("energies") || !info["energies"].is_array() || info["energies"].empty()) {
+  if (!info.contains(key::kEnergies) || !info[key::kEnergies].is_array() ||
+      info[key::kEnergies].empty()) {
     error = m.path() + ": the model has no energy (model info lists none)";
     return nullptr;
   }
-  for (const auto &e : info["energies"])
-    if (name.empty() || e.value("name", "") == name)
+  for (const auto &e : info[key::kEnergies])
+    if (name.empty() || e.value(key::kName, "") == name)
       return &e;
   error = m.path() + ": no energy named '" + name + "'";
   return nullptr;
@@ -126,13 +129,14 @@ bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in
             std::to_string(in.n * in.d);
     return false;
   }
-  if (e.contains("dim") && e["dim"].is_number() && e["dim"] != in.d) {
-    error = "the energy '" + e.value("name", "") + "' is compiled for d = " + e["dim"].dump() +
-            ", got d = " + std::to_string(in.d);
+  if (e.contains(key::kDim) && e[key::kDim].is_number() && e[key::kDim] != in.d) {
+    error = "the energy '" + e.value(key::kName, "") +
+            "' is compiled for d = " + e[key::kDim].dump() + ", got d = " + std::to_string(in.d);
     return false;
   }
-  if (e.contains("tokens") && e["tokens"].is_number() && e["tokens"] != in.n) {
-    error = "the energy '" + e.value("name", "") + "' is compiled for n = " + e["tokens"].dump() +
+  if (e.contains(key::kTokens) && e[key::kTokens].is_number() && e[key::kTokens] != in.n) {
+    error = "the energy '" + e.value(key::kName, "") +
+            "' is compiled for n = " + e[key::kTokens].dump() +
             " tokens, got n = " + std::to_string(in.n);
     return false;
   }
@@ -141,8 +145,8 @@ bool checkInputs(const Model &m, const nlohmann::json &e, const EnergyInputs &in
             " nodes, got n = " + std::to_string(in.n) + " tokens";
     return false;
   }
-  if ((int64_t)in.theta.size() != e.value("num_params", (int64_t)0)) {
-    error = "expected " + e["num_params"].dump() + " parameter values, got " +
+  if ((int64_t)in.theta.size() != e.value(key::kNumParams, (int64_t)0)) {
+    error = "expected " + e[key::kNumParams].dump() + " parameter values, got " +
             std::to_string(in.theta.size());
     return false;
   }
@@ -159,7 +163,7 @@ void *lookupEntry(const Model &m, const nlohmann::json &e, const char *key, std:
   return fn;
 }
 
-bool isF32(const Model &m) { return m.info().value("element_type", "") == "f32"; }
+bool isF32(const Model &m) { return m.info().value(key::kElementType, "") == "f32"; }
 } // namespace
 
 bool unroll::runEnergyTrace(const Model &m, const nlohmann::json &e, const EnergyInputs &in,
@@ -191,7 +195,7 @@ bool checkDescent(const Model &m, const nlohmann::json &e, const DescentInputs &
   }
   auto sizeIs = [&](const char *k, int64_t v, const char *what) {
     if (e.contains(k) && e[k].is_number_integer() && e[k].get<int64_t>() != v) {
-      error = "the energy '" + e.value("name", "") + "' is compiled for " + what + " " +
+      error = "the energy '" + e.value(key::kName, "") + "' is compiled for " + what + " " +
               e[k].dump() + ", got " + std::to_string(v);
       return false;
     }
@@ -200,8 +204,8 @@ bool checkDescent(const Model &m, const nlohmann::json &e, const DescentInputs &
   if (!sizeIs("dim", in.cols, "Y's feature size") ||
       !sizeIs("input_dim", in.xCols, "X's feature size"))
     return false;
-  if ((int64_t)in.theta.size() != e.value("num_params", (int64_t)0)) {
-    error = "expected " + e["num_params"].dump() + " parameter values, got " +
+  if ((int64_t)in.theta.size() != e.value(key::kNumParams, (int64_t)0)) {
+    error = "expected " + e[key::kNumParams].dump() + " parameter values, got " +
             std::to_string(in.theta.size());
     return false;
   }
@@ -254,7 +258,7 @@ bool unroll::energyVJP(const Model &m, const nlohmann::json &e, const EnergyInpu
                        std::vector<double> &grad, std::string &error) {
   if (!checkInputs(m, e, in, error))
     return false;
-  if (!e.contains("vjp") || !e["vjp"].is_string()) {
+  if (!e.contains(key::kVjp) || !e[key::kVjp].is_string()) {
     error = m.path() + ": the energy was compiled without its gradient (run "
                        "--unroll-differentiate, part of --lower-to-cpu)";
     return false;
@@ -277,7 +281,7 @@ bool unroll::attentionWeights(const Model &m, const nlohmann::json &e, const Ene
                               std::vector<double> &out, std::string &error) {
   if (!checkInputs(m, e, in, error))
     return false;
-  if (!e.contains("weights") || !e["weights"].is_string()) {
+  if (!e.contains(key::kWeights) || !e[key::kWeights].is_string()) {
     error = m.path() + ": the energy's steps have no attention step, so no weights";
     return false;
   }

@@ -1,11 +1,13 @@
 //===- GradientMode.cpp - gradient modes of loops with a fixed point ------===//
 #include "unroll/runtime/GradientMode.h"
 #include "unroll/runtime/GradientSpec.h"
+#include "unroll/runtime/ModelInfo.h"
 
 #include <algorithm>
 #include <cstdio>
 
 using namespace unroll;
+namespace key = unroll::info;
 
 std::string GradientMode::str() const {
   char buf[96];
@@ -56,30 +58,29 @@ bool unroll::parseGradientMode(const std::string &text, GradientMode &out, std::
 
 GradientMode unroll::modelGradientMode(const nlohmann::json &info) {
   GradientMode g;
-  if (!info.contains("fixed_point"))
+  if (!info.contains(key::kFixedPoint))
     return g;
-  const auto &fp = info["fixed_point"];
-  std::string mode = fp.value("gradient", "bptt"), error;
+  const auto &fp = info[key::kFixedPoint];
+  std::string mode = fp.value(key::kGradient, "bptt"), error;
   if (!parseGradientMode(mode, g, error))
     return GradientMode();
-  if (fp.contains("gradient_tol"))
-    g.tol = fp["gradient_tol"].get<double>();
-  if (fp.contains("gradient_max"))
-    g.steps = fp["gradient_max"].get<int64_t>();
-  if (fp.contains("phantom_steps"))
-    g.steps = fp["phantom_steps"].get<int64_t>();
-  if (fp.contains("damping"))
-    g.damping = fp["damping"].get<double>();
+  if (fp.contains(key::kGradientTol))
+    g.tol = fp[key::kGradientTol].get<double>();
+  if (fp.contains(key::kGradientMax))
+    g.steps = fp[key::kGradientMax].get<int64_t>();
+  if (fp.contains(key::kPhantomSteps))
+    g.steps = fp[key::kPhantomSteps].get<int64_t>();
+  if (fp.contains(key::kDamping))
+    g.damping = fp[key::kDamping].get<double>();
   return g;
 }
 
 int64_t unroll::activationBytesPerPrompt(const nlohmann::json &info, const GradientMode &g,
                                          int64_t window, int64_t loops, int64_t tokens) {
-  if (!info.contains("fixed_point"))
+  if (!info.contains(key::kFixedPoint))
     return -1;
-  int64_t state = info["fixed_point"].value("state_bytes_per_token", (int64_t)0),
-          tape = info["fixed_point"].value("tape_bytes_per_token", (int64_t)0);
+  int64_t state = info[key::kFixedPoint].value(key::kStateBytesPerToken, (int64_t)0),
+          tape = info[key::kFixedPoint].value(key::kTapeBytesPerToken, (int64_t)0);
   int64_t tw = std::min(window, loops);
   return tokens * (g.fixedPoint() ? 2 * state + tape : (tw + 1) * state + tw * tape);
 }
-

@@ -1,5 +1,6 @@
 //===- Model.cpp - loading compiled.so ------------------------------------===//
 #include "unroll/runtime/Model.h"
+#include "unroll/runtime/ModelInfo.h"
 
 #include <cmath>
 
@@ -12,6 +13,7 @@
 #include <cstring>
 
 using namespace unroll;
+namespace key = unroll::info;
 
 Model::~Model() {
   if (handle_)
@@ -103,7 +105,7 @@ bool Model::load(const std::string &path, std::string &error, bool useDevice, in
   if (gpu() && useDevice) {
     // Refuse before any entry point runs: without a driver or a device the
     // library's first kernel launch could only abort.
-    std::string chip = info_.value("chip", "");
+    std::string chip = info_.value(key::kChip, "");
     auto init = reinterpret_cast<const char *(*)()>(symbol("unroll_gpu_init"));
     if (!init) {
       error = path + ": built for the GPU but lacks its runtime (unroll_gpu_init); "
@@ -136,11 +138,11 @@ void unroll::initParameters(const nlohmann::json &params, int64_t numParams,
                             double defaultStd) {
   theta.assign(numParams, 0.0);
   for (const auto &p : params) {
-    int64_t off = p["offset"], n = 1;
-    for (int64_t s : p["shape"])
+    int64_t off = p[key::kOffset], n = 1;
+    for (int64_t s : p[key::kShape])
       n *= s;
-    std::string init = p.value("init", "normal");
-    double sd = p.value("std", defaultStd), value = p.value("value", 0.0);
+    std::string init = p.value(key::kInit, "normal");
+    double sd = p.value(key::kStd, defaultStd), value = p.value(key::kValue, 0.0);
     for (int64_t i = 0; i < n; ++i)
       theta[off + i] = init == "ones"       ? 1.0
                        : init == "zeros"    ? 0.0
@@ -197,32 +199,33 @@ constexpr int64_t kMaxCount = int64_t(1) << 40;
 
 /// An entry's "name" for messages ("?" when it has none, or not a string).
 std::string nameOf(const nlohmann::json &j) {
-  return j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "?";
+  return j.contains(key::kName) && j[key::kName].is_string() ? j[key::kName].get<std::string>()
+                                                             : "?";
 }
 
 bool validParams(const nlohmann::json &m, const std::string &where, std::string &error) {
   // Required: the tools read it without asking (a missing key read through
   // a const json is undefined behaviour; the fuzzer found it so).
-  if (!m.contains("params") || !m["params"].is_array()) {
+  if (!m.contains(key::kParams) || !m[key::kParams].is_array()) {
     error = where + ": 'params' must be an array";
     return false;
   }
-  int64_t total = m.value("num_params", (int64_t)0);
-  for (const auto &p : m["params"]) {
+  int64_t total = m.value(key::kNumParams, (int64_t)0);
+  for (const auto &p : m[key::kParams]) {
     if (!p.is_object()) {
       error = where + ": every entry of 'params' must be an object";
       return false;
     }
     Keys k{p, where + ", parameter " + nameOf(p), error};
-    if (!k.string("name", true) || !k.integer("offset", 0, kMaxCount, true) || !k.string("init") ||
-        !k.number("std") || !k.number("value"))
+    if (!k.string(key::kName, true) || !k.integer(key::kOffset, 0, kMaxCount, true) ||
+        !k.string(key::kInit) || !k.number(key::kStd) || !k.number(key::kValue))
       return false;
-    if (!p.contains("shape") || !p["shape"].is_array()) {
+    if (!p.contains(key::kShape) || !p[key::kShape].is_array()) {
       error = k.where + ": 'shape' must be an array of sizes";
       return false;
     }
     int64_t numel = 1;
-    for (const auto &d : p["shape"]) {
+    for (const auto &d : p[key::kShape]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > kMaxCount ||
           numel > kMaxCount / d.get<int64_t>()) {
         error = k.where + ": 'shape' must hold sizes >= 1 whose product is at most 2^40";
@@ -230,8 +233,8 @@ bool validParams(const nlohmann::json &m, const std::string &where, std::string 
       }
       numel *= d.get<int64_t>();
     }
-    if (p["offset"].get<int64_t>() + numel > total) {
-      error = k.where + ": offset " + p["offset"].dump() + " + " + std::to_string(numel) +
+    if (p[key::kOffset].get<int64_t>() + numel > total) {
+      error = k.where + ": offset " + p[key::kOffset].dump() + " + " + std::to_string(numel) +
               " entries run past num_params = " + std::to_string(total);
       return false;
     }
@@ -247,10 +250,10 @@ bool unroll::validateModelInfo(const nlohmann::json &info, const std::string &pa
     return false;
   }
   Keys top{info, path + ": model info", error};
-  if (!top.string("kind") || !top.string("target") || !top.string("chip") ||
-      !top.string("element_type"))
+  if (!top.string(key::kKind) || !top.string(key::kTarget) || !top.string(key::kChip) ||
+      !top.string(key::kElementType))
     return false;
-  for (const char *list : {"models", "energies"}) {
+  for (const char *list : {key::kModels, key::kEnergies}) {
     if (!info.contains(list))
       continue;
     if (!info[list].is_array()) {
@@ -264,39 +267,42 @@ bool unroll::validateModelInfo(const nlohmann::json &info, const std::string &pa
       }
       Keys k{m, path + ": model info of '" + nameOf(m) + "'", error};
       // Keys shared by models and energies, then each kind's.
-      if (!k.string("name", true) || !k.integer("num_params", 0, kMaxCount, true) ||
-          !k.integer("iterations", 1, kMaxCount, true) || !validParams(m, k.where, error))
+      if (!k.string(key::kName, true) || !k.integer(key::kNumParams, 0, kMaxCount, true) ||
+          !k.integer(key::kIterations, 1, kMaxCount, true) || !validParams(m, k.where, error))
         return false;
-      if (std::string(list) == "models") {
-        if (!k.string("forward", true) || !k.string("loss_grad", true) || !k.string("adam") ||
-            !k.integer("prompt_dim", 1, kMaxCount, true) ||
-            !k.integer("window", 1, kMaxCount, true) || !k.integer("positions", 1, kMaxCount) ||
-            !k.object("energy") || !k.object("fixed_point") || !k.string("encoding"))
+      if (std::string(list) == key::kModels) {
+        if (!k.string(key::kForward, true) || !k.string(key::kLossGrad, true) ||
+            !k.string(key::kAdam) || !k.integer(key::kPromptDim, 1, kMaxCount, true) ||
+            !k.integer(key::kWindow, 1, kMaxCount, true) ||
+            !k.integer(key::kPositions, 1, kMaxCount) || !k.object(key::kEnergy) ||
+            !k.object(key::kFixedPoint) || !k.string(key::kEncoding))
           return false;
-        if (m.contains("encoding") && m["encoding"] != "interleaved" && m["encoding"] != "concat")
-          return k.fail("encoding", "\"interleaved\" or \"concat\"");
-        if (m.contains("energy") && m["energy"].is_object() &&
-            !Keys{m["energy"], k.where + ", energy", error}.string("trace"))
+        if (m.contains(key::kEncoding) && m[key::kEncoding] != "interleaved" &&
+            m[key::kEncoding] != "concat")
+          return k.fail(key::kEncoding, "\"interleaved\" or \"concat\"");
+        if (m.contains(key::kEnergy) && m[key::kEnergy].is_object() &&
+            !Keys{m[key::kEnergy], k.where + ", energy", error}.string(key::kTrace))
           return false;
-        if (m.contains("fixed_point") && m["fixed_point"].is_object()) {
-          const auto &fp = m["fixed_point"];
+        if (m.contains(key::kFixedPoint) && m[key::kFixedPoint].is_object()) {
+          const auto &fp = m[key::kFixedPoint];
           Keys f{fp, k.where + ", fixed_point", error};
-          if (!f.string("solve") || !f.string("loss_grad_fixed") || !f.string("gradient") ||
-              !f.number("gradient_tol") || !f.integer("gradient_max", 1, kMaxCount) ||
-              !f.integer("phantom_steps", 1, kMaxCount) || !f.number("damping") ||
-              !f.integer("state_bytes_per_token", 0, kMaxCount) ||
-              !f.integer("tape_bytes_per_token", 0, kMaxCount) || !f.object("until"))
+          if (!f.string(key::kSolve) || !f.string(key::kLossGradFixed) ||
+              !f.string(key::kGradient) || !f.number(key::kGradientTol) ||
+              !f.integer(key::kGradientMax, 1, kMaxCount) ||
+              !f.integer(key::kPhantomSteps, 1, kMaxCount) || !f.number(key::kDamping) ||
+              !f.integer(key::kStateBytesPerToken, 0, kMaxCount) ||
+              !f.integer(key::kTapeBytesPerToken, 0, kMaxCount) || !f.object(key::kUntil))
             return false;
-          if (fp.contains("until") && fp["until"].is_object()) {
-            Keys u{fp["until"], f.where + ".until", error};
-            if (!u.number("tol") || !u.integer("max", 1, kMaxCount) ||
-                !fp["until"].contains("tol") || !fp["until"].contains("max"))
-              return u.fail("tol", "a number beside an integer 'max'");
+          if (fp.contains(key::kUntil) && fp[key::kUntil].is_object()) {
+            Keys u{fp[key::kUntil], f.where + ".until", error};
+            if (!u.number(key::kTol) || !u.integer(key::kMax, 1, kMaxCount) ||
+                !fp[key::kUntil].contains(key::kTol) || !fp[key::kUntil].contains(key::kMax))
+              return u.fail(key::kTol, "a number beside an integer 'max'");
           }
         }
       } else {
-        if (!k.string("trace") || !k.string("vjp") || !k.string("weights") ||
-            !k.integer("tokens", 1, kMaxCount) || !k.integer("dim", 1, kMaxCount))
+        if (!k.string(key::kTrace) || !k.string(key::kVjp) || !k.string(key::kWeights) ||
+            !k.integer(key::kTokens, 1, kMaxCount) || !k.integer(key::kDim, 1, kMaxCount))
           return false;
         if (m.contains("graph") && !m["graph"].is_null() && !m["graph"].is_array())
           return k.fail("graph", "an array");

@@ -1,6 +1,7 @@
 //===- ModelRun.cpp - calling a compiled model ----------------------------===//
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/runtime/MemRef.h"
+#include "unroll/runtime/ModelInfo.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <sched.h>
 
 using namespace unroll;
+namespace key = unroll::info;
 
 std::vector<double> TokenLayout::build(const Prompts &p) const {
   if (!concat)
@@ -30,7 +32,7 @@ std::vector<double> TokenLayout::build(const Prompts &p) const {
 }
 
 TokenLayout TokenLayout::of(const nlohmann::json &modelInfo) {
-  return {modelInfo.value("encoding", std::string("interleaved")) == "concat"};
+  return {modelInfo.value(key::kEncoding, std::string("interleaved")) == "concat"};
 }
 
 std::vector<double> unroll::promptTokens(const Prompts &p) {
@@ -48,12 +50,13 @@ std::vector<double> unroll::promptTokens(const Prompts &p) {
 const nlohmann::json *unroll::findModel(const Model &m, const std::string &name,
                                         std::string &error) {
   const auto &info = m.info();
-  if (!info.contains("models") || !info["models"].is_array() || info["models"].empty()) {
+  if (!info.contains(key::kModels) || !info[key::kModels].is_array() ||
+      info[key::kModels].empty()) {
     error = m.path() + ": the library holds no model (its model info lists none)";
     return nullptr;
   }
-  for (const auto &e : info["models"])
-    if (name.empty() || e.value("name", "") == name)
+  for (const auto &e : info[key::kModels])
+    if (name.empty() || e.value(key::kName, "") == name)
       return &e;
   error = m.path() + ": no model named '" + name + "'";
   return nullptr;
@@ -61,30 +64,30 @@ const nlohmann::json *unroll::findModel(const Model &m, const std::string &name,
 
 bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &error) {
   info_ = &info;
-  forward_ = m.entry(info.value("forward", ""));
-  lossGrad_ = m.entry(info.value("loss_grad", ""));
+  forward_ = m.entry(info.value(key::kForward, ""));
+  lossGrad_ = m.entry(info.value(key::kLossGrad, ""));
   if (!forward_ || !lossGrad_) {
     error = m.path() + ": missing the model's forward or loss_grad entry point";
     return false;
   }
-  adam_ = info.contains("adam") ? m.entry(info.value("adam", "")) : nullptr;
-  if (info.contains("fixed_point")) {
-    const auto &fp = info["fixed_point"];
-    solve_ = fp.contains("solve") ? m.entry(fp.value("solve", "")) : nullptr;
+  adam_ = info.contains(key::kAdam) ? m.entry(info.value(key::kAdam, "")) : nullptr;
+  if (info.contains(key::kFixedPoint)) {
+    const auto &fp = info[key::kFixedPoint];
+    solve_ = fp.contains(key::kSolve) ? m.entry(fp.value(key::kSolve, "")) : nullptr;
     lossGradFixed_ =
-        fp.contains("loss_grad_fixed") ? m.entry(fp.value("loss_grad_fixed", "")) : nullptr;
+        fp.contains(key::kLossGradFixed) ? m.entry(fp.value(key::kLossGradFixed, "")) : nullptr;
   }
   readOnly_ = reinterpret_cast<void (*)(const void *, size_t)>(m.symbol("unroll_cpu_read_only"));
   help_ = reinterpret_cast<HelpFn>(m.symbol("unroll_cpu_help"));
   gradient_ = modelGradientMode(info);
   if (gradient_.fixedPoint() && !lossGradFixed_)
     gradient_ = GradientMode();
-  if (info.contains("energy") && info["energy"].contains("trace"))
-    energyTrace_ = m.entry(info["energy"].value("trace", ""));
-  f32_ = m.info().value("element_type", "") == "f32";
-  numParams_ = info.value("num_params", (int64_t)0);
-  dim_ = info.value("prompt_dim", (int64_t)0);
-  positions_ = info.value("positions", (int64_t)-1);
+  if (info.contains(key::kEnergy) && info[key::kEnergy].contains(key::kTrace))
+    energyTrace_ = m.entry(info[key::kEnergy].value(key::kTrace, ""));
+  f32_ = m.info().value(key::kElementType, "") == "f32";
+  numParams_ = info.value(key::kNumParams, (int64_t)0);
+  dim_ = info.value(key::kPromptDim, (int64_t)0);
+  positions_ = info.value(key::kPositions, (int64_t)-1);
   layout_ = TokenLayout::of(info);
   threads_ = std::max(1u, std::thread::hardware_concurrency());
   gpu_ = m.gpu();

@@ -15,8 +15,6 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::unroll {
-/// The version of the C ABI of compiled.so (docs/abi.md).
-constexpr int kAbiVersion = 2;
 
 #define GEN_PASS_DECL
 #include "unroll/Conversion/Passes.h.inc"

@@ -16,13 +16,15 @@
 //
 //===----------------------------------------------------------------------===//
 #include "EntryPoints.h"
-#include "unroll/Utils/Builders.h"
 #include "unroll/Conversion/UnrollToLinalg/UnrollToLinalg.h"
+#include "unroll/Utils/Builders.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "unroll/runtime/ModelInfo.h"
 
 using namespace mlir;
 using namespace mlir::unroll;
+namespace key = ::unroll::info;
 using namespace mlir::unroll::lowering;
 
 namespace {
@@ -369,33 +371,34 @@ llvm::json::Object EnergyLowering::info() {
   auto in = cast<RankedTensorType>(energy.getInput().getType());
   auto km = kernelAndMask(energy);
   llvm::json::Object o{
-      {"name", name},
+      {key::kName, name},
       {"descend", name + "_descend"},
-      {"trace", inputIsTokens() ? llvm::json::Value(name + "_trace") : llvm::json::Value(nullptr)},
+      {key::kTrace,
+       inputIsTokens() ? llvm::json::Value(name + "_trace") : llvm::json::Value(nullptr)},
       {"descend_vjp", energy.getReverse().empty() ? llvm::json::Value(nullptr)
                                                   : llvm::json::Value(name + "_descend_vjp")},
       {"input_dim",
        in.isDynamicDim(1) ? llvm::json::Value(nullptr) : llvm::json::Value(in.getDimSize(1))},
-      {"weights", firstStep() ? llvm::json::Value((energy.getSymName() + "_weights").str())
-                              : llvm::json::Value(nullptr)},
-      {"vjp", energy.getReverse().empty() || !inputIsTokens()
-                  ? llvm::json::Value(nullptr)
-                  : llvm::json::Value((energy.getSymName() + "_vjp").str())},
+      {key::kWeights, firstStep() ? llvm::json::Value((energy.getSymName() + "_weights").str())
+                                  : llvm::json::Value(nullptr)},
+      {key::kVjp, energy.getReverse().empty() || !inputIsTokens()
+                      ? llvm::json::Value(nullptr)
+                      : llvm::json::Value((energy.getSymName() + "_vjp").str())},
       {"weight_form", firstStep()
                           ? llvm::json::Value(stringifyWeightForm(firstStep().getForm()).str())
                           : llvm::json::Value(nullptr)},
-      {"tokens",
+      {key::kTokens,
        tok.isDynamicDim(0) ? llvm::json::Value(nullptr) : llvm::json::Value(tok.getDimSize(0))},
-      {"dim",
+      {key::kDim,
        tok.isDynamicDim(1) ? llvm::json::Value(nullptr) : llvm::json::Value(tok.getDimSize(1))},
       {"schedule", stringifySchedule(min.getSchedule()).str()},
       {"attention", stringifyAttentionVariant(min.getAttention()).str()},
-      {"iterations", min.getIterations()},
+      {key::kIterations, min.getIterations()},
       {"rho", km.first.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(km.first)},
       {"mask", km.second.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(km.second)},
       {"terms", energyTermsJson(energy)},
-      {"num_params", table.numParams},
-      {"params", std::move(ps)}};
+      {key::kNumParams, table.numParams},
+      {key::kParams, std::move(ps)}};
   if (min.getLearnable())
     o["learnable_alpha"] = true;
   addStepSizeInfo(min, o);

@@ -31,11 +31,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ModelLowering.h"
+#include "unroll/runtime/ModelInfo.h"
 
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::unroll;
+namespace key = ::unroll::info;
 using namespace mlir::unroll::lowering;
 
 namespace {
@@ -61,18 +63,6 @@ Value indexToFloat(OpBuilder &b, Location loc, Value i, Type t) {
 }
 
 } // namespace
-
-FailureOr<Value> ModelLowering::step(OpBuilder &b, Location loc, Value y, Value p, Ctx &ctx,
-                                     IRMapping *acts, Value k, Value yPrev) {
-  TokenEmitter nn(b, loc, elem());
-  LoopOp loop = model.getLoop();
-  FailureOr<SmallVector<Value>> out =
-      run(b, loop.getBody(),
-          bodyArgs(inject(nn, y, p), p, k, yPrev ? inject(nn, yPrev, p) : Value()), ctx, acts);
-  if (failed(out))
-    return failure();
-  return nn.castTo((*out)[0], loop.getInput().getType());
-}
 
 LogicalResult ModelLowering::emitSolve(OpBuilder &b) {
   OpBuilder::InsertionGuard guard(b);
@@ -331,25 +321,25 @@ llvm::json::Object ModelLowering::fixedPointInfo() {
   int64_t tapeBytes = 0;
   for (Value v : tape.body)
     tapeBytes += cast<RankedTensorType>(v.getType()).getDimSize(2) * bytes;
-  llvm::json::Object o{{"solve", (model.getSymName() + "_solve").str()},
-                       {"gradient", stringifyGradientMode(loop.getGradientMode()).str()},
+  llvm::json::Object o{{key::kSolve, (model.getSymName() + "_solve").str()},
+                       {key::kGradient, stringifyGradientMode(loop.getGradientMode()).str()},
                        // Bytes per token the training step keeps for the backward: bptt
                        // keeps T + 1 states and T iterations' tapes; the fixed-point modes
                        // keep Y_{b-1}, Y_b and one tape.
-                       {"state_bytes_per_token", state},
-                       {"tape_bytes_per_token", tapeBytes}};
+                       {key::kStateBytesPerToken, state},
+                       {key::kTapeBytesPerToken, tapeBytes}};
   if (loop.hasInputInjection())
-    o["loss_grad_fixed"] = (model.getSymName() + "_loss_grad_fixed").str();
+    o[key::kLossGradFixed] = (model.getSymName() + "_loss_grad_fixed").str();
   if (loop.getHaltTol())
-    o["until"] = llvm::json::Object{{"tol", loop.getHaltTol()->convertToDouble()},
-                                    {"max", *loop.getHaltMax()}};
+    o[key::kUntil] = llvm::json::Object{{key::kTol, loop.getHaltTol()->convertToDouble()},
+                                        {key::kMax, *loop.getHaltMax()}};
   if (loop.getGradientTol())
-    o["gradient_tol"] = loop.getGradientTol()->convertToDouble();
+    o[key::kGradientTol] = loop.getGradientTol()->convertToDouble();
   if (loop.getGradientMax())
-    o["gradient_max"] = *loop.getGradientMax();
+    o[key::kGradientMax] = *loop.getGradientMax();
   if (loop.getPhantomSteps())
-    o["phantom_steps"] = *loop.getPhantomSteps();
+    o[key::kPhantomSteps] = *loop.getPhantomSteps();
   if (loop.getDamping())
-    o["damping"] = loop.getDamping()->convertToDouble();
+    o[key::kDamping] = loop.getDamping()->convertToDouble();
   return o;
 }

@@ -26,119 +26,12 @@
 #include "unroll/Utils/Markers.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "unroll/runtime/ModelInfo.h"
 
 using namespace mlir;
 using namespace mlir::unroll;
+namespace key = ::unroll::info;
 using namespace mlir::unroll::lowering;
-
-LogicalResult ModelLowering::emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx) {
-  if (auto p = dyn_cast<ParamOp>(op)) {
-    map.map(p.getResult(), ctx.params[table.indexOf(p.getName())]);
-    return success();
-  }
-  if (auto acc = dyn_cast<AccumulateGradOp>(op)) {
-    if (!ctx.grad)
-      return success(); // forward-only function
-    if (!acc.getParam().getDefiningOp<ParamOp>()) {
-      // The loop's input P (the reverse region's second argument).
-      TokenEmitter nn(b, op.getLoc(), elem());
-      Value g = nn.castTo(map.lookup(acc.getGrad()), ctx.dp.getType());
-      ctx.dp = nn.castTo(nn.add(ctx.dp, g), ctx.dp.getType());
-      return success();
-    }
-    const ParamInfo &p = table[acc.getParam().getDefiningOp<ParamOp>().getName()];
-    ctx.grad = accumulateInto(b, op.getLoc(), ctx.grad, p, map.lookup(acc.getGrad()));
-    return success();
-  }
-  if (isIndexArithmetic(&op)) { // the iteration index's arithmetic
-    b.clone(op, map);
-    return success();
-  }
-  if (isa<LoopOp, OutputOp, ModelOp, EnergyOp>(op) || !isa<UnrollDialect>(op.getDialect()))
-    return op.emitOpError("cannot be lowered in a model");
-  // Every other op is copied as it is; convert-unroll-to-linalg lowers it.
-  b.clone(op, map);
-  return success();
-}
-
-FailureOr<SmallVector<Value>> ModelLowering::run(OpBuilder &b, Region &r, ValueRange args, Ctx &ctx,
-                                                 IRMapping *given,
-                                                 const DenseSet<Operation *> *skip) {
-  Block &blk = r.front();
-  IRMapping local;
-  IRMapping &map = given ? *given : local;
-  seedParams(map, ctx);
-  for (auto [a, v] : llvm::zip(blk.getArguments(), args))
-    map.map(a, v);
-  for (Operation &op : blk) {
-    if (auto y = dyn_cast<YieldOp>(op)) {
-      SmallVector<Value> out;
-      for (Value v : y.getValues())
-        out.push_back(map.lookup(v));
-      return out;
-    }
-    if (skip && skip->contains(&op))
-      continue;
-    if (failed(emitOp(b, op, map, ctx)))
-      return failure();
-  }
-  return model.emitOpError("region without unroll.yield");
-}
-
-FailureOr<Value> ModelLowering::embed(OpBuilder &b, Value z, Ctx &ctx) {
-  IRMapping map;
-  map.map(model.getPrompt(), z);
-  LoopOp loop = model.getLoop();
-  for (Operation &op : model.getBody().front()) {
-    if (&op == loop.getOperation())
-      break;
-    if (failed(emitOp(b, op, map, ctx)))
-      return failure();
-  }
-  return map.lookup(loop.getInput());
-}
-
-FailureOr<Value> ModelLowering::head(OpBuilder &b, Value y, Ctx &ctx) {
-  IRMapping map;
-  LoopOp loop = model.getLoop();
-  map.map(loop.getResult(), y);
-  for (Operation &op : model.getBody().front()) {
-    if (isa<ParamOp>(op)) {
-      if (failed(emitOp(b, op, map, ctx)))
-        return failure();
-      continue;
-    }
-    if (!loop->isBeforeInBlock(&op) || isa<OutputOp>(op))
-      continue;
-    if (failed(emitOp(b, op, map, ctx)))
-      return failure();
-  }
-  return map.lookup(model.getOutput().getPredictions());
-}
-
-Value ModelLowering::inject(TokenEmitter &nn, Value y, Value p) {
-  switch (model.getLoop().getInjection()) {
-  case Injection::add:
-    return nn.add(y, p);
-  case Injection::mul:
-    return nn.mul(y, p);
-  case Injection::none:
-    return y;
-  }
-  llvm_unreachable("injection");
-}
-
-Value ModelLowering::initState(TokenEmitter &nn, Value p) {
-  switch (model.getLoop().getInjection()) {
-  case Injection::add:
-    return nn.fullLike(p, 0.0);
-  case Injection::mul:
-    return nn.fullLike(p, 1.0);
-  case Injection::none:
-    return p;
-  }
-  llvm_unreachable("injection");
-}
 
 LogicalResult ModelLowering::emit(OpBuilder &b) {
   Location loc = model.getLoc();
@@ -422,40 +315,6 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   return success();
 }
 
-FailureOr<Value> ModelLowering::energyOf(OpBuilder &b, EnergyOp energy, Value y, Value x,
-                                         Ctx &ctx) {
-  Block &body = energy.getBody().front();
-  Location loc = energy.getLoc();
-  auto batch = cast<RankedTensorType>(y.getType());
-  auto perPrompt = RankedTensorType::get({kDyn}, elem());
-  IRMapping map;
-  map.map(body.getArgument(0), y);
-  map.map(body.getArgument(1), x);
-  TokenEmitter nn(b, loc, elem());
-  Value total;
-  for (Operation &op : body.without_terminator()) {
-    if (auto p = dyn_cast<ParamOp>(op)) {
-      if (!table.index.count(p.getName()))
-        return model.emitOpError() << "descends @" << energy.getSymName() << ", whose parameter '"
-                                   << p.getName() << "' is not a parameter of the model";
-      map.map(p.getResult(), ctx.params[table.indexOf(p.getName())]);
-      continue;
-    }
-    // The term, on the batch; its value is one energy per prompt.
-    Operation *term = b.clone(op, map);
-    for (OpResult r : term->getResults())
-      if (r.getType() == energy.getTokenType())
-        r.setType(batch);
-    if (term->getNumResults() != 1 || !isa<EnergyType>(term->getResult(0).getType()))
-      continue;
-    Value v = b.create<UnrealizedConversionCastOp>(loc, perPrompt, term->getResult(0)).getResult(0);
-    total = total ? nn.castTo(nn.add(total, v), perPrompt) : v;
-  }
-  if (!total)
-    return energy.emitOpError("has no terms");
-  return total;
-}
-
 /// @M_energy_trace(Z, theta, b, energies[b + 1, B], starts[b, B]): the
 /// energy (with X = P) of every prompt at the states Y_0 .. Y_b of the loop
 /// and, in starts, at the point u_t each iteration's steps start from (u_t
@@ -547,27 +406,27 @@ llvm::json::Object ModelLowering::info() {
   });
   int64_t tokenDim = cast<RankedTensorType>(model.getPrompt().getType()).getDimSize(2);
   llvm::json::Object o{
-      {"name", model.getSymName().str()},
-      {"forward", (model.getSymName() + "_forward").str()},
-      {"loss_grad", (model.getSymName() + "_loss_grad").str()},
-      {"adam", (model.getSymName() + "_adam").str()},
+      {key::kName, model.getSymName().str()},
+      {key::kForward, (model.getSymName() + "_forward").str()},
+      {key::kLossGrad, (model.getSymName() + "_loss_grad").str()},
+      {key::kAdam, (model.getSymName() + "_adam").str()},
       // The x dimension d; the tokens have d + 1 features under concat.
-      {"prompt_dim", tokenDim - (concat() ? 1 : 0)},
-      {"token_dim", tokenDim},
-      {"encoding", stringifyEncoding(model.getEncoding()).str()},
+      {key::kPromptDim, tokenDim - (concat() ? 1 : 0)},
+      {key::kTokenDim, tokenDim},
+      {key::kEncoding, stringifyEncoding(model.getEncoding()).str()},
       {"width", cast<RankedTensorType>(loop.getInput().getType()).getDimSize(2)},
       {"layers", layers},
       {"heads", heads},
-      {"iterations", loop.getIterations()},
-      {"window", loop.getWindow()},
+      {key::kIterations, loop.getIterations()},
+      {key::kWindow, loop.getWindow()},
       {"injection", stringifyInjection(loop.getInjection()).str()},
       {"window_activations", tape.empty() ? "recomputed" : "stored"},
-      {"fixed_point", fixedPointInfo()},
-      {"num_params", table.numParams},
+      {key::kFixedPoint, fixedPointInfo()},
+      {key::kNumParams, table.numParams},
       {"param_counts", llvm::json::Object{{"total", total}, {"blocks_and_ln_f", blocks}}},
-      {"params", table.toJson()}};
+      {key::kParams, table.toJson()}};
   if (positions > 0)
-    o["positions"] = positions;
+    o[key::kPositions] = positions;
   if (EnergyOp e = loopEnergy()) {
     // The energy the loop descends, and what an independent evaluator needs
     // to recompute its terms and steps.
@@ -579,8 +438,8 @@ llvm::json::Object ModelLowering::info() {
         first = m;
     });
     auto km = kernelAndMask(e);
-    llvm::json::Object eo{{"name", e.getSymName().str()},
-                          {"trace", (model.getSymName() + "_energy_trace").str()},
+    llvm::json::Object eo{{key::kName, e.getSymName().str()},
+                          {key::kTrace, (model.getSymName() + "_energy_trace").str()},
                           {"schedule", stringifySchedule(min.getSchedule()).str()},
                           {"attention", stringifyAttentionVariant(min.getAttention()).str()},
                           {"steps_per_iteration", steps},
@@ -592,8 +451,8 @@ llvm::json::Object ModelLowering::info() {
     if (first)
       eo["weight_form"] = stringifyWeightForm(first.getForm()).str();
     addStepSizeInfo(min, eo);
-    eo["iterations"] = min.getIterations();
-    o["energy"] = std::move(eo);
+    eo[key::kIterations] = min.getIterations();
+    o[key::kEnergy] = std::move(eo);
   }
   return o;
 }

@@ -1,9 +1,11 @@
 //===- Params.cpp - theta, memref arguments and entry functions -----------===//
 #include "EntryPoints.h"
 #include "unroll/Utils/Builders.h"
+#include "unroll/runtime/ModelInfo.h"
 
 using namespace mlir;
 using namespace mlir::unroll;
+namespace key = ::unroll::info;
 using namespace mlir::unroll::lowering;
 
 MemRefType mlir::unroll::lowering::dynMemref(unsigned rank, Type elem) {
@@ -58,16 +60,16 @@ llvm::json::Array ParamTable::toJson() const {
     llvm::json::Array shape;
     for (int64_t s : p.type.getShape())
       shape.push_back(s);
-    llvm::json::Object o{{"name", p.name},
-                         {"shape", std::move(shape)},
-                         {"offset", p.offset},
-                         {"init", stringifyInitKind(p.init).str()}};
+    llvm::json::Object o{{key::kName, p.name},
+                         {key::kShape, std::move(shape)},
+                         {key::kOffset, p.offset},
+                         {key::kInit, stringifyInitKind(p.init).str()}};
     if (p.init == InitKind::normal)
-      o["std"] = p.std;
+      o[key::kStd] = p.std;
     if (p.init == InitKind::constant)
-      o["value"] = p.value;
+      o[key::kValue] = p.value;
     if (p.fixed)
-      o["fixed"] = true;
+      o[key::kFixed] = true;
     ps.push_back(std::move(o));
   }
   return ps;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "EntryPoints.h"
+#include "unroll/runtime/ModelInfo.h"
 
 namespace mlir::unroll {
 #define GEN_PASS_DEF_CONVERTUNROLLTOENTRYPOINTS
@@ -15,6 +16,7 @@ namespace mlir::unroll {
 
 using namespace mlir;
 using namespace mlir::unroll;
+namespace key = ::unroll::info;
 using namespace mlir::unroll::lowering;
 
 namespace {
@@ -45,7 +47,7 @@ void emitAbi(OpBuilder &b, Location loc, const std::string &json) {
       b.create<LLVM::LLVMFuncOp>(loc, "unroll_abi_version", LLVM::LLVMFunctionType::get(i32, {}));
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(ver.addEntryBlock(b));
-  Value v = b.create<LLVM::ConstantOp>(loc, i32, b.getI32IntegerAttr(kAbiVersion));
+  Value v = b.create<LLVM::ConstantOp>(loc, i32, b.getI32IntegerAttr(key::kAbiVersion));
   b.create<LLVM::ReturnOp>(loc, v);
 }
 
@@ -57,7 +59,7 @@ std::string typeName(Type t) {
 }
 
 struct ConvertUnrollToEntryPointsPass
-    : public unroll::impl::ConvertUnrollToEntryPointsBase<ConvertUnrollToEntryPointsPass> {
+    : public mlir::unroll::impl::ConvertUnrollToEntryPointsBase<ConvertUnrollToEntryPointsPass> {
   using Base::Base;
   void runOnOperation() override {
     if (target != "cpu" && target != "gpu") {
@@ -111,16 +113,16 @@ struct ConvertUnrollToEntryPointsPass
       modelInfo.push_back(std::move(*info));
       ++numModels;
     }
-    llvm::json::Object root{{"abi_version", kAbiVersion},
-                            {"kind", models.empty() ? "energy" : "model"},
-                            {"target", target},
-                            {"element_type", elem}};
+    llvm::json::Object root{{key::kAbi, key::kAbiVersion},
+                            {key::kKind, models.empty() ? "energy" : "model"},
+                            {key::kTarget, target},
+                            {key::kElementType, elem}};
     if (target == "gpu")
-      root["chip"] = chip;
+      root[key::kChip] = chip;
     if (!energies.empty())
-      root["energies"] = std::move(energyInfo);
+      root[key::kEnergies] = std::move(energyInfo);
     if (!models.empty())
-      root["models"] = std::move(modelInfo);
+      root[key::kModels] = std::move(modelInfo);
     std::string json;
     llvm::raw_string_ostream os(json);
     os << llvm::json::Value(std::move(root));

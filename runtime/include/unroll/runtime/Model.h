@@ -2,6 +2,8 @@
 #ifndef UNROLL_RUNTIME_MODEL_H
 #define UNROLL_RUNTIME_MODEL_H
 
+#include "unroll/runtime/ModelInfo.h"
+
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -11,7 +13,7 @@
 namespace unroll {
 
 /// The ABI version this runtime speaks (docs/abi.md).
-constexpr int kAbiVersion = 2;
+constexpr int kAbiVersion = info::kAbiVersion;
 
 /// A loaded compiled.so: its handle, ABI version and model info.
 class Model {
