@@ -102,8 +102,8 @@ std::string FlagTable::usage() const {
       // "  --name META" then the help from column kHelpColumn (on the next
       // line when the name is too long); the help's own lines indented.
       std::string line = "  " + e.label + (e.metavar.empty() ? "" : " " + e.metavar);
-      line += line.size() < kHelpColumn ? std::string(kHelpColumn - line.size(), ' ')
-                                        : "\n" + indent;
+      line +=
+          line.size() < kHelpColumn ? std::string(kHelpColumn - line.size(), ' ') : "\n" + indent;
       for (char c : e.help)
         line += c == '\n' ? "\n" + indent : std::string(1, c);
       out += line + "\n";
@@ -154,4 +154,46 @@ bool unroll::parseChoice(const std::string &flag, const std::string &value,
     list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
   err = flag + " takes " + list + ", got '" + value + "'";
   return false;
+}
+
+FlagTable::Setter unroll::setInteger(const std::string &flag, int64_t lo, int64_t &to) {
+  return [flag, lo, &to](const std::string &v, std::string &err) {
+    return parseInteger(flag, v, lo, to, err);
+  };
+}
+
+FlagTable::Setter unroll::setPositive(const std::string &flag, double &to) {
+  return [flag, &to](const std::string &v, std::string &err) {
+    return parsePositive(flag, v, to, err);
+  };
+}
+
+FlagTable::Setter unroll::setNonNegative(const std::string &flag, double &to) {
+  return [flag, &to](const std::string &v, std::string &err) {
+    char *end = nullptr;
+    double x = strtod(v.c_str(), &end);
+    if (v.empty() || *end || !std::isfinite(x) || x < 0) {
+      err = flag + " expects a number >= 0, got '" + v + "'";
+      return false;
+    }
+    to = x;
+    return true;
+  };
+}
+
+FlagTable::Setter unroll::setSeed(const std::string &flag, uint64_t &to) {
+  return [flag, &to](const std::string &v, std::string &err) {
+    int64_t x = 0;
+    if (!parseInteger(flag, v, 0, x, err))
+      return false;
+    to = static_cast<uint64_t>(x);
+    return true;
+  };
+}
+
+FlagTable::Setter unroll::setText(std::string &to) {
+  return [&to](const std::string &v, std::string &) {
+    to = v;
+    return true;
+  };
 }

@@ -46,7 +46,8 @@ TEST(Flags, ParsesValuesSwitchesAliasesAndPositionals) {
   Parsed p;
   std::vector<std::string> pos;
   std::string err;
-  ASSERT_TRUE(run({"in.so", "--steps", "20", "-j", "--lr", "1e-3", "--mode", "b", "x"}, p, pos, err))
+  ASSERT_TRUE(
+      run({"in.so", "--steps", "20", "-j", "--lr", "1e-3", "--mode", "b", "x"}, p, pos, err))
       << err;
   EXPECT_EQ(p.steps, 20);
   EXPECT_DOUBLE_EQ(p.lr, 1e-3);
@@ -98,4 +99,24 @@ TEST(Flags, HelpLaysOutTheTable) {
   char *argv[] = {a0, a1, a2};
   EXPECT_TRUE(FlagTable::wantsHelp(3, argv));
   EXPECT_FALSE(FlagTable::wantsHelp(2, argv));
+}
+
+TEST(Flags, SettersCheckAndStore) {
+  std::string err, text;
+  int64_t n = 0;
+  double x = 0, y = -1;
+  uint64_t seed = 0;
+  EXPECT_TRUE(setInteger("--n", 1, n)("7", err) && n == 7);
+  EXPECT_FALSE(setInteger("--n", 1, n)("0", err));
+  EXPECT_EQ(err, "--n expects an integer >= 1, got '0'");
+  EXPECT_TRUE(setPositive("--x", x)("2.5", err) && x == 2.5);
+  EXPECT_FALSE(setPositive("--x", x)("0", err));
+  EXPECT_TRUE(setNonNegative("--y", y)("0", err) && y == 0);
+  EXPECT_FALSE(setNonNegative("--y", y)("-0.5", err));
+  EXPECT_EQ(err, "--y expects a number >= 0, got '-0.5'");
+  EXPECT_FALSE(setNonNegative("--y", y)("inf", err));
+  EXPECT_TRUE(setSeed("--seed", seed)("123", err) && seed == 123u);
+  EXPECT_FALSE(setSeed("--seed", seed)("-1", err));
+  EXPECT_EQ(err, "--seed expects an integer >= 0, got '-1'");
+  EXPECT_TRUE(setText(text)("a b", err) && text == "a b");
 }

@@ -17,6 +17,7 @@
 #include "KernelReference.h"
 #include "unroll/runtime/Energy.h"
 #include "unroll/runtime/Model.h"
+#include "unroll/tooling/Flags.h"
 
 #include <cmath>
 #include <cstdio>
@@ -315,28 +316,40 @@ int gradcheck(const Args &a, const Model &m, const nlohmann::json &e) {
 
 int main(int argc, char **argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--compare" || s == "--study" || s == "--gradcheck") {
-      a.mode = s.substr(2);
-      a.model = next();
-    } else if (s == "--cases")
-      a.cases = std::stoll(next());
-    else if (s == "--seed")
-      a.seed = std::stoull(next());
-    else if (s == "--tol")
-      a.tol = std::stod(next());
-    else if (s == "--energy")
-      a.energy = next();
-    else if (s == "--expect-no-increase")
-      a.expectNoIncrease = true;
-    else
-      return fail("unknown argument '" + s + "'");
+  auto mode = [&a](const char *name) {
+    return [&a, name](const std::string &v, std::string &) {
+      a.mode = name;
+      a.model = v;
+      return true;
+    };
+  };
+  FlagTable t("unroll-energy-check",
+              "unroll-energy-check (--compare|--study|--gradcheck) MODEL.so [options]",
+              "Checks a compiled energy against the plain reference loops of this tool.");
+  t.section("Modes")
+      .option("--compare", "MODEL.so",
+              "traces and attention weights of random cases against the reference", mode("compare"))
+      .option("--study", "MODEL.so",
+              "one step from random (n, d, scale): does E increase? (descent study)", mode("study"))
+      .option("--gradcheck", "MODEL.so", "the descent's VJP against central differences",
+              mode("gradcheck"))
+      .section("Options")
+      .option("--cases", "N", "random cases", setInteger("--cases", 1, a.cases))
+      .option("--seed", "S", "random seed", setSeed("--seed", a.seed))
+      .option("--tol", "T", "tolerance (default: the mode's)", setPositive("--tol", a.tol))
+      .option("--energy", "NAME", "which energy of the library", setText(a.energy))
+      .flag("--expect-no-increase", "--study: fail if any step increases E",
+            [&a] { a.expectNoIncrease = true; });
+  if (FlagTable::wantsHelp(argc, argv)) {
+    fputs(t.usage().c_str(), stdout);
+    return 0;
   }
-  if (a.mode.empty() || a.model.empty())
-    return fail("usage: unroll-energy-check (--compare|--study|--gradcheck) MODEL.so [--cases N] "
-                "[--seed S] [--tol T] [--energy NAME] [--expect-no-increase]");
+  std::vector<std::string> positional;
+  std::string parseErr;
+  if (!t.parse(argc, argv, positional, parseErr))
+    return fail(parseErr);
+  if (a.mode.empty() || !positional.empty())
+    return fail(t.usage());
   Model m;
   std::string err;
   if (!m.load(a.model, err))

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/ModelRun.h"
+#include "unroll/tooling/Flags.h"
 #include "unroll/tooling/Process.h"
 
 #include <cmath>
@@ -55,27 +56,25 @@ int main(int argc, char **argv) {
   int64_t batch = 3, points = 4, samples = 6;
   uint64_t seed = 0;
   double tol = 1e-5;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--batch")
-      batch = std::stoll(next());
-    else if (s == "--points")
-      points = std::stoll(next());
-    else if (s == "--seed")
-      seed = std::stoull(next());
-    else if (s == "--samples")
-      samples = std::stoll(next());
-    else if (s == "--tol")
-      tol = std::stod(next());
-    else if (path.empty() && s[0] != '-')
-      path = s;
-    else
-      return fail("unknown argument '" + s + "'");
+  FlagTable t("unroll-fixed-point-check", "unroll-fixed-point-check M.so [options]",
+              "Checks a compiled loop's fixed point and its gradients (implicit, phantom,\n"
+              "Jacobian-free) against plain reference computations; the model in f64.");
+  t.option("--batch", "B", "prompts", setInteger("--batch", 1, batch))
+      .option("--points", "k", "points per prompt", setInteger("--points", 1, points))
+      .option("--seed", "S", "random seed", setSeed("--seed", seed))
+      .option("--samples", "S", "parameters sampled", setInteger("--samples", 1, samples))
+      .option("--tol", "t", "tolerance", setPositive("--tol", tol));
+  if (FlagTable::wantsHelp(argc, argv)) {
+    fputs(t.usage().c_str(), stdout);
+    return 0;
   }
-  if (path.empty())
-    return fail("usage: unroll-fixed-point-check M.so [--batch B] [--points k] [--seed S] "
-                "[--samples S] [--tol t]");
+  std::vector<std::string> positional;
+  std::string parseErr;
+  if (!t.parse(argc, argv, positional, parseErr))
+    return fail(parseErr);
+  if (positional.size() != 1)
+    return fail(t.usage());
+  path = positional[0];
   Model m;
   std::string err;
   if (!m.load(path, err))

@@ -24,6 +24,7 @@
 #include "KernelReference.h"
 #include "unroll/runtime/ModelRun.h"
 #include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Flags.h"
 #include "unroll/tooling/Process.h"
 #include "unroll/tooling/Safetensors.h"
 
@@ -433,57 +434,81 @@ int compareCheckpoints(const Args &a) {
   return ok ? 0 : 1;
 }
 
+/// The checker's flags, as one table (tooling/Flags.h); they set `a`.
+FlagTable flags(Args &a) {
+  FlagTable t("unroll-model-check",
+              "unroll-model-check (--forward|--gradcheck) M.so [options]\n"
+              "       unroll-model-check --against A.so B.so [options]\n"
+              "       unroll-model-check --compare-checkpoints DIR_A DIR_B [--tol t] [--file F] "
+              "[--global]",
+              "Checks a compiled model against the plain reference loops of this tool.");
+  auto mode = [&a](const char *name) {
+    return [&a, name](const std::string &v, std::string &) {
+      a.mode = name;
+      a.model = v;
+      return true;
+    };
+  };
+  t.section("Modes")
+      .option("--forward", "M.so", "predictions of every iteration against the reference",
+              mode("forward"))
+      .option("--gradcheck", "M.so", "the loss gradient against central differences (f64)",
+              mode("gradcheck"))
+      .option("--against", "A.so",
+              "A.so against B.so (the next argument): the same model built "
+              "twice",
+              mode("against"))
+      .option("--compare-checkpoints", "DIR_A",
+              "DIR_A's last checkpoint against DIR_B's (the next argument)",
+              mode("compare-checkpoints"))
+      .section("Options")
+      .option("--batch", "B", "prompts", setInteger("--batch", 1, a.batch))
+      .option("--points", "k", "points per prompt", setInteger("--points", 1, a.points))
+      .option("--loops", "b", "loop iterations (default: the model's)",
+              setInteger("--loops", 1, a.loops))
+      .option("--window", "T", "loss window (default: the model's)",
+              setInteger("--window", 1, a.window))
+      .option("--samples", "S", "parameters sampled by --gradcheck",
+              setInteger("--samples", 1, a.samples))
+      .option("--seed", "S", "random seed", setSeed("--seed", a.seed))
+      .option("--micro-batch-tokens", "N", "the runner's micro-batches of about N tokens (CPU)",
+              setInteger("--micro-batch-tokens", 0, a.microTokens))
+      .option("--perturb", "s", "scale of the random parameters",
+              setNonNegative("--perturb", a.perturb))
+      .option("--fd-step", "h", "central differences' relative step",
+              setPositive("--fd-step", a.fdStep))
+      .option("--fd-order", "2|4", "central differences' order",
+              [&a](const std::string &v, std::string &err) {
+                if (!parseChoice("--fd-order", v, {"2", "4"}, err))
+                  return false;
+                a.fdOrder = v == "4" ? 4 : 2;
+                return true;
+              })
+      .option("--tol", "t", "tolerance (default: the mode's)", setPositive("--tol", a.tol))
+      .option("--file", "F", "--compare-checkpoints: which file of the step", setText(a.file))
+      .flag("--global", "--compare-checkpoints: max |a - b| / max |b| over all weights",
+            [&a] { a.global = true; });
+  return t;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--forward" || s == "--gradcheck") {
-      a.mode = s.substr(2);
-      a.model = next();
-    } else if (s == "--against" || s == "--compare-checkpoints") {
-      a.mode = s.substr(2);
-      a.model = next();
-      a.other = next();
-    } else if (s == "--batch")
-      a.batch = std::stoll(next());
-    else if (s == "--points")
-      a.points = std::stoll(next());
-    else if (s == "--loops")
-      a.loops = std::stoll(next());
-    else if (s == "--window")
-      a.window = std::stoll(next());
-    else if (s == "--samples")
-      a.samples = std::stoll(next());
-    else if (s == "--seed")
-      a.seed = std::stoull(next());
-    else if (s == "--micro-batch-tokens")
-      a.microTokens = std::stoll(next());
-    else if (s == "--perturb")
-      a.perturb = std::stod(next());
-    else if (s == "--fd-step")
-      a.fdStep = std::stod(next());
-    else if (s == "--fd-order")
-      a.fdOrder = std::stoi(next()) == 4 ? 4 : 2;
-    else if (s == "--tol")
-      a.tol = std::stod(next());
-    else if (s == "--file")
-      a.file = next();
-    else if (s == "--global")
-      a.global = true;
-    else
-      return fail("unknown argument '" + s + "'");
+  FlagTable table = flags(a);
+  if (FlagTable::wantsHelp(argc, argv)) {
+    fputs(table.usage().c_str(), stdout);
+    return 0;
   }
-  if (a.mode.empty())
-    return fail("usage: unroll-model-check (--forward|--gradcheck) M.so [--batch B] [--points k] "
-                "[--loops b] [--window T] [--samples S] [--seed S] [--perturb s] [--tol t] "
-                "[--fd-step h] [--fd-order 2|4] "
-                "[--micro-batch-tokens N]\n"
-                "       unroll-model-check --against A.so B.so [same options]\n"
-                "       unroll-model-check --compare-checkpoints DIR_A DIR_B [--tol t] "
-                "[--file optimizer.safetensors] [--global]");
+  std::vector<std::string> positional;
+  std::string parseErr;
+  if (!table.parse(argc, argv, positional, parseErr))
+    return fail(parseErr);
+  bool pair = a.mode == "against" || a.mode == "compare-checkpoints";
+  if (a.mode.empty() || positional.size() != (pair ? 1u : 0u))
+    return fail(table.usage());
+  if (pair)
+    a.other = positional[0];
   if (a.mode == "compare-checkpoints")
     return compareCheckpoints(a);
   Model m;

@@ -9,6 +9,7 @@
 // after it, as in loops.csv) gets its band shaded.
 //
 //===----------------------------------------------------------------------===//
+#include "unroll/tooling/Flags.h"
 #include "unroll/tooling/Plot.h"
 
 #include <cmath>
@@ -21,24 +22,6 @@
 #include <vector>
 
 using namespace unroll;
-
-static const char *kUsage = R"(usage: unroll-plot OUT.svg [options] FILE.csv:COLUMN[:LABEL] ...
-
-Plots columns of CSV files (a header row, then numbers; empty cells skipped)
-against a shared x column into one SVG. Where the file also has COLUMN_p05
-and COLUMN_p95 (as unroll-run's eval.csv has model_p05 and model_p95), or
-p05 and p95 right after COLUMN (as in loops.csv), the 5-95% band between
-them is drawn as a shaded area around the curve.
-
-  --title T       plot title
-  --x COL         the x column (default: the first column of each file)
-  --xlabel L      x axis label (default: the x column)
-  --ylabel L      y axis label
-  --log-x         logarithmic x axis (points with x <= 0 are skipped)
-  --log-y         logarithmic y axis (points with y <= 0 are skipped)
-  --y-floor V     with --log-y, draw values below V at V
-  --no-bands      draw the curves only, without their 5-95% bands
-)";
 
 static std::vector<std::string> split(const std::string &s, char sep) {
   std::vector<std::string> out;
@@ -56,44 +39,45 @@ static int fail(const std::string &msg) {
   return 1;
 }
 
+/// unroll-plot's flags; they set `spec`, `xCol` and `bands`.
+static FlagTable flags(PlotSpec &spec, std::string &xCol, bool &bands) {
+  FlagTable t("unroll-plot", "unroll-plot OUT.svg [options] FILE.csv:COLUMN[:LABEL] ...",
+              "Plots columns of CSV files (a header row, then numbers; empty cells skipped)\n"
+              "against a shared x column into one SVG. Where the file also has COLUMN_p05\n"
+              "and COLUMN_p95 (as unroll-run's eval.csv has model_p05 and model_p95), or\n"
+              "p05 and p95 right after COLUMN (as in loops.csv), the 5-95% band between\n"
+              "them is drawn as a shaded area around the curve.");
+  t.option("--title", "T", "plot title", setText(spec.title))
+      .option("--x", "COL", "the x column (default: the first column of each file)", setText(xCol))
+      .option("--xlabel", "L", "x axis label (default: the x column)", setText(spec.xLabel))
+      .option("--ylabel", "L", "y axis label", setText(spec.yLabel))
+      .flag("--log-x", "logarithmic x axis (points with x <= 0 are skipped)",
+            [&spec] { spec.logX = true; })
+      .flag("--log-y", "logarithmic y axis (points with y <= 0 are skipped)",
+            [&spec] { spec.logY = true; })
+      .option("--y-floor", "V", "with --log-y, draw values below V at V",
+              setPositive("--y-floor", spec.yFloor))
+      .flag("--no-bands", "draw the curves only, without their 5-95% bands",
+            [&bands] { bands = false; });
+  return t;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-    fputs(kUsage, argc < 2 ? stderr : stdout);
+  PlotSpec spec;
+  std::string xCol, err;
+  bool bands = true;
+  FlagTable table = flags(spec, xCol, bands);
+  if (FlagTable::wantsHelp(argc, argv) || argc < 2) {
+    fputs(table.usage().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  std::string out = argv[1], xCol;
-  PlotSpec spec;
-  std::vector<std::string> curves;
-  bool bands = true;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char * { return i + 1 < argc ? argv[++i] : nullptr; };
-    const char *v = nullptr;
-    if (a == "--log-y")
-      spec.logY = true;
-    else if (a == "--no-bands")
-      bands = false;
-    else if (a == "--log-x")
-      spec.logX = true;
-    else if (a == "--title" || a == "--x" || a == "--xlabel" || a == "--ylabel" ||
-             a == "--y-floor") {
-      if (!(v = value()))
-        return fail(a + " needs a value");
-      if (a == "--title")
-        spec.title = v;
-      else if (a == "--x")
-        xCol = v;
-      else if (a == "--xlabel")
-        spec.xLabel = v;
-      else if (a == "--ylabel")
-        spec.yLabel = v;
-      else
-        spec.yFloor = atof(v);
-    } else if (a.size() > 1 && a[0] == '-')
-      return fail("unknown option '" + a + "' (see --help)");
-    else
-      curves.push_back(a);
-  }
+  std::vector<std::string> positional;
+  if (!table.parse(argc, argv, positional, err))
+    return fail(err);
+  if (positional.empty())
+    return fail("no OUT.svg given (see --help)");
+  std::string out = positional[0];
+  std::vector<std::string> curves(positional.begin() + 1, positional.end());
   if (curves.empty())
     return fail("no FILE.csv:COLUMN given (see --help)");
   for (const std::string &c : curves) {
@@ -127,8 +111,7 @@ int main(int argc, char **argv) {
       s.bandName = "5-95%";
     // An empty or missing cell is a point the band leaves out.
     auto cell = [](const std::vector<std::string> &cells, int j) {
-      return j < (int)cells.size() && !cells[j].empty() ? strtod(cells[j].c_str(), nullptr)
-                                                        : NAN;
+      return j < (int)cells.size() && !cells[j].empty() ? strtod(cells[j].c_str(), nullptr) : NAN;
     };
     int row = 1;
     while (std::getline(in, line)) {
@@ -151,7 +134,6 @@ int main(int argc, char **argv) {
       spec.xLabel = header[xi];
     spec.series.push_back(std::move(s));
   }
-  std::string err;
   if (!writeSvg(out, spec, err))
     return fail(err);
   printf("wrote %s (%zu curves)\n", out.c_str(), spec.series.size());

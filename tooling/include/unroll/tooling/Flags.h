@@ -70,6 +70,15 @@ bool parsePositive(const std::string &flag, const std::string &value, double &ou
 bool parseChoice(const std::string &flag, const std::string &value,
                  const std::vector<std::string> &choices, std::string &err);
 
+/// Setters for the common kinds of value, with the checks above: an integer
+/// >= `lo`, a positive number, a number >= 0, a seed (an integer >= 0),
+/// any text.
+FlagTable::Setter setInteger(const std::string &flag, int64_t lo, int64_t &to);
+FlagTable::Setter setPositive(const std::string &flag, double &to);
+FlagTable::Setter setNonNegative(const std::string &flag, double &to);
+FlagTable::Setter setSeed(const std::string &flag, uint64_t &to);
+FlagTable::Setter setText(std::string &to);
+
 } // namespace unroll
 
 #endif // UNROLL_TOOLING_FLAGS_H
