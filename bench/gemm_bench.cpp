@@ -43,7 +43,7 @@
 #include "Peak.h"
 #include "unroll/runtime/CpuKernels.h"
 // The instruction set the kernels pick (detectIsa), for --fma-peak.
-#include "../runtime/cpu/Isa.h"
+#include "unroll/runtime/CpuIsa.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -772,7 +772,7 @@ int fmaPeak(int argc, char **argv) {
     return 2;
   }
 #if defined(__x86_64__)
-  // The kernels' own choice (runtime/cpu/Isa.h), UNROLL_GEMM_ISA included.
+  // The kernels' own choice (unroll/runtime/CpuIsa.h), UNROLL_GEMM_ISA included.
   const unroll::cpu::Isa isa = unroll::cpu::detectIsa();
   if (isa == unroll::cpu::Isa::Plain) {
     fprintf(stderr, "unroll-gemm-bench: --fma-peak needs AVX2 with FMA or AVX-512 (the kernels "

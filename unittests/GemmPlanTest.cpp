@@ -1,9 +1,9 @@
-// The column-major plan of a strided GEMM (runtime/gpu/GemmPlan.h), which
+// The column-major plan of a strided GEMM (runtime/include/unroll/runtime/GemmPlan.h), which
 // the cuBLASLt path of GPU libraries follows, executed on the host with the
 // BLAS definition of op(X)·op(Y) and compared with the strided definition
 // of C = A·B, for every layout the GPU lowering can pass (each operand row-
 // or column-major, with padded leading dimensions, and degenerate sizes).
-#include "../runtime/gpu/GemmPlan.h"
+#include "unroll/runtime/GemmPlan.h"
 
 #include <gtest/gtest.h>
 

@@ -53,7 +53,7 @@
 #include <utility>
 #include <vector>
 
-#include "Isa.h"
+#include "unroll/runtime/CpuIsa.h"
 #include "VecMath.h"
 #include "unroll/runtime/CpuKernels.h"
 

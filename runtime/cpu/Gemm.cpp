@@ -70,7 +70,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "Isa.h"
+#include "unroll/runtime/CpuIsa.h"
 #include "VecMath.h"
 #include "unroll/runtime/CpuKernels.h"
 

@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "Isa.h"
+#include "unroll/runtime/CpuIsa.h"
 #include "VecMath.h"
 #include "unroll/runtime/CpuKernels.h"
 

@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Driver.h"
-#include "GemmPlan.h"
+#include "unroll/runtime/GemmPlan.h"
 #include "unroll/runtime/GpuKernels.h"
 
 #include <dlfcn.h>

@@ -1,4 +1,4 @@
-//===- Isa.h - which SIMD variant unroll's CPU kernels run ----------------===//
+//===- CpuIsa.h - which SIMD variant unroll's CPU kernels run -------------===//
 //
 // The CPU kernels (Gemm.cpp, Attention.cpp, LayerNorm.cpp) are compiled for
 // AVX-512, AVX2 and the baseline; detectIsa() picks one once per process,
@@ -7,8 +7,8 @@
 // UNROLL_GEMM_ISA=avx2|plain forces a narrower one (tests, benchmarks).
 //
 //===----------------------------------------------------------------------===//
-#ifndef UNROLL_RUNTIME_CPU_ISA_H
-#define UNROLL_RUNTIME_CPU_ISA_H
+#ifndef UNROLL_RUNTIME_CPUISA_H
+#define UNROLL_RUNTIME_CPUISA_H
 
 #include <cstdlib>
 #include <cstring>
