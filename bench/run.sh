@@ -81,7 +81,7 @@ for c in "${CONFIGS[@]}"; do
         hs+=("$(UNROLL_CPU_PRECISION=bf16 UNROLL_THREADS=$t "$BIN/unroll-bench" "$so" --points "$points" --repeats "$PER_ROUND")")
       fi
       echo "timing $c: PyTorch ($t threads, round $r/$ROUNDS) ..." >&2
-      trs+=("$(OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t $PY bench/torch_bench.py "$d" "$D" "$H" "$L" \
+      trs+=("$(OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t $PY bench/torch-bench.py "$d" "$D" "$H" "$L" \
                "$pos" "$loops" "$window" "$points" 64 "$PER_ROUND" "$t")")
     done
     # One record per side: the first round's fields, every round's times,

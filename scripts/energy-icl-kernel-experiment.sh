@@ -26,7 +26,7 @@
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-out/energy-icl-kernel}; STEPS=${3:-12000}
 BIN="$BUILD/bin"
-G="python3 scripts/gen_energy_icl.py"
+G="python3 scripts/gen-energy-icl.py"
 mkdir -p "$OUT"/{d5,d20,fixed,src}
 RECIPE=(--steps "$STEPS" --batch 64 --lr 3e-3 --lr-schedule cosine --lr-min 1e-5 --warmup 500
         --seed 0 --eval-prompts 1280 --log-every 1000 --save-every 4000)

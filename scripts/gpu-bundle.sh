@@ -10,7 +10,7 @@
 #          where the build has it (used only under mpirun: it needs the
 #          machine's Open MPI 4 libmpi.so.40)
 #          lib/cubins/: the paper config's kernels as cubins (for cuobjdump)
-#   gpu-check.sh, bench/torch_bench.py, bench/p2_torch.py (PyTorch peer, used
+#   gpu-check.sh, bench/torch-bench.py, bench/p2_torch.py (PyTorch peer, used
 #          only if the GPU machine has torch)
 #
 #   scripts/gpu-bundle.sh [BUILD] [OUT]        (default: build out/gpu-bundle)
@@ -28,7 +28,7 @@ if [ -f "$BUILD/lib/libunroll_mpi.so" ]; then
   cp "$BUILD/lib/libunroll_mpi.so" "$OUT/lib/"
 fi
 cp "$SRC/scripts/gpu-check.sh" "$OUT/"
-cp "$SRC/bench/torch_bench.py" "$SRC/bench/p2_torch.py" "$OUT/bench/"
+cp "$SRC/bench/torch-bench.py" "$SRC/bench/p2_torch.py" "$OUT/bench/"
 
 build() { # build NAME SOURCE.mlir TARGET [=PIPELINE-OPTIONS]
   local name=$1 src=$2 target=$3; shift 3
@@ -40,7 +40,7 @@ build() { # build NAME SOURCE.mlir TARGET [=PIPELINE-OPTIONS]
   rm -f "$OUT/lib/$name.$target.mlir"
 }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-python3 "$SRC/scripts/gen_gpt2.py" add --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > "$tmp/tiny_f64.mlir"
+python3 "$SRC/scripts/gen-gpt2.py" add --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > "$tmp/tiny_f64.mlir"
 for m in looped_gpt2 looped_gpt2_small; do
   build "$m" "$SRC/examples/$m.mlir" gpu "=cuda-path=$CUDA"
   build "$m" "$SRC/examples/$m.mlir" cpu
@@ -52,11 +52,11 @@ build looped_gpt2_tf32 "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA pr
 build looped_gpt2_gelu "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA gelu-epilogue=1"
 build tiny_f64 "$tmp/tiny_f64.mlir" gpu "=cuda-path=$CUDA"
 # D = 32: layer norms on a warp per row, f64 sums shuffled as 32-bit halves.
-python3 "$SRC/scripts/gen_gpt2.py" add --d 3 --D 32 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > "$tmp/rows_f64.mlir"
+python3 "$SRC/scripts/gen-gpt2.py" add --d 3 --D 32 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > "$tmp/rows_f64.mlir"
 build rows_f64 "$tmp/rows_f64.mlir" gpu "=cuda-path=$CUDA"
 build rows_f64 "$tmp/rows_f64.mlir" cpu
 # Fused attention over many small tiles (22-token prompts: 6 key tiles of 4).
-python3 "$SRC/scripts/gen_gpt2.py" add --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 24 --dtype f64 > "$tmp/tiles_f64.mlir"
+python3 "$SRC/scripts/gen-gpt2.py" add --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 24 --dtype f64 > "$tmp/tiles_f64.mlir"
 build tiles_f64 "$tmp/tiles_f64.mlir" gpu "=cuda-path=$CUDA attention-tile=4"
 build tiles_f64 "$tmp/tiles_f64.mlir" cpu
 for e in transformer_energy custom_rho_energy residual_energy; do

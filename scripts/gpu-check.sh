@@ -130,7 +130,7 @@ PY=$(command -v python3 || true)
 if [ -n "$PY" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   for compiled in ${PEERS:-0 1}; do
     late "PyTorch (compile=$compiled)" && continue
-    t=$(cd "$B/bench" && timeout "$PEER_LIMIT" "$PY" torch_bench.py 20 256 8 1 203 20 15 41 64 "$REPEATS" 1 cuda $compiled 2>>"$R/summary.txt") \
+    t=$(cd "$B/bench" && timeout "$PEER_LIMIT" "$PY" torch-bench.py 20 256 8 1 203 20 15 41 64 "$REPEATS" 1 cuda $compiled 2>>"$R/summary.txt") \
       && rows+=("{\"name\": \"PyTorch $( [ $compiled = 1 ] && echo torch.compile || echo eager )\", \"r\": $t}") \
       || log "PyTorch (compile=$compiled) failed; see summary"
   done

@@ -50,7 +50,7 @@ compile() { # name source.mlir
 gen() { # name, generator flags: the same dims as the looped example
   local name=$1; shift
   [ -f "$OUT/$name.mlir" ] ||
-    "$PY" scripts/gen_gpt2.py "$name" --d 5 --D 64 --heads 4 --positions 11 "$@" > "$OUT/$name.mlir"
+    "$PY" scripts/gen-gpt2.py "$name" --d 5 --D 64 --heads 4 --positions 11 "$@" > "$OUT/$name.mlir"
   compile "$name" "$OUT/$name.mlir"
 }
 compile looped examples/looped_gpt2_small.mlir

@@ -7,7 +7,7 @@
 // slice of it, and the reverse loop reads the slices.
 // With --recompute-window only the states are stored.
 //
-// RUN: %python %S/../../../scripts/gen_gpt2.py t --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > %t.mlir
+// RUN: %python %S/../../../scripts/gen-gpt2.py t --d 3 --D 8 --heads 2 --loops 4 --window 2 --positions 6 --dtype f64 > %t.mlir
 // RUN: unroll-opt %t.mlir --unroll-derive-steps --unroll-differentiate --convert-unroll-to-entry-points --convert-unroll-to-linalg | FileCheck %s
 // RUN: unroll-opt %t.mlir --unroll-derive-steps --unroll-differentiate --convert-unroll-to-entry-points=recompute-window --convert-unroll-to-linalg | FileCheck %s --check-prefix=RECOMPUTE
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes P2's GPT-2 models in the unroll dialect (examples/*.mlir).
 
-    scripts/gen_gpt2.py NAME --d 20 --D 256 --heads 8 --layers 1 --loops 20 \
+    scripts/gen-gpt2.py NAME --d 20 --D 256 --heads 8 --layers 1 --loops 20 \
         --window 15 --positions 101 [--injection add] [--dtype f32] \
         [--encoding interleaved|concat] > out.mlir
 

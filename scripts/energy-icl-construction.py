@@ -2,16 +2,16 @@
 examples/energy_icl_*.mlir, and the check that the compiled loop computes
 what it claims (test/Integration/CPU/energy-icl-construction.test).
 
-  energy_icl_construction.py weights INFO.json OUT.safetensors [ALPHAS]
+  energy-icl-construction.py weights INFO.json OUT.safetensors [ALPHAS]
       The model's weights set by hand: the kernel reads x (W_q = I on the
       features [0, d)), the value is the y slot (W_v = e_y), the read-out
       -e_y; ALPHAS (comma-separated) fill a learned per-iteration step size
       'alpha'. With them, iteration t of the loop is one gradient step of
       size alpha_t on the prompt's least squares 1/2 ||y - X w||^2 (the
       y slots hold the residuals, the query's y slot -x_q.w_t).
-  energy_icl_construction.py prompts OUT.safetensors B K D SEED
+  energy-icl-construction.py prompts OUT.safetensors B K D SEED
       xs [B, K, D] ~ N(0, 1), ys = xs w, w ~ N(0, I) per prompt.
-  energy_icl_construction.py check PROMPTS PREDS LOOPS gd ALPHAS | ls | ls-nonsquare
+  energy-icl-construction.py check PROMPTS PREDS LOOPS gd ALPHAS | ls | ls-nonsquare
       PREDS (from unroll-run --predict, one prediction per point from the
       points before it) against: LOOPS gradient steps from w = 0 with the
       step sizes ALPHAS (gd), or the least-squares solution (ls: the

@@ -1,7 +1,7 @@
 """Writes small (and deliberately broken) .safetensors files for the tests.
 
 Plain Python (struct + json) so that the tests need no numpy.
-usage: make_safetensors.py KIND OUT
+usage: make-safetensors.py KIND OUT
 """
 import json
 import struct

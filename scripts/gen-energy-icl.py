@@ -2,7 +2,7 @@
 """Writes models whose loop descends a kernel energy on in-context
 regression (examples/energy_icl_*.mlir), in the concat encoding.
 
-    scripts/gen_energy_icl.py NAME --d 5 --schedule cg --loops 10 \\
+    scripts/gen-energy-icl.py NAME --d 5 --schedule cg --loops 10 \\
         [--window 10] [--kernel linear] [--heads 1] [--dense] [--dtype f32] \\
         [--alpha 0.02] [--momentum 0.5] [--eps 1e-5] > out.mlir
 

@@ -1,7 +1,7 @@
 """Compares unroll's in-context baselines (tooling/Baselines.cpp, through
 unroll-baseline-check) with scikit-learn on the same data.
 
-  python3 baselines_vs_sklearn.py TOOL WORKDIR
+  python3 baselines-vs-sklearn.py TOOL WORKDIR
 
 Trees and boosting must agree to rounding (same greedy rule) on the training
 inputs: there every node's partition and leaf value is compared. On fresh

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks the sparse-coding and Hopfield energies of a compiled library
-against independent NumPy code (usage: optimization_check.py LIB).
+against independent NumPy code (usage: optimization-check.py LIB).
 
 For each energy of test/Integration/CPU/Inputs/optimization-energies.mlir:
   * the compiled descent (@E_descend) against the same algorithm written

@@ -2,7 +2,7 @@
 (forward over b iterations, backward through the last T, Adam) and one
 forward at b, batch 64, median of R repeats after a warm-up. Prints JSON.
 
-usage: torch_bench.py d D H L positions loops window points batch repeats threads
+usage: torch-bench.py d D H L positions loops window points batch repeats threads
                      [device [compile]]
 
 device: cpu (default) or cuda; compile: 1 to wrap the model in torch.compile

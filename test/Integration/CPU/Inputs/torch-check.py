@@ -1,7 +1,7 @@
 """Loads an unroll checkpoint into the PyTorch peer of P2's model with
 load_state_dict(strict=True) and compares its predictions with unroll-run's.
 
-usage: torch_check.py make-prompts OUT d k B | compare CKPT PROMPTS PREDS d D H L positions loops
+usage: torch-check.py make-prompts OUT d k B | compare CKPT PROMPTS PREDS d D H L positions loops
 """
 import os
 import sys

@@ -1,7 +1,7 @@
 """The mean trace unroll-run reports for X [samples, n, d] must equal the mean
 of the traces of each sample run alone (X [n, d]).
 
-  python3 energy_batch_mean.py UNROLL_RUN LIB.so BATCH.safetensors WORKDIR
+  python3 energy-batch-mean.py UNROLL_RUN LIB.so BATCH.safetensors WORKDIR
 """
 import json
 import struct
