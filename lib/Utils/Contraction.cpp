@@ -440,92 +440,156 @@ static void declare(ModuleOp module, StringRef name, unsigned numArgs) {
   fn.setPrivate();
 }
 
-LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const ContractionCall &call) {
+namespace {
+
+/// A linalg.generic that is a strided contraction C += A·B over buffers: its
+/// operands, their element type and maps, and the loop dims by role (batch
+/// in A, B and C; m in A and C; n in B and C; k in A and B), each group at
+/// consecutive positions of every operand that holds it (aM: m's positions
+/// in A, and so on), so that it collapses to one dimension with one stride.
+struct Contraction {
+  Value ops[3];
+  Type elem;
+  SmallVector<AffineMap> maps;
+  SmallVector<unsigned> bDims, mDims, nDims, kDims;
+  SmallVector<unsigned> aM, aK, bK, bN, cM, cN;
+};
+
+std::optional<Contraction> matchContraction(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !unroll::isMulAdd(op))
-    return failure();
-  Value ops[3] = {op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]};
-  Type elem;
-  for (Value v : ops) {
+    return std::nullopt;
+  Contraction c;
+  c.ops[0] = op.getDpsInputs()[0];
+  c.ops[1] = op.getDpsInputs()[1];
+  c.ops[2] = op.getDpsInits()[0];
+  for (Value v : c.ops) {
     auto t = dyn_cast<MemRefType>(v.getType());
     if (!t || !isStrided(t))
-      return failure();
-    if (elem && t.getElementType() != elem)
-      return failure();
-    elem = t.getElementType();
+      return std::nullopt;
+    if (c.elem && t.getElementType() != c.elem)
+      return std::nullopt;
+    c.elem = t.getElementType();
   }
-  if (!elem.isF32() && !elem.isF64())
-    return failure();
+  if (!c.elem.isF32() && !c.elem.isF64())
+    return std::nullopt;
   // Each map result is a loop dim or a constant index (e.g. the q/k/v slot
   // of a fused QKV tensor); constants become offsets.
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  for (AffineMap m : maps) {
+  c.maps = op.getIndexingMapsArray();
+  for (AffineMap m : c.maps) {
     if (m.getNumSymbols() != 0)
-      return failure();
+      return std::nullopt;
     llvm::SmallBitVector seen(op.getNumLoops());
     for (AffineExpr e : m.getResults()) {
       if (auto d = dyn_cast<AffineDimExpr>(e)) {
         if (seen.test(d.getPosition()))
-          return failure();
+          return std::nullopt;
         seen.set(d.getPosition());
       } else if (!isa<AffineConstantExpr>(e)) {
-        return failure();
+        return std::nullopt;
       }
     }
   }
-  // Classify the loops: batch (A, B, C), m (A, C), n (B, C), k (A, B).
   auto iters = op.getIteratorTypesArray();
-  SmallVector<unsigned> bDims, mDims, nDims, kDims;
   for (unsigned d = 0; d < op.getNumLoops(); ++d) {
-    bool inA = maps[0].isFunctionOfDim(d), inB = maps[1].isFunctionOfDim(d),
-         inC = maps[2].isFunctionOfDim(d);
+    bool inA = c.maps[0].isFunctionOfDim(d), inB = c.maps[1].isFunctionOfDim(d),
+         inC = c.maps[2].isFunctionOfDim(d);
     bool red = iters[d] == utils::IteratorType::reduction;
     if (inA && inB && inC && !red)
-      bDims.push_back(d);
+      c.bDims.push_back(d);
     else if (inA && inC && !inB && !red)
-      mDims.push_back(d);
+      c.mDims.push_back(d);
     else if (inB && inC && !inA && !red)
-      nDims.push_back(d);
+      c.nDims.push_back(d);
     else if (inA && inB && !inC && red)
-      kDims.push_back(d);
+      c.kDims.push_back(d);
     else
-      return failure(); // broadcast dims: keep the loop nest
+      return std::nullopt; // broadcast dims: keep the loop nest
   }
-  if (mDims.empty() || nDims.empty() || kDims.empty())
-    return failure();
-  // Each m/n/k group must be consecutive in every operand holding it, in
-  // the same order, so it collapses to one dimension with one stride.
-  auto group = [&](unsigned operand, ArrayRef<unsigned> dims) {
-    return groupPositions(maps[operand], dims);
-  };
-  SmallVector<unsigned> aM = group(0, mDims), aK = group(0, kDims), bK = group(1, kDims),
-                        bN = group(1, nDims), cM = group(2, mDims), cN = group(2, nDims);
-  for (auto *p : {&aM, &aK, &bK, &bN, &cM, &cN})
+  if (c.mDims.empty() || c.nDims.empty() || c.kDims.empty())
+    return std::nullopt;
+  c.aM = groupPositions(c.maps[0], c.mDims);
+  c.aK = groupPositions(c.maps[0], c.kDims);
+  c.bK = groupPositions(c.maps[1], c.kDims);
+  c.bN = groupPositions(c.maps[1], c.nDims);
+  c.cM = groupPositions(c.maps[2], c.mDims);
+  c.cN = groupPositions(c.maps[2], c.nDims);
+  for (auto *p : {&c.aM, &c.aK, &c.bK, &c.bN, &c.cM, &c.cN})
     if (p->empty())
-      return failure();
-  if (dimsAt(maps[0], aM) != dimsAt(maps[2], cM) || dimsAt(maps[0], aK) != dimsAt(maps[1], bK) ||
-      dimsAt(maps[1], bN) != dimsAt(maps[2], cN))
-    return failure();
-  // Taken before this rewrite inserts its index arithmetic in between.
-  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-  // The epilogues' layout: C row-major with n its last dim alone, a row
-  // stride divisible by 8 (cuBLASLt's aux matrix), all of C written.
-  auto cType = cast<MemRefType>(ops[2].getType());
+      return std::nullopt;
+  if (dimsAt(c.maps[0], c.aM) != dimsAt(c.maps[2], c.cM) ||
+      dimsAt(c.maps[0], c.aK) != dimsAt(c.maps[1], c.bK) ||
+      dimsAt(c.maps[1], c.bN) != dimsAt(c.maps[2], c.cN))
+    return std::nullopt;
+  return c;
+}
+
+/// Whether C suits the epilogues: row-major with n its last dim alone, a
+/// row stride divisible by 8 (cuBLASLt's aux matrix), all of C written.
+bool epilogueLayout(const Contraction &c) {
+  auto cType = cast<MemRefType>(c.ops[2].getType());
   SmallVector<int64_t> cStrides;
   int64_t cOffset;
-  bool epilogueLayout =
-      bDims.empty() && cType.getRank() >= 2 && cN.size() == 1 &&
-      cN.front() == cType.getRank() - 1 &&
-      succeeded(getStridesAndOffset(cType, cStrides, cOffset)) && cStrides.back() == 1 &&
-      !ShapedType::isDynamic(cStrides[cType.getRank() - 2]) &&
-      cStrides[cType.getRank() - 2] % 8 == 0 &&
-      llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); });
+  return c.bDims.empty() && cType.getRank() >= 2 && c.cN.size() == 1 &&
+         c.cN.front() == cType.getRank() - 1 &&
+         succeeded(getStridesAndOffset(cType, cStrides, cOffset)) && cStrides.back() == 1 &&
+         !ShapedType::isDynamic(cStrides[cType.getRank() - 2]) &&
+         cStrides[cType.getRank() - 2] % 8 == 0 &&
+         llvm::all_of(c.maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); });
+}
+
+/// A bias broadcast into C before `op` that the call can fold (C = A·B + b):
+/// the broadcast writes C itself (n its last dim alone) or all of C's
+/// buffer, row-major with n the buffer's last dim (C itself, or its last
+/// dim expanded into the n group). Null if there is none.
+linalg::GenericOp matchBiasBroadcast(linalg::GenericOp op, const Contraction &c) {
+  Value cv = c.ops[2];
+  auto cType = cast<MemRefType>(cv.getType());
+  Value root = unroll::viewRoot(cv);
+  auto rootType = dyn_cast<MemRefType>(root.getType());
+  bool trailingN = c.cN.back() == cType.getRank() - 1 &&
+                   c.cN.front() + c.cN.size() == static_cast<size_t>(cType.getRank());
+  bool whole = cv == root;
+  if (auto expand = cv.getDefiningOp<memref::ExpandShapeOp>(); expand && expand.getSrc() == root) {
+    auto groups = expand.getReassociationIndices();
+    whole = groups.back().size() == c.cN.size() && groups.back().front() == (int64_t)c.cN.front();
+  } else if (whole) {
+    whole = c.cN.size() == 1;
+  }
+  bool wholeBuffer = rootType && rootType.getLayout().isIdentity() &&
+                     root.getDefiningOp<memref::AllocOp>() && whole;
+  bool self = c.cN.size() == 1;
+  if (!trailingN || !(wholeBuffer || self) ||
+      !llvm::all_of(c.maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); }))
+    return nullptr;
+  linalg::GenericOp bc = wholeBuffer ? findBiasBroadcast(op, root, root) : nullptr;
+  if (!bc && self)
+    bc = findBiasBroadcast(op, cv, root);
+  return bc;
+}
+
+} // namespace
+
+LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const ContractionCall &call) {
+  std::optional<Contraction> match = matchContraction(op);
+  if (!match)
+    return failure();
+  Contraction &c = *match;
+  Value(&ops)[3] = c.ops;
+  Type elem = c.elem;
+  ArrayRef<AffineMap> maps = c.maps;
+  ArrayRef<unsigned> bDims = c.bDims, aM = c.aM, aK = c.aK, bK = c.bK, bN = c.bN, cM = c.cM,
+                     cN = c.cN;
+  // Taken before this rewrite inserts its index arithmetic in between.
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  auto cType = cast<MemRefType>(ops[2].getType());
+  bool epilogue = epilogueLayout(c);
   // dx = dy·GELU'(x) of C = dy right after, C zero-filled right before and
   // used by nothing else: the call writes dx itself, GELU'(x) ∘ (A·B), with
   // x in the GELU argument (cuBLASLt's DGELU epilogue).
   linalg::GenericOp dgelu;
   Value dgeluC;
-  if (call.dgeluFlag && epilogueLayout && isZeroFillOf(fill, ops[2]))
+  if (call.dgeluFlag && epilogue && isZeroFillOf(fill, ops[2]))
     dgelu = findGeluGrad(op, ops[2]);
   if (dgelu) {
     dgeluC = ops[2];
@@ -615,52 +679,27 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     accumulate = cst(0);
   }
 
-  // A bias broadcast into C before it: C = A·B + b in one call. The
-  // broadcast writes C itself (n its last dim alone) or all of C's buffer,
-  // row-major with n the buffer's last dim (C itself, or its last dim
-  // expanded into the n group).
+  // A bias broadcast into C before it: C = A·B + b in one call.
   Value biasAddr;
   int64_t flagsBias = 0;
   linalg::GenericOp biasBroadcast;
   if (call.biasArg && bDims.empty() && !dgelu &&
-      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 1) {
-    Value root = unroll::viewRoot(ops[2]);
-    auto rootType = dyn_cast<MemRefType>(root.getType());
-    bool trailingN = cN.back() == cType.getRank() - 1 &&
-                     cN.front() + cN.size() == static_cast<size_t>(cType.getRank());
-    bool whole = ops[2] == root;
-    if (auto expand = ops[2].getDefiningOp<memref::ExpandShapeOp>();
-        expand && expand.getSrc() == root) {
-      auto groups = expand.getReassociationIndices();
-      whole = groups.back().size() == cN.size() && groups.back().front() == (int64_t)cN.front();
-    } else if (whole) {
-      whole = cN.size() == 1;
-    }
-    bool wholeBuffer = rootType && rootType.getLayout().isIdentity() &&
-                       root.getDefiningOp<memref::AllocOp>() && whole;
-    bool self = cN.size() == 1;
-    if (trailingN && (wholeBuffer || self) &&
-        llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); })) {
-      linalg::GenericOp bc = wholeBuffer ? findBiasBroadcast(op, root, root) : nullptr;
-      if (!bc && self)
-        bc = findBiasBroadcast(op, ops[2], root);
-      if (bc) {
-        Value bias = bc.getDpsInputs()[0];
-        auto bm = b.create<memref::ExtractStridedMetadataOp>(loc, bias);
-        Value bp = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, bias);
-        biasAddr = b.create<arith::AddIOp>(
-            loc, bp, b.create<arith::MulIOp>(loc, bm.getOffset(), cst(bytes)));
-        biasBroadcast = bc;
-        accumulate = cst(0);
-        flagsBias = call.biasFlag;
-      }
-    }
+      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 1)
+    biasBroadcast = matchBiasBroadcast(op, c);
+  if (biasBroadcast) {
+    Value bias = biasBroadcast.getDpsInputs()[0];
+    auto bm = b.create<memref::ExtractStridedMetadataOp>(loc, bias);
+    Value bp = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, bias);
+    biasAddr =
+        b.create<arith::AddIOp>(loc, bp, b.create<arith::MulIOp>(loc, bm.getOffset(), cst(bytes)));
+    accumulate = cst(0);
+    flagsBias = call.biasFlag;
   }
 
   // GELU of C right after, into D of C's type (C overwritten): D = GELU(C)
   // in the call, C keeps the pre-activation (cuBLASLt's GELU_AUX epilogue).
   linalg::GenericOp gelu;
-  if (call.geluFlag && !dgelu && epilogueLayout &&
+  if (call.geluFlag && !dgelu && epilogue &&
       accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0)
     gelu = findGelu(op, ops[2]);
   if (gelu)
@@ -671,7 +710,7 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
   // + x in the call, x in the epilogue argument.
   linalg::GenericOp sum;
   Value summand;
-  if (call.addFlag && !gelu && !dgelu && epilogueLayout &&
+  if (call.addFlag && !gelu && !dgelu && epilogue &&
       accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0)
     if (linalg::GenericOp s = nextSum(op); s && s.getDpsInits()[0] == ops[2])
       if (Value x = otherSummand(s, ops[2]);
@@ -698,9 +737,7 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
   // gradient, or the summand.
   Value geluAddr;
   int64_t flagsGelu = 0;
-  if (Value d = gelu    ? gelu.getDpsInits()[0]
-                : dgelu ? dgelu.getDpsInputs()[0]
-                        : summand) {
+  if (Value d = gelu ? gelu.getDpsInits()[0] : dgelu ? dgelu.getDpsInputs()[0] : summand) {
     auto dm = b.create<memref::ExtractStridedMetadataOp>(loc, d);
     geluAddr =
         b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, d),
