@@ -30,11 +30,14 @@
 #include "unroll/tooling/Process.h"
 #include "unroll/tooling/Tasks.h"
 
+#include "unroll/runtime/ModelInfo.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
+
+namespace key = ::unroll::info;
 
 using namespace unroll;
 
@@ -109,7 +112,7 @@ int main(int argc, char **argv) {
     run.setThreads(threads);
   if (microTokens >= 0)
     run.setMicroBatchTokens(microTokens);
-  int64_t d = (*mi)["prompt_dim"], b = (*mi)["iterations"], T = (*mi)["window"];
+  int64_t d = (*mi)[key::kPromptDim], b = (*mi)[key::kIterations], T = (*mi)[key::kWindow];
   if (points < 0)
     points = 2 * d + 1;
   Rng rng(0);
@@ -126,8 +129,9 @@ int main(int argc, char **argv) {
   };
   bool compiled = optimizer == "compiled" || (optimizer == "auto" && m.gpu());
   ResidentState dev;
-  if (compiled && (!run.hasAdam() || !dev.init(m, run.numParams(),
-                                               m.info().value("element_type", "") == "f32", err))) {
+  if (compiled &&
+      (!run.hasAdam() ||
+       !dev.init(m, run.numParams(), m.info().value(key::kElementType, "") == "f32", err))) {
     fprintf(stderr, "unroll-bench: %s\n", err.empty() ? "no compiled optimizer" : err.c_str());
     return 2;
   }
@@ -204,7 +208,7 @@ int main(int argc, char **argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  nlohmann::json j{{"model", (*mi)["name"]},
+  nlohmann::json j{{"model", (*mi)[key::kName]},
                    {"batch", batch},
                    {"points", points},
                    {"loops", b},
@@ -213,7 +217,7 @@ int main(int argc, char **argv) {
                    {"micro_batch_tokens", run.microBatchTokens()},
                    {"optimizer", compiled ? "compiled" : "host"},
                    {"cuda_graphs", usedGraphs},
-                   {"target", m.info().value("target", "cpu")},
+                   {"target", m.info().value(key::kTarget, "cpu")},
                    {"device", m.gpu() ? m.device() : std::string("cpu")},
                    {"train_step_s", ts},
                    {"forward_s", fs},

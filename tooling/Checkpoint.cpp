@@ -2,6 +2,7 @@
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/Safetensors.h"
 
+#include "unroll/runtime/ModelInfo.h"
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+namespace key = ::unroll::info;
 
 using namespace unroll;
 
@@ -87,7 +90,7 @@ static void removeTree(const std::string &dir) {
 
 static int64_t numel(const nlohmann::json &p) {
   int64_t n = 1;
-  for (int64_t s : p["shape"])
+  for (int64_t s : p[key::kShape])
     n *= s;
   return n;
 }
@@ -96,10 +99,10 @@ static int64_t numel(const nlohmann::json &p) {
 static TensorMap named(const nlohmann::json &info, const std::vector<double> &v,
                        const std::string &prefix) {
   TensorMap out;
-  for (const auto &p : info["params"]) {
-    int64_t off = p["offset"], n = numel(p);
-    out[prefix + p["name"].get<std::string>()] = {
-        p["shape"].get<std::vector<int64_t>>(),
+  for (const auto &p : info[key::kParams]) {
+    int64_t off = p[key::kOffset], n = numel(p);
+    out[prefix + p[key::kName].get<std::string>()] = {
+        p[key::kShape].get<std::vector<int64_t>>(),
         std::vector<double>(v.begin() + off, v.begin() + off + n)};
   }
   return out;
@@ -108,22 +111,22 @@ static TensorMap named(const nlohmann::json &info, const std::vector<double> &v,
 /// Fills v from named tensors; every parameter must be there with its shape.
 static bool unnamed(const nlohmann::json &info, TensorMap &t, const std::string &prefix,
                     std::vector<double> &v, const std::string &file, std::string &error) {
-  v.assign(info["num_params"].get<int64_t>(), 0.0);
-  for (const auto &p : info["params"]) {
-    std::string name = prefix + p["name"].get<std::string>();
+  v.assign(info[key::kNumParams].get<int64_t>(), 0.0);
+  for (const auto &p : info[key::kParams]) {
+    std::string name = prefix + p[key::kName].get<std::string>();
     auto it = t.find(name);
     if (it == t.end()) {
       error = file + ": has no tensor '" + name + "'";
       return false;
     }
-    auto shape = p["shape"].get<std::vector<int64_t>>();
+    auto shape = p[key::kShape].get<std::vector<int64_t>>();
     if (it->second.shape != shape) {
       error = file + ": tensor '" + name + "' has shape " +
               nlohmann::json(it->second.shape).dump() + ", the model expects " +
               nlohmann::json(shape).dump();
       return false;
     }
-    int64_t off = p["offset"];
+    int64_t off = p[key::kOffset];
     if (!checkFinite(it->second, file + ": tensor '" + name + "'", error))
       return false;
     for (size_t i = 0; i < it->second.data.size(); ++i)

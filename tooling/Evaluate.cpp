@@ -6,6 +6,7 @@
 #include "unroll/tooling/Process.h"
 #include "unroll/tooling/Safetensors.h"
 
+#include "unroll/runtime/ModelInfo.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +14,8 @@
 #include <functional>
 #include <map>
 #include <unistd.h>
+
+namespace key = ::unroll::info;
 
 using namespace unroll;
 using Clock = std::chrono::steady_clock;
@@ -119,7 +122,7 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
                      const TrainConfig &cfg) {
   std::string err;
   const nlohmann::json &mi = run.info();
-  int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
+  int64_t d = mi[key::kPromptDim], k = cfg.points.end, dims = cfg.dims.end;
   // The evaluation prompts, their predictions and the baselines' copies.
   if (!checkMemory(8.0 * cfg.evalPrompts * 2 * k * (4.0 * d + 4),
                    "evaluation on " + std::to_string(cfg.evalPrompts) + " prompts",
@@ -239,8 +242,8 @@ int unroll::evaluate(const ModelRunner &run, const std::vector<double> &theta,
       j["fitted_on"][bl.key] = {{"prompts", costlyPrompts}, {"positions", grid}};
   }
   PlotSpec spec;
-  spec.title = mi["name"].get<std::string>() + " on " + cfg.task + " (d = " + std::to_string(dims) +
-               ", " + (cfg.halting ? "halting" : loopsText) + ")";
+  spec.title = mi[key::kName].get<std::string>() + " on " + cfg.task +
+               " (d = " + std::to_string(dims) + ", " + (cfg.halting ? "halting" : loopsText) + ")";
   spec.xLabel = "in-context examples k";
   spec.yLabel = "normalized squared error";
   spec.logY = true;
@@ -287,8 +290,8 @@ int unroll::energyStudy(const ModelRunner &run, const std::vector<double> &theta
                         const TrainConfig &cfg) {
   std::string err;
   const nlohmann::json &mi = run.info();
-  const nlohmann::json &ei = mi["energy"];
-  int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end, L = cfg.evalLoops;
+  const nlohmann::json &ei = mi[key::kEnergy];
+  int64_t d = mi[key::kPromptDim], k = cfg.points.end, dims = cfg.dims.end, L = cfg.evalLoops;
   int64_t prompts = std::min<int64_t>(cfg.evalPrompts > 0 ? cfg.evalPrompts : 256, 256);
   // Rounding of the library's element type: changes below this relative
   // size are not counted as increases.
@@ -371,7 +374,7 @@ int unroll::energyStudy(const ModelRunner &run, const std::vector<double> &theta
       a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json());
     return a;
   };
-  nlohmann::json j{{"energy", ei.value("name", "")},
+  nlohmann::json j{{"energy", ei.value(key::kName, "")},
                    {"attention", ei.value("attention", "")},
                    {"input", ei.value("input", "")},
                    {"injection", mi.value("injection", "")},
@@ -395,8 +398,9 @@ int unroll::energyStudy(const ModelRunner &run, const std::vector<double> &theta
                     "Y_{t-1} + P with injection(add)); an iteration increases it when E(Y_t) > "
                     "E(Y_{t-1}); changes within tolerance x max(1, |E|) are rounding"}};
   PlotSpec spec;
-  spec.title = "energy @" + ei.value("name", std::string()) + " along " +
-               mi["name"].get<std::string>() + "'s loop (" + std::to_string(prompts) + " prompts)";
+  spec.title = "energy @" + ei.value(key::kName, std::string()) + " along " +
+               mi[key::kName].get<std::string>() + "'s loop (" + std::to_string(prompts) +
+               " prompts)";
   spec.xLabel = "loop iteration t";
   spec.yLabel = "median E(Y_t; P)";
   std::vector<double> ts(L + 1);
@@ -406,7 +410,7 @@ int unroll::energyStudy(const ModelRunner &run, const std::vector<double> &theta
   if (!writeReport(cfg.out, "energy", csv, j, spec))
     return 2;
   printf("energy @%s along the loop: %lld prompts, %lld loops, attention %s (%.1f s)\n",
-         ei.value("name", "").c_str(), (long long)prompts, (long long)L,
+         ei.value(key::kName, "").c_str(), (long long)prompts, (long long)L,
          ei.value("attention", "").c_str(),
          std::chrono::duration<double>(Clock::now() - t0).count());
   printf("%5s %16s %9s %15s %15s\n", "t", "median E(Y_t)", "infinite", "steps up", "iterations up");
@@ -434,7 +438,7 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
   bool tty = isatty(fileno(stderr));
   std::string err;
   const nlohmann::json &mi = run.info();
-  int64_t d = mi["prompt_dim"], k = cfg.points.end, dims = cfg.dims.end;
+  int64_t d = mi[key::kPromptDim], k = cfg.points.end, dims = cfg.dims.end;
   int64_t maxL = loops.back(), nL = loops.size();
   Rng rng(cfg.seed ^ 0x5eed5eedULL);                       // the same prompts as evaluate()'s
   std::vector<double> last(nL, 0), mean(nL, 0), perPrompt; // perPrompt [prompt, loop]
@@ -495,7 +499,7 @@ int unroll::loopStudy(const ModelRunner &run, const std::vector<double> &theta,
                    {"error_mean_over_positions", mean},
                    {"normalization", "squared error / E[y^2] = " + std::to_string(zero)}};
   PlotSpec spec;
-  spec.title = mi["name"].get<std::string>() + " on " + cfg.task +
+  spec.title = mi[key::kName].get<std::string>() + " on " + cfg.task +
                ": error vs loops (trained b = " + std::to_string(cfg.loops) +
                ", k = " + std::to_string(k - 1) + ")";
   spec.xLabel = "loop iterations";

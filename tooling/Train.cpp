@@ -14,6 +14,7 @@
 #include "unroll/tooling/Evaluate.h"
 #include "unroll/tooling/Process.h"
 
+#include "unroll/runtime/ModelInfo.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,6 +23,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <unistd.h>
+
+namespace key = ::unroll::info;
 
 using namespace unroll;
 using Clock = std::chrono::steady_clock;
@@ -49,8 +52,8 @@ bool unroll::applyCpuPrecision(const Model &m, const std::string &precision, std
   const std::string what = "--cpu-precision bf16 (config cpu_precision): ";
   if (m.gpu())
     error = what + m.path() + " is a GPU library; bf16 operands are a CPU option";
-  else if (m.info().value("element_type", "f32") != "f32")
-    error = what + m.path() + " computes in " + m.info().value("element_type", "") +
+  else if (m.info().value(key::kElementType, "f32") != "f32")
+    error = what + m.path() + " computes in " + m.info().value(key::kElementType, "") +
             "; bf16 operands are for f32 libraries";
   else if (!set)
     error = what + m.path() +
@@ -264,8 +267,8 @@ int Trainer::startState(bool resume) {
         fprintf(stderr, "resuming from step %lld (%s)\n", (long long)st_.step, ckptDir_.c_str());
     }
   } else {
-    initParameters(mi_["params"], run_.numParams(), st_.theta, [&] { return rng_.normal(); },
-                   0.02);
+    initParameters(
+        mi_[key::kParams], run_.numParams(), st_.theta, [&] { return rng_.normal(); }, 0.02);
   }
   if (!together(ok, "loading the checkpoint"))
     return stopAll(2);
@@ -285,11 +288,11 @@ int Trainer::setUpOptimizer(bool) {
   if (!run_.hasAdam()) {
     if (root_)
       die(m_.path() + ": the library has no compiled optimizer step (@" +
-          mi_.value("name", std::string("M")) +
+          mi_.value(key::kName, std::string("M")) +
           "_adam); rebuild it with this unroll-opt, or train with --optimizer host");
     return stopAll(2);
   }
-  bool ok = dev_.init(m_, run_.numParams(), m_.info().value("element_type", "") == "f32", err_);
+  bool ok = dev_.init(m_, run_.numParams(), m_.info().value(key::kElementType, "") == "f32", err_);
   if (!ok)
     die(err_);
   if (!together(ok, "allocating the training state"))
@@ -378,7 +381,7 @@ void Trainer::announce() const {
   fprintf(stderr,
           "training %s on %s: %lld steps, batch %lld, lr %g%s, b %s, T %lld, %s curriculum; "
           "%lld parameters; Adam %s%s\n",
-          mi_["name"].get<std::string>().c_str(), cfg_.task.c_str(), (long long)cfg_.steps,
+          mi_[key::kName].get<std::string>().c_str(), cfg_.task.c_str(), (long long)cfg_.steps,
           (long long)cfg_.batch, cfg_.lr, scheduleText.c_str(), loopsText.c_str(),
           (long long)cfg_.window, cfg_.curriculum ? "with" : "no", (long long)run_.numParams(),
           compiled_ ? (m_.gpu() ? "compiled, state resident on the GPU" : "compiled")
@@ -408,7 +411,7 @@ void Trainer::announce() const {
 /// micro-batches run at once), and the parameter-sized vectors (theta,
 /// gradient, Adam's moments).
 int Trainer::checkStepMemory() {
-  int64_t d = mi_["prompt_dim"];
+  int64_t d = mi_[key::kPromptDim];
   double n = double(run_.layout().tokens(cfg_.points.end)), b = (double)local_;
   double live = (double)run_.livePrompts(local_, cfg_.points.end);
   double needed =
@@ -463,7 +466,7 @@ Prompts Trainer::draw(int64_t s, int64_t &b, int64_t &dims, int64_t &pts) const 
   // as the interleaved loss does within one prompt.
   if (run_.layout().concat)
     pts = 1 + int64_t(stepRng.below(pts));
-  int64_t d = mi_["prompt_dim"];
+  int64_t d = mi_[key::kPromptDim];
   return cfg_.spec->sampleAt(cfg_.seed, s, first_, local_, pts, d, dims, cfg_.noise);
 }
 

@@ -1,9 +1,12 @@
 //===- TrainConfig.cpp - a training run's settings: JSON, defaults, checks -===//
 #include "unroll/tooling/TrainConfig.h"
 
+#include "unroll/runtime/ModelInfo.h"
 #include <algorithm>
 #include <cmath>
 #include <string>
+
+namespace key = ::unroll::info;
 
 using namespace unroll;
 
@@ -275,8 +278,8 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
     return false;
   }
   encoding = built;
-  int64_t d = mi.value("prompt_dim", (int64_t)0);
-  int64_t b = mi.value("iterations", (int64_t)1), T = mi.value("window", (int64_t)1);
+  int64_t d = mi.value(key::kPromptDim, (int64_t)0);
+  int64_t b = mi.value(key::kIterations, (int64_t)1), T = mi.value(key::kWindow, (int64_t)1);
   if (loops == 0)
     loops = b;
   if (window == 0)
@@ -286,8 +289,8 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
             " exceeds the loop count b = " + std::to_string(loops);
     return false;
   }
-  int64_t maxPoints = mi.contains("positions")
-                          ? mi["positions"].get<int64_t>() / (encoding == "concat" ? 1 : 2)
+  int64_t maxPoints = mi.contains(key::kPositions)
+                          ? mi[key::kPositions].get<int64_t>() / (encoding == "concat" ? 1 : 2)
                           : 1 << 20;
   int64_t interval = curriculumInterval > 0 ? curriculumInterval : 5000;
   // The fields a config left out (-1), each from the ones it gave: a
@@ -324,14 +327,15 @@ bool TrainConfig::finish(const nlohmann::json &mi, std::string &error) {
   if (evalLoops == 0)
     evalLoops = loops;
   // Halting: the loop's until(tol, max) gives the defaults and turns it on.
-  const nlohmann::json *until = mi.contains("fixed_point") && mi["fixed_point"].contains("until")
-                                    ? &mi["fixed_point"]["until"]
-                                    : nullptr;
+  const nlohmann::json *until =
+      mi.contains(key::kFixedPoint) && mi[key::kFixedPoint].contains("until")
+          ? &mi[key::kFixedPoint][key::kUntil]
+          : nullptr;
   if (until && !haltingGiven)
     halting = true;
   if (haltTol == 0)
-    haltTol = until ? (*until)["tol"].get<double>() : 1e-4;
+    haltTol = until ? (*until)[key::kTol].get<double>() : 1e-4;
   if (maxLoops == 0)
-    maxLoops = until ? (*until)["max"].get<int64_t>() : 500;
+    maxLoops = until ? (*until)[key::kMax].get<int64_t>() : 500;
   return true;
 }

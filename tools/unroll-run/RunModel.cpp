@@ -19,6 +19,7 @@
 #include "unroll/tooling/Tasks.h"
 #include "unroll/tooling/Train.h"
 
+#include "unroll/runtime/ModelInfo.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +29,8 @@
 #include <random>
 #include <string>
 
+namespace key = ::unroll::info;
+
 using namespace unroll;
 
 namespace {
@@ -35,9 +38,9 @@ namespace {
 /// What to write when an energy library is asked to learn in context: a
 /// model whose loop descends its (first) energy, with its sizes filled in.
 std::string howToDeclareModel(const Model &m, const std::string &task) {
-  const nlohmann::json &e = m.info()["energies"][0];
-  std::string name = e.value("name", "E"), elem = m.info().value("element_type", "f32");
-  std::string D = e["dim"].is_number() ? std::to_string(e["dim"].get<int64_t>()) : "D";
+  const nlohmann::json &e = m.info()[key::kEnergies][0];
+  std::string name = e.value(key::kName, "E"), elem = m.info().value(key::kElementType, "f32");
+  std::string D = e[key::kDim].is_number() ? std::to_string(e[key::kDim].get<int64_t>()) : "D";
   std::string tok = "tensor<?x?x" + D + "x" + elem + ">";
   return m.path() + " holds the energy @" + name + " but no model, so it cannot learn " + task +
          " in context.\nDeclare a model whose loop descends the energy, next to it in the .mlir "
@@ -176,7 +179,7 @@ int unroll::runModel(const Options &o, const Model &m, const std::string &task,
                      bool energyOfModel) {
   std::string err;
   const nlohmann::json *mi = findModel(m, o.modelName, err);
-  if (!mi && m.info().contains("energies") && !m.info().contains("models"))
+  if (!mi && m.info().contains(key::kEnergies) && !m.info().contains(key::kModels))
     return die(howToDeclareModel(m, task));
   if (!mi)
     return die(err + " (energies run with --task energy)");
@@ -205,7 +208,7 @@ int unroll::runModel(const Options &o, const Model &m, const std::string &task,
     // The energy a model's loop descends, along the loop, on the task's
     // prompts: with the checkpoint's parameters, else the initial ones.
     if (!run.hasEnergyTrace())
-      return die(m.path() + ": model @" + (*mi)["name"].get<std::string>() +
+      return die(m.path() + ": model @" + (*mi)[key::kName].get<std::string>() +
                  " does not descend an energy (its loop has no unroll.descend)");
     std::vector<double> theta;
     if (!o.checkpoint.empty()) {
@@ -213,7 +216,8 @@ int unroll::runModel(const Options &o, const Model &m, const std::string &task,
         return die(err);
     } else {
       Rng rng(cfg.seed);
-      initParameters((*mi)["params"], run.numParams(), theta, [&] { return rng.normal(); }, 0.02);
+      initParameters((*mi)[key::kParams], run.numParams(), theta, [&] { return rng.normal(); },
+                     0.02);
     }
     return energyStudy(run, theta, cfg);
   }

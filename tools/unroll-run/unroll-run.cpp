@@ -17,10 +17,13 @@
 #include "unroll/tooling/Process.h"
 #include "unroll/tooling/Tasks.h"
 
+#include "unroll/runtime/ModelInfo.h"
 #include <cstdio>
 #include <cstring>
 #include <new>
 #include <string>
+
+namespace key = ::unroll::info;
 
 using namespace unroll;
 
@@ -71,7 +74,7 @@ static int runMain(int argc, char **argv) {
   Model m;
   if (!m.load(o.model, err, /*useDevice=*/!o.info, world().localRank()))
     return die(err);
-  std::string kind = m.info().value("kind", "");
+  std::string kind = m.info().value(key::kKind, "");
   std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
   bool training = kind == "model" && !o.info && task.rfind("icl_", 0) == 0 && !o.predict &&
                   o.checkpoint.empty() && o.evalLoops.empty();

@@ -72,6 +72,8 @@ constexpr const char *kVjp = "vjp";
 constexpr const char *kWeights = "weights";
 constexpr const char *kTokens = "tokens";
 constexpr const char *kDim = "dim";
+constexpr const char *kInputDim = "input_dim"; // a data-input energy's X width
+constexpr const char *kSchedule = "schedule";
 
 } // namespace unroll::info
 
