@@ -1,4 +1,4 @@
-// ALISTA (Liu et al. 2019): W fixed in advance, the minimizer of ‖WᵀA‖_F subject to diag(WᵀA) = 1 (the task computes it, column by column, from a Cholesky factor of AAᵀ); only γ_k and θ_k are learned.
+// ALISTA (Liu et al. 2019): W fixed in advance, the minimizer of ‖WᵀA‖_F subject to diag(WᵀA) = 1 (the task computes it, column by column, from a Cholesky factor of AAᵀ); only γ_k and θ_k are learned, with support selection as published (the largest min(1.2 (k + 1), 13)% magnitudes past θ_k skip the shrinkage).
 //
 // A learned unrolling of examples/sparse_coding.mlir's energy
 // ½‖b − A x‖² + λ‖x‖₁: 16 layers x ← η_{θ_k}(x + γ_k W_kᵀ(b − A x))
@@ -20,7 +20,7 @@ unroll.energy @alista {
   %W = unroll.param "W" fixed : tensor<250x500xf32>
   %g = unroll.param "gamma" init(ones) : tensor<16xf32>
   %t = unroll.param "theta" init(zeros) : tensor<16xf32>
-  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k
+  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k support
          : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>, tensor<250x500xf32>, tensor<16xf32>
   unroll.yield %x : tensor<?x500xf32>
 }

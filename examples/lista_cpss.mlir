@@ -1,4 +1,4 @@
-// LISTA-CPSS (Chen et al. 2018): LISTA-CP with support selection, the largest p_k% = min(1.2 k, 13)% magnitudes of each code bypass the threshold.
+// LISTA-CPSS (Chen et al. 2018): LISTA-CP with support selection, the largest p_k% = min(1.2 (k + 1), 13)% magnitudes of each code that are past θ_k skip the shrinkage.
 //
 // A learned unrolling of examples/sparse_coding.mlir's energy, 16 layers
 // written as the energy's steps (which take the layer index k).

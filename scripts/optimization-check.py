@@ -171,15 +171,16 @@ def params_of(e):
     return {p["name"]: p for p in e["params"]}
 
 
-def support_mask(v, k, nonneg):
-    """LISTA-CPSS: the round(p n) largest magnitudes of each row, p = min(1.2 (k+1), 13)%."""
+def support_mask(v, k, theta, nonneg):
+    """LISTA-CPSS: the round(p n) largest magnitudes of each row, p = min(1.2 (k+1), 13)%,
+    among the entries past the threshold theta."""
     mag = v if nonneg else np.abs(v)
     count = int(np.round(min(1.2 * (k + 1), 13.0) / 100 * v.shape[1]))
     mask = np.zeros_like(v, dtype=bool)
     if count > 0:
         idx = np.argsort(-mag, axis=1)[:, :count]
         np.put_along_axis(mask, idx, True, axis=1)
-    return mask
+    return mask & (mag > theta)
 
 
 for name in ("lista_cp", "alista", "lista", "lista_cpss"):
@@ -213,7 +214,7 @@ for name in ("lista_cp", "alista", "lista", "lista_cpss"):
             v = ref_y + view("gamma")[kk] * (b - ref_y @ A.T) @ W
         out = soft(v, view("theta")[kk], nonneg)
         if support:
-            out = np.where(support_mask(v, kk, nonneg), v, out)
+            out = np.where(support_mask(v, kk, view("theta")[kk], nonneg), v, out)
         ref_y = out
     check(f"{name} layers vs NumPy x' = soft(x + γ_k W_kᵀ(b − A x), θ_k)"
           + (" (W1 b + W2 x)" if "W2" in ps else "") + (" with support selection" if support else ""), rel(y, ref_y) < 1e-12,

@@ -28,7 +28,8 @@ for v in ("alista", "tilista", "lista_cp", "lista_cpss", "lista"):
         j = json.load(open(p))
         rows[v] = j["nmse_db"]
         summary[v] = {"layer_16": j["nmse_db"][-1], "init_layer_16": j.get("init_nmse_db"), "steps": j["steps"],
-                      "train_seconds": j["train_seconds"], "trained_parameters": j["trained_parameters"]}
+                      "train_seconds": j["train_seconds"], "trained_parameters": j["trained_parameters"],
+                      "training": j.get("training"), "stage_steps": j.get("stage_steps")}
         if j.get("analytic_w"):
             summary[v]["analytic_w"] = j["analytic_w"]
 with open(os.path.join(out, "sparse_coding_layers.csv"), "w") as f:
@@ -36,6 +37,21 @@ with open(os.path.join(out, "sparse_coding_layers.csv"), "w") as f:
     f.write("k," + ",".join(names) + "\n")
     for k in range(17):
         f.write(f"{k}," + ",".join(f"{rows[n][k]:.4f}" if k < len(rows[n]) else "" for n in names) + "\n")
+# The runs at 40 dB SNR (snr40/), where the study made them.
+snr = {}
+for v in ("ista", "fista", "alista", "tilista", "lista_cp", "lista_cpss", "lista"):
+    p = os.path.join(out, "snr40", v, "sparse_coding.json")
+    if os.path.exists(p):
+        j = json.load(open(p))
+        if v == "fista":
+            k16 = dict(zip(j["iterations"], j["nmse_db"]))
+            snr[v] = {"layer_16": k16.get(16), "layer_1000": k16.get(1000)}
+        elif v == "ista":
+            snr[v] = {"layer_16": j["nmse_db"][16], "layer_1000": j["nmse_db"][-1]}
+        else:
+            snr[v] = {"layer_16": j["nmse_db"][-1], "steps": j["steps"], "train_seconds": j["train_seconds"]}
+if snr:
+    summary["snr40"] = snr
 hop = {}
 for p in glob.glob(os.path.join(out, "hopfield", "beta_*_*", "hopfield.json")):
     j = json.load(open(p))

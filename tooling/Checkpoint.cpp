@@ -254,6 +254,27 @@ bool unroll::loadCheckpoint(const std::string &dir, const nlohmann::json &info, 
   return true;
 }
 
+bool unroll::checkpointConfig(const std::string &path, nlohmann::json &config, std::string &stepDir,
+                              std::string &error) {
+  struct stat own;
+  if (stat((path + "/state.json").c_str(), &own) == 0 && S_ISREG(own.st_mode))
+    stepDir = path;
+  else if (!latestStep(path, stepDir, error))
+    return false;
+  std::string text;
+  config = nlohmann::json::object();
+  if (!readText(stepDir + "/state.json", text, error))
+    return false;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || (j.contains("config") && !j["config"].is_object())) {
+    error = stepDir + "/state.json: not a training state";
+    return false;
+  }
+  if (j.contains("config"))
+    config = j["config"];
+  return true;
+}
+
 bool unroll::loadParameters(const std::string &path, const nlohmann::json &info,
                             std::vector<double> &theta, std::string &error) {
   struct stat st;

@@ -328,9 +328,35 @@ FlagTable table(Options &o) {
            text(o.corrupt));
   t.text("  (--out DIR as above, default out/TASK; --iterations caps the steps)\n"
          "  An energy with trainable parameters (hand-written steps of unroll.lista_step:\n"
-         "  LISTA-CP, TiLISTA, ALISTA) is trained first on fresh samples: --steps (4000),\n"
-         "  --batch (64), --lr (5e-4, then x0.2 and x0.02 when the validation NMSE stalls\n"
-         "  for 5 evaluations), evaluated every --log-every steps (100); then NMSE per layer");
+         "  LISTA, LISTA-CP(SS), TiLISTA, ALISTA) is trained first on fresh batches\n"
+         "  (--batch, default 64), validated every --log-every steps (100), then reported\n"
+         "  as NMSE per layer. --lr (5e-4) and --steps (the whole run; default: no cap,\n"
+         "  4000 end-to-end) apply; the config file (--config) takes the same keys.");
+  t.option("--dict-seed", "S",
+           "sparse coding: seed of the dictionary A (default 0);\n"
+           "--seed draws the samples, so a trained unrolling is\n"
+           "checked on fresh samples of the same problem",
+           count("--dict-seed", "dict_seed", 0));
+  t.option("--training", "stagewise|end-to-end",
+           "stagewise (default, as the LISTA/ALISTA reference\n"
+           "code): layer t's new parameters at lr with the loss\n"
+           "at layer t, then every parameter of layers <= t at\n"
+           "0.2 lr and 0.02 lr; end-to-end: the whole stack at\n"
+           "lr, 0.2 lr, 0.02 lr",
+           [&o](const std::string &v, std::string &err) {
+             return parseChoice("--training", v, {"stagewise", "end-to-end"}, err) &&
+                    (o.train["training"] = v, true);
+           });
+  t.option("--stage-steps", "N", "the most steps of one stage (default 2000)",
+           count("--stage-steps", "stage_steps", 1));
+  t.option("--patience", "N",
+           "a stage ends after N validations without a 0.01 dB\n"
+           "improvement (default 5)",
+           count("--patience", "patience", 1));
+  t.option("--layer-decay", "R",
+           "stagewise: layer j's gradients are scaled by R^(t - j)\n"
+           "in layer t's stages (default 0.3, the reference's)",
+           positive("--layer-decay", "layer_decay"));
 
   t.section("Energies");
   t.option("--energy", "NAME", "which energy of the library (default: the first)",

@@ -19,14 +19,18 @@
 #include "unroll/tooling/Tasks.h"
 #include "unroll/tooling/Train.h"
 
+#include "unroll/runtime/ModelInfo.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
+
+namespace key = ::unroll::info;
 
 using namespace unroll;
 
@@ -39,8 +43,8 @@ namespace {
 /// energy per iteration: refused before anything is allocated when that
 /// exceeds the available memory (--tokens 10^12, --iterations 10^11).
 bool energyFits(const Options &o, const nlohmann::json &e, double n, double d, std::string &err) {
-  double elem = e.value("element_type", "f64") == "f32" ? 4 : 8;
-  double iters = o.iterations >= 0 ? (double)o.iterations : (double)e.value("iterations", 1);
+  double elem = e.value(key::kElementType, "f64") == "f32" ? 4 : 8;
+  double iters = o.iterations >= 0 ? (double)o.iterations : (double)e.value(key::kIterations, 1);
   double needed = elem * (6 * n * n + 8 * n * d) + 16 * n * d + (8 + elem) * (iters + 1);
   return checkMemory(needed,
                      "the energy's trace at n = " + std::to_string((long long)n) +
@@ -76,7 +80,7 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
   } else {
     if (!o.input.empty())
       return err = o.input + ": has no tensor 'X'", false;
-    int64_t fn = fixed("tokens"), fd = fixed("dim");
+    int64_t fn = fixed(key::kTokens), fd = fixed(key::kDim);
     if (e.contains("graph"))
       fn = static_cast<int64_t>(e["graph"].size());
     if (o.tokens > 0 && fn > 0 && o.tokens != fn)
@@ -102,11 +106,12 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
   }
   // Parameters by their init rule, then those the file gives.
   initParameters(
-      e["params"], e.value("num_params", (int64_t)0), in.theta, [&] { return normal(rng); }, 0.1);
-  for (const auto &p : e["params"]) {
-    std::string name = p["name"];
-    int64_t off = p["offset"], numel = 1;
-    std::vector<int64_t> shape = p["shape"];
+      e[key::kParams], e.value(key::kNumParams, (int64_t)0), in.theta, [&] { return normal(rng); },
+      0.1);
+  for (const auto &p : e[key::kParams]) {
+    std::string name = p[key::kName];
+    int64_t off = p[key::kOffset], numel = 1;
+    std::vector<int64_t> shape = p[key::kShape];
     for (int64_t s : shape)
       numel *= s;
     if (file.count(name)) {
@@ -141,11 +146,63 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
   opt.snrDb = o.snrDb;
   opt.corrupt = o.corrupt;
   opt.json = o.json;
-  opt.out = o.train.value("out", "out/" + task);
-  opt.steps = o.train.value("steps", opt.steps);
-  opt.batch = o.train.value("batch", opt.batch);
-  opt.lr = o.train.value("lr", opt.lr);
-  opt.evalEvery = o.train.value("log_every", opt.evalEvery);
+  // The settings: the config file's keys, then the flags over them.
+  static const std::map<std::string, std::string> known = {
+      {"out", "string"},        {"steps", "count"},       {"batch", "integer"},
+      {"seed", "count"},        {"dict_seed", "count"},   {"lr", "number"},
+      {"log_every", "integer"}, {"training", "string"},   {"stage_steps", "integer"},
+      {"patience", "integer"},  {"layer_decay", "number"}};
+  auto check = [&](const nlohmann::json &j, const std::string &file) -> std::string {
+    for (auto &[k, v] : j.items()) {
+      std::string flag = "--" + k;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      std::string where = file.empty() ? flag : file + ": key '" + k + "'";
+      auto it = known.find(k);
+      if (it == known.end())
+        return where + " does not apply to --task " + task;
+      const std::string &kind = it->second;
+      bool ok = kind == "string"    ? v.is_string()
+                : kind == "count"   ? v.is_number_integer() && v.get<int64_t>() >= 0
+                : kind == "integer" ? v.is_number_integer() && v.get<int64_t>() > 0
+                                    : v.is_number() && v.get<double>() > 0;
+      if (k == "training")
+        ok = v == "stagewise" || v == "end-to-end";
+      if (!ok)
+        return where + " must be " +
+               (k == "training"   ? std::string("\"stagewise\" or \"end-to-end\"")
+                : kind == "count" ? std::string("an integer >= 0")
+                                  : "a positive " + kind) +
+               ", got " + v.dump();
+    }
+    return "";
+  };
+  nlohmann::json settings = nlohmann::json::object();
+  if (!o.config.empty()) {
+    std::ifstream f(o.config);
+    if (!f)
+      return die(o.config + ": cannot open");
+    settings = nlohmann::json::parse(f, nullptr, false);
+    if (!settings.is_object())
+      return die(o.config + ": not a JSON object");
+    if (std::string bad = check(settings, o.config); !bad.empty())
+      return die(bad);
+  }
+  if (std::string bad = check(o.train, ""); !bad.empty())
+    return die(bad);
+  for (auto &[k, v] : o.train.items())
+    settings[k] = v;
+  opt.out = settings.value("out", "out/" + task);
+  opt.seed = settings.value("seed", opt.seed);
+  opt.dictSeed = settings.value("dict_seed", opt.dictSeed);
+  opt.checkpoint = o.checkpoint;
+  opt.training = settings.value("training", opt.training);
+  opt.steps = settings.value("steps", opt.training == "end-to-end" ? int64_t(4000) : opt.steps);
+  opt.stageSteps = settings.value("stage_steps", opt.stageSteps);
+  opt.batch = settings.value("batch", opt.batch);
+  opt.lr = settings.value("lr", opt.lr);
+  opt.layerDecay = settings.value("layer_decay", opt.layerDecay);
+  opt.patience = settings.value("patience", opt.patience);
+  opt.evalEvery = settings.value("log_every", opt.evalEvery);
   int rc = task == "hopfield" ? hopfieldStudy(m, *e, opt, err) : sparseCodingStudy(m, *e, opt, err);
   if (rc != 0) {
     die(err);
@@ -159,15 +216,16 @@ int unroll::runEnergy(const Options &o, const Model &m) {
   const nlohmann::json *e = findEnergy(m, o.energy, err);
   if (!e)
     return die(err);
-  if (!e->contains("trace") || !(*e)["trace"].is_string())
-    return die("energy @" + e->value("name", "") + " (schedule " + e->value("schedule", "") +
+  if (!e->contains(key::kTrace) || !(*e)[key::kTrace].is_string())
+    return die("energy @" + e->value(key::kName, "") + " (schedule " +
+               e->value(key::kSchedule, "") +
                ") reads its input X as data, not as Y_0: run it with --task " +
-               (e->value("schedule", "") == "cccp" ? "hopfield" : "sparse_coding"));
+               (e->value(key::kSchedule, "") == "cccp" ? "hopfield" : "sparse_coding"));
   EnergyInputs in;
   int64_t samples = 1;
   if (!makeInputs(o, *e, in, samples, err))
     return die(err);
-  int64_t iters = o.iterations >= 0 ? o.iterations : e->value("iterations", 1);
+  int64_t iters = o.iterations >= 0 ? o.iterations : e->value(key::kIterations, 1);
   if (samples > 1 && !o.output.empty())
     return die("--output writes one sample's Y; --input " + o.input + " holds " +
                std::to_string(samples) + " samples");
@@ -179,7 +237,7 @@ int unroll::runEnergy(const Options &o, const Model &m) {
   // An increase within a few units of rounding of the trace's largest |E|
   // is rounding, not ascent (a descent that has reached E = 0 to rounding
   // wanders there).
-  const double ulp = m.info().value("element_type", "") == "f32" ? 1.2e-7 : 2.2e-16;
+  const double ulp = m.info().value(key::kElementType, "") == "f32" ? 1.2e-7 : 2.2e-16;
   auto withinRounding = [&](const EnergyTrace &tr, size_t t) {
     double scale = 0;
     for (double v : tr.energies)
@@ -215,12 +273,12 @@ int unroll::runEnergy(const Options &o, const Model &m) {
     TensorMap out;
     out["X"] = {{in.n, in.d}, in.x};
     out["Y"] = {{in.n, in.d}, tr.y};
-    for (const auto &p : (*e)["params"]) {
-      std::vector<int64_t> shape = p["shape"];
+    for (const auto &p : (*e)[key::kParams]) {
+      std::vector<int64_t> shape = p[key::kShape];
       Tensor t{shape, {}};
-      int64_t off = p["offset"];
+      int64_t off = p[key::kOffset];
       t.data.assign(in.theta.begin() + off, in.theta.begin() + off + t.numel());
-      out[p["name"].get<std::string>()] = t;
+      out[p[key::kName].get<std::string>()] = t;
     }
     if (!writeSafetensors(o.output, out, "F64", err))
       return die(err);
@@ -228,8 +286,8 @@ int unroll::runEnergy(const Options &o, const Model &m) {
 
   if (!o.plot.empty()) {
     PlotSpec spec;
-    spec.title = "energy @" + (*e)["name"].get<std::string>() + " (" + e->value("schedule", "") +
-                 ", rho " + e->value("rho", "") + ")";
+    spec.title = "energy @" + (*e)[key::kName].get<std::string>() + " (" +
+                 e->value(key::kSchedule, "") + ", rho " + e->value("rho", "") + ")";
     spec.xLabel = "iteration t";
     spec.yLabel =
         samples > 1 ? "mean E(Y_t) over " + std::to_string(samples) + " samples" : "E(Y_t)";
@@ -242,7 +300,7 @@ int unroll::runEnergy(const Options &o, const Model &m) {
   }
 
   if (o.json) {
-    nlohmann::json j{{"energy", (*e)["name"]},
+    nlohmann::json j{{"energy", (*e)[key::kName]},
                      {"n", in.n},
                      {"d", in.d},
                      {"iterations", iters},
@@ -261,10 +319,10 @@ int unroll::runEnergy(const Options &o, const Model &m) {
   }
   printf("energy @%s: schedule %s, attention %s, rho %s, mask %s; n = %lld, "
          "d = %lld, %s, seed %llu\n",
-         (*e)["name"].get<std::string>().c_str(), e->value("schedule", "?").c_str(),
+         (*e)[key::kName].get<std::string>().c_str(), e->value(key::kSchedule, "?").c_str(),
          e->value("attention", "?").c_str(), e->value("rho", "?").c_str(),
          e->value("mask", "?").c_str(), (long long)in.n, (long long)in.d,
-         m.info().value("element_type", "?").c_str(), (unsigned long long)o.seed);
+         m.info().value(key::kElementType, "?").c_str(), (unsigned long long)o.seed);
   if (samples > 1)
     printf("mean over %lld samples of %s\n", (long long)samples, o.input.c_str());
   printf("%6s  %22s  %14s\n", "t", samples > 1 ? "mean E(Y_t)" : "E(Y_t)", "E(Y_t)-E(Y_t-1)");

@@ -10,7 +10,9 @@
 //   unroll.extrapolate FISTA's Z = Y + μ_k (Y − Y_prev)
 //
 // On a token matrix [n, d] or, per prompt, a batch [B, n, d]. L = ‖A v‖²
-// with v from the power method on AᵀA, computed in the step.
+// with v from the power method on AᵀA. A step inside a loop that A is
+// defined outside of (a descent, its backward sweep) computes L before the
+// outermost such loop: once per descent, not once per step.
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/Utils/Builders.h"
@@ -18,6 +20,7 @@
 #include "unroll/Dialect/Unroll/IR/UnrollOps.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
@@ -51,7 +54,24 @@ struct Lipschitz {
   Value L, v;
 };
 
+/// Moves b's insertion point before the outermost loop around it that `a` is
+/// defined outside of (nothing moves when there is none). What is built there
+/// from `a` alone is then computed once for the whole loop.
+void insertBeforeInvariantLoops(OpBuilder &b, Value a) {
+  Operation *outermost = nullptr;
+  for (Operation *p = b.getInsertionBlock()->getParentOp(); p && isa<LoopLikeOpInterface>(p);
+       p = p->getParentOp()) {
+    if (p->isAncestor(a.getParentRegion()->getParentOp()))
+      break; // a is defined in this loop
+    outermost = p;
+  }
+  if (outermost)
+    b.setInsertionPoint(outermost);
+}
+
 Lipschitz powerMethod(Emitter &e, Value a, int64_t iterations) {
+  OpBuilder::InsertionGuard guard(e.b);
+  insertBeforeInvariantLoops(e.b, a);
   Emitter we = e.weights();
   OpBuilder &b = e.b;
   Location loc = e.loc;
@@ -277,8 +297,10 @@ Value mapRows(Emitter &e, ArrayRef<Value> ins, Value like, Emitter::BodyFn body)
 }
 
 /// LISTA-CPSS's support: 1 where |v| is among the round(p n) largest
-/// magnitudes of its row (n entries, static) (by bisection on the cut, 50 halvings), else 0.
-Value supportMask(Emitter &e, Value v, Value p, int64_t n, bool nonneg) {
+/// magnitudes of its row (n entries, static; the cut by bisection, 50
+/// halvings) and past the threshold θ, else 0. An entry the threshold would
+/// zero stays zero: only entries that survive it skip its shrinkage.
+Value supportMask(Emitter &e, Value v, Value p, Value theta, int64_t n, bool nonneg) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
   Value want = b.create<math::RoundOp>(loc, mul(b, loc, p, e.cst((double)n)));
@@ -325,7 +347,9 @@ Value supportMask(Emitter &e, Value v, Value p, int64_t n, bool nonneg) {
       {v, lo}, {e.id2(), e.row2()}, v, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         Value in = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGE, mag(nb, l, a[0]), a[1]);
         Value any = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, want, half);
-        return nb.create<arith::SelectOp>(l, nb.create<arith::AndIOp>(l, in, any), one, zero);
+        Value on = nb.create<arith::AndIOp>(l, nb.create<arith::AndIOp>(l, in, any),
+                                            active(nb, l, a[0], theta, nonneg));
+        return nb.create<arith::SelectOp>(l, on, one, zero);
       });
 }
 
@@ -376,7 +400,7 @@ SmallVector<Value> listaVJP(Emitter &e, ListaStepVJPOp op, Value y, Value x, Val
   bool nonneg = op.getNonneg();
   Layer l = layerOf(e, layer, gamma, theta, w, w2, op.getSupport());
   auto [r, g, v] = listaPieces(e, l, y, x, a);
-  Value sel = op.getSupport() ? supportMask(e, v, l.p, codeSize(op), nonneg) : Value();
+  Value sel = op.getSupport() ? supportMask(e, v, l.p, l.theta, codeSize(op), nonneg) : Value();
   Value zero = e.cst(0.0), half = e.cst(0.5);
   SmallVector<Value> ins{v, dy};
   SmallVector<AffineMap> maps{e.id2(), e.id2()};
@@ -548,7 +572,8 @@ struct ListaStepLowering : OpConversionPattern<ListaStepOp> {
     Layer l = layerOf(e, a.getLayer(), a.getGamma(), a.getTheta(), a.getWeight(), a.getW2(),
                       op.getSupport());
     Value v = listaPieces(e, l, a.getY(), a.getX(), a.getDict())[2];
-    Value sel = op.getSupport() ? supportMask(e, v, l.p, codeSize(op), op.getNonneg()) : Value();
+    Value sel =
+        op.getSupport() ? supportMask(e, v, l.p, l.theta, codeSize(op), op.getNonneg()) : Value();
     rewriter.replaceOp(op, e.castTo(listaOutput(e, l, v, sel, op.getNonneg()), op.getType()));
     return success();
   }

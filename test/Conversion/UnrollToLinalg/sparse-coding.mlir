@@ -80,6 +80,59 @@ func.func @ista_step(%y: tensor<?x6xf64>, %x: tensor<?x4xf64>, %a: tensor<4x6xf6
 
 // -----
 
+// In a loop that A is defined outside of (a descent), the power method and
+// L go before the outermost such loop: computed once, not once per step.
+// Inside the steps' loops only the step itself remains (its two products).
+// CHECK-LABEL: func.func @ista_descent(
+// CHECK-SAME: %[[A:.*]]: tensor<4x6xf64>
+// CHECK: %[[POWER:.*]] = scf.for {{.*}} -> (tensor<?x?xf64>) {
+// CHECK: linalg.matmul_transpose_a
+// CHECK: }
+// CHECK: %[[AV:.*]] = linalg.matmul ins(%{{.*}}, %[[POWER]] :
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-NOT: scf.for
+// CHECK-NOT: linalg.matmul_transpose_a
+// CHECK: linalg.matmul_transpose_b
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @ista_descent(%y0: tensor<?x6xf64>, %x: tensor<?x4xf64>, %a: tensor<4x6xf64>) -> tensor<?x6xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%y = %y0) -> (tensor<?x6xf64>) {
+    %inner = scf.for %j = %c0 to %c3 step %c1 iter_args(%z = %y) -> (tensor<?x6xf64>) {
+      %n = unroll.ista_step %z, %x, %a lambda(0.1) : tensor<?x6xf64>, tensor<?x4xf64>, tensor<4x6xf64>
+      scf.yield %n : tensor<?x6xf64>
+    }
+    scf.yield %inner : tensor<?x6xf64>
+  }
+  return %r : tensor<?x6xf64>
+}
+
+// -----
+
+// A dictionary defined inside the loop keeps the power method in it.
+// CHECK-LABEL: func.func @ista_varying_dictionary(
+// CHECK: scf.for
+// CHECK: tensor.insert
+// CHECK: scf.for {{.*}} -> (tensor<?x?xf64>) {
+// CHECK: linalg.matmul_transpose_a
+func.func @ista_varying_dictionary(%y0: tensor<?x6xf64>, %x: tensor<?x4xf64>, %a0: tensor<4x6xf64>) -> tensor<?x6xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%y = %y0) -> (tensor<?x6xf64>) {
+    %s = arith.constant 2.0 : f64
+    %a = tensor.insert %s into %a0[%c0, %c0] : tensor<4x6xf64>
+    %n = unroll.ista_step %y, %x, %a lambda(0.1) : tensor<?x6xf64>, tensor<?x4xf64>, tensor<4x6xf64>
+    scf.yield %n : tensor<?x6xf64>
+  }
+  return %r : tensor<?x6xf64>
+}
+
+// -----
+
 // unroll.ista_step_vjp: the forward recomputed (power iterations as given),
 // the cotangent passed where |v| > λ/L, and three cotangents: the codes, the
 // measurements and the dictionary (through the residual and through L's

@@ -46,6 +46,11 @@ bool latestStep(const std::string &dir, std::string &stepDir, std::string &error
 bool loadParameters(const std::string &path, const nlohmann::json &modelInfo,
                     std::vector<double> &theta, std::string &error);
 
+/// The "config" a checkpoint was saved with (state.json), from a checkpoint
+/// folder or one of its snapshots; `stepDir` names the snapshot read. An
+/// empty object where the snapshot has none.
+bool checkpointConfig(const std::string &path, nlohmann::json &config, std::string &stepDir,
+                      std::string &error);
 /// Writes `text` to `path` atomically (temp, fsync, rename).
 bool writeFileAtomic(const std::string &path, const std::string &text, std::string &error);
 

@@ -17,18 +17,25 @@
 namespace unroll {
 
 struct OptimizationOptions {
-  uint64_t seed = 0;
+  uint64_t seed = 0;            // validation samples, training batches, initialization
+  uint64_t dictSeed = 0;        // sparse coding: the dictionary A (the problem itself)
+  std::string checkpoint;       // sparse coding: evaluate these trained parameters
   int64_t iterations = -1;      // -1: the task's default
   int64_t samples = -1;         // sparse coding: validation samples; Hopfield: queries
   int64_t patterns = -1;        // Hopfield: stored patterns N
   double snrDb = -1;            // sparse coding: measurement noise (< 0: noiseless)
   std::string corrupt = "mask"; // Hopfield queries: "mask" (half the entries) or "noise"
   std::string out;              // folder for CSV, JSON and SVG ("" = none)
-  // Learned unrollings (energies with trainable parameters): Adam with the
-  // stage-wise schedule lr, 0.2 lr, 0.02 lr (next stage when the validation
-  // NMSE has not improved for `patience` evaluations), at most `steps`.
-  int64_t steps = 4000, batch = 64, evalEvery = 100, patience = 5;
-  double lr = 5e-4;
+  // Learned unrollings (energies with trainable parameters), trained with
+  // Adam on fresh batches. "stagewise" (the reference code's schedule): for
+  // each layer t, its new parameters at lr, then every parameter of layers
+  // <= t at 0.2 lr and 0.02 lr (gradients of layer j's scaled by
+  // layerDecay^(t - j)), each stage at most stageSteps steps. "end-to-end":
+  // the whole stack at lr, 0.2 lr, 0.02 lr. A stage ends when the validation
+  // NMSE has not improved for `patience` evaluations; the run, after `steps`.
+  std::string training = "stagewise";
+  int64_t steps = INT64_MAX, stageSteps = 2000, batch = 64, evalEvery = 100, patience = 5;
+  double lr = 5e-4, layerDecay = 0.3;
   bool json = false; // print the JSON report instead of the table
 };
 

@@ -140,9 +140,10 @@ def Unroll_ListaStepOp : Unroll_Op<"lista_step", [DeclareOpInterfaceMethods<Unro
 
     With `w2` W2 ([n, n] or [K, n, n]) the layer is LISTA's uncoupled form
     Y' = η_{θ_k}(γ_k X W_k + Y W2_k), i.e. x' = η(W1 b + W2 x) (A only
-    sizes it). With `support` the largest p_k% magnitudes of each row,
-    p_k = min(1.2 (k + 1), 13), bypass the threshold (LISTA-CPSS's support
-    selection).
+    sizes it). With `support` the entries among the largest p_k% magnitudes
+    of each row, p_k = min(1.2 (k + 1), 13), that are past θ_k keep their
+    value instead of being shrunk (support selection, as in LISTA-CPSS and
+    ALISTA); an entry below θ_k is still zeroed.
 
     ```mlir
     %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k

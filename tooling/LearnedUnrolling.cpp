@@ -1,0 +1,418 @@
+//===- LearnedUnrolling.cpp - training LISTA, TiLISTA, ALISTA ... --------===//
+//
+// A learned unrolling (hand-written unroll.lista_step layers) on the sparse
+// coding problem: its trained parameters start at ISTA, train with Adam on
+// fresh batches through the compiled descent and its VJP (@E_descend,
+// @E_descend_vjp), stage-wise as the reference code does or end to end,
+// and are reported as NMSE per layer and saved as a checkpoint.
+//
+//===----------------------------------------------------------------------===//
+#include "unroll/runtime/Energy.h"
+#include "unroll/runtime/ModelInfo.h"
+#include "unroll/tooling/Adam.h"
+#include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/OptimizationTasks.h"
+#include "unroll/tooling/Plot.h"
+#include "unroll/tooling/Process.h"
+
+#include "OptimizationCommon.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace key = ::unroll::info;
+
+using namespace unroll;
+using namespace unroll::opt;
+
+namespace {
+
+/// The number of layers K of a learned unrolling: the length of its per-layer
+/// step sizes (gamma: [K]); 0 when it has none.
+int64_t layerCount(const nlohmann::json &e) {
+  for (const auto &p : e[key::kParams])
+    if (p.value(key::kName, "") == "gamma" && p[key::kShape].size() == 1)
+      return p[key::kShape][0].get<int64_t>();
+  return 0;
+}
+
+/// The layer each entry of θ belongs to: an entry of a per-layer parameter
+/// ([K] or [K, ...]) to its layer, an entry of a shared one to layer 0 (the
+/// first stage that trains it).
+std::vector<int64_t> entryLayers(const nlohmann::json &e, size_t size) {
+  std::vector<int64_t> layer(size, 0);
+  int64_t K = layerCount(e);
+  for (const auto &p : e[key::kParams]) {
+    const auto &shape = p[key::kShape];
+    int64_t off = p[key::kOffset], numel = 1;
+    for (int64_t d : shape)
+      numel *= d;
+    bool perLayer = K > 1 && !shape.empty() && shape[0].get<int64_t>() == K &&
+                    (shape.size() == 1 || shape.size() == 3);
+    if (perLayer)
+      for (int64_t i = 0; i < numel; ++i)
+        layer[off + i] = i / (numel / K);
+  }
+  return layer;
+}
+
+} // namespace
+
+/// A learned unrolling: fill the fixed parameters, initialize the trained
+/// ones at ISTA (W = A / L, W2 = I − AᵀA / L, γ = 1, θ = λ / L), train with Adam on fresh
+/// samples (layer by layer, or the whole stack: o.training), then NMSE per
+/// layer on the validation set.
+int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const OptimizationOptions &o,
+                              const std::vector<double> &A, int64_t aOff, int64_t mm, int64_t n,
+                              double L, double lambda, const std::vector<double> &valXs,
+                              DescentInputs val, const NmseFn &nmseDb, std::string &error) {
+  int64_t layers = e.value(key::kIterations, (int64_t)1);
+  double diagError = -1, coherence = -1;
+  std::vector<char> trainable(val.theta.size(), 0);
+  std::mt19937_64 init(o.seed + 7);
+  std::normal_distribution<double> N01(0.0, 1.0);
+  for (const auto &p : e[key::kParams]) {
+    std::string name = p[key::kName];
+    int64_t off = p[key::kOffset], numel = 1;
+    for (int64_t s : p[key::kShape])
+      numel *= s;
+    bool fixed = p.value(key::kFixed, false);
+    auto fillPerLayer = [&](const std::vector<double> &w, double scale) {
+      if (numel % (int64_t)w.size())
+        return false;
+      for (int64_t i = 0; i < numel; ++i)
+        val.theta[off + i] = scale * w[i % w.size()];
+      return true;
+    };
+    if (off == aOff) {
+      continue; // the dictionary, already in theta
+    } else if (fixed && name == "W") {
+      std::vector<double> w = analyticWeight(A, mm, n);
+      // Its constraint and its coherence max_{i≠j} |(WᵀA)_ij|, for the report.
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t jj = 0; jj < n; ++jj) {
+          double s = 0;
+          for (int64_t r = 0; r < mm; ++r)
+            s += w[r * n + i] * A[r * n + jj];
+          if (i == jj)
+            diagError = std::max(diagError, std::abs(s - 1.0));
+          else
+            coherence = std::max(coherence, std::abs(s));
+        }
+      if (!fillPerLayer(w, 1.0)) {
+        error = "fixed parameter 'W' must have A's shape, per layer or shared";
+        return 2;
+      }
+    } else if (fixed) {
+      error = "--task sparse_coding fills the fixed parameters 'A' (the dictionary) and 'W' "
+              "(ALISTA's analytic weight), not '" +
+              name + "'";
+      return 2;
+    } else if (name == "W") {
+      if (!fillPerLayer(A, 1.0 / L)) {
+        error = "parameter 'W' must have A's shape, per layer or shared";
+        return 2;
+      }
+    } else if (name == "W2") {
+      // LISTA's uncoupled form starts at ISTA too: W2 = I − AᵀA / L.
+      std::vector<double> w2(n * n);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t jj = 0; jj < n; ++jj) {
+          double s = 0;
+          for (int64_t r = 0; r < mm; ++r)
+            s += A[r * n + i] * A[r * n + jj];
+          w2[i * n + jj] = (i == jj ? 1.0 : 0.0) - s / L;
+        }
+      if (!fillPerLayer(w2, 1.0)) {
+        error = "parameter 'W2' must be [n, n], per layer or shared";
+        return 2;
+      }
+    } else if (name == "gamma" || name == "theta") {
+      for (int64_t i = 0; i < numel; ++i)
+        val.theta[off + i] = name == "gamma" ? 1.0 : lambda / L;
+    } else {
+      std::string kind = p.value(key::kInit, "normal");
+      for (int64_t i = 0; i < numel; ++i)
+        val.theta[off + i] = kind == "zeros"      ? 0.0
+                             : kind == "ones"     ? 1.0
+                             : kind == "constant" ? p.value(key::kValue, 0.0)
+                                                  : p.value(key::kStd, 0.1) * N01(init);
+    }
+    if (!fixed)
+      std::fill(trainable.begin() + off, trainable.begin() + off + numel, 1);
+  }
+  int64_t numTrained = std::count(trainable.begin(), trainable.end(), 1);
+  auto validate = [&](int64_t k, double &nmse, double &energy) {
+    EnergyTrace tr;
+    val.y0.assign(val.rows * n, 0.0);
+    if (!runEnergyDescent(m, e, val, k, tr, error))
+      return false;
+    nmse = k == 0 ? 0.0 : nmseDb(tr.y);
+    energy = tr.energies.back();
+    return true;
+  };
+
+  // Training: fresh samples from their own stream; the loss of a stage at
+  // depth t is ½ Σ over the batch of ‖x_t − x*‖² (x_t: the output of layer
+  // t), the reference code's l2_loss. Adam ignores the loss's scale except
+  // through its ε, which a mean over the batch would reach 32x sooner at
+  // the small errors of deep layers.
+  std::mt19937_64 rng(o.seed + 1);
+  DescentInputs batch = val;
+  batch.rows = batch.xRows = o.batch;
+  std::vector<double> xs, dy, dy0, dx, grad;
+  EnergyTrace tr;
+  double initNmse, initEnergy;
+  if (!validate(layers, initNmse, initEnergy))
+    return 1;
+  const std::vector<int64_t> layerOf = entryLayers(e, val.theta.size());
+  const int64_t K = std::max<int64_t>(1, layerCount(e));
+  nlohmann::json history = nlohmann::json::array();
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t step = 0; // over every stage
+
+  // One stage: Adam with fresh moments at rate lr on the entries with
+  // scale[i] > 0 (their gradients times scale[i]), validated at `depth` every
+  // evalEvery steps. It ends when the validation NMSE has not improved by
+  // 0.01 dB for `patience` evaluations, after `maxSteps` steps, or when the
+  // run's --steps are spent, and keeps its best validated point.
+  auto stage = [&](const std::string &name, int64_t depth, double lr,
+                   const std::vector<double> &scale, int64_t maxSteps) -> bool {
+    Adam adam;
+    adam.lr = lr;
+    double best = 1e300;
+    std::vector<double> bestTheta = batch.theta;
+    int sinceBest = 0;
+    for (int64_t s = 0; s < maxSteps && step < o.steps; ++s, ++step) {
+      drawSamples(rng, A, mm, n, o.batch, o.snrDb, xs, batch.x);
+      batch.y0.assign(o.batch * n, 0.0);
+      if (!runEnergyDescent(m, e, batch, depth, tr, error))
+        return false;
+      dy.resize(tr.y.size());
+      for (size_t i = 0; i < dy.size(); ++i)
+        dy[i] = tr.y[i] - xs[i];
+      if (!energyDescentVJP(m, e, batch, depth, dy, dy0, dx, grad, error))
+        return false;
+      for (size_t i = 0; i < grad.size(); ++i) {
+        if (!std::isfinite(grad[i])) {
+          error = "non-finite gradient at step " + std::to_string(step + 1) + " (" + name +
+                  "; try a smaller --lr)";
+          return false;
+        }
+        grad[i] *= scale[i];
+      }
+      std::vector<double> before = batch.theta;
+      adam.update(batch.theta, grad);
+      for (size_t i = 0; i < grad.size(); ++i)
+        if (scale[i] == 0)
+          batch.theta[i] = before[i];
+      if ((s + 1) % o.evalEvery == 0 || s + 1 == maxSteps || step + 1 == o.steps) {
+        val.theta = batch.theta;
+        double nmse, energy;
+        if (!validate(depth, nmse, energy))
+          return false;
+        history.push_back({{"step", step + 1},
+                           {"stage", name},
+                           {"depth", depth},
+                           {"lr", lr},
+                           {"val_nmse_db", nmse}});
+        fprintf(stderr, "  %-22s step %7lld  lr %.1e  NMSE at layer %2lld %8.2f dB  %7.1f s\n",
+                name.c_str(), (long long)step + 1, lr, (long long)depth, nmse, seconds(t0));
+        if (nmse < best - 0.01) {
+          best = nmse, sinceBest = 0, bestTheta = batch.theta;
+        } else if (++sinceBest >= o.patience) {
+          ++step;
+          break;
+        }
+      }
+    }
+    batch.theta = bestTheta;
+    return true;
+  };
+  // The trained parameters alone, for their checkpoint: the fixed ones (A,
+  // ALISTA's W) are the task's, drawn again from --dict-seed.
+  nlohmann::json trainedInfo = e;
+  trainedInfo[key::kParams] = nlohmann::json::array();
+  for (const auto &p : e[key::kParams])
+    if (!p.value(key::kFixed, false) && p[key::kOffset].get<int64_t>() != aOff)
+      trainedInfo[key::kParams].push_back(p);
+  nlohmann::json problem{{"task", "sparse_coding"}, {"energy", e[key::kName]}, {"m", mm}, {"n", n},
+                         {"dict_seed", o.dictSeed}, {"lambda", lambda}};
+  const double decays[] = {1.0, 0.2, 0.02};
+  if (!o.checkpoint.empty()) {
+    // Evaluation only: the trained parameters from the checkpoint, on this
+    // seed's samples of the dictionary the checkpoint was trained for.
+    nlohmann::json c;
+    std::string stepDir;
+    if (!checkpointConfig(o.checkpoint, c, stepDir, error))
+      return 2;
+    for (const char *k : {"energy", "m", "n", "dict_seed", "lambda"})
+      if (c.contains(k) && c[k] != problem[k]) {
+        error = stepDir + "/state.json: trained with " + k + " = " + c[k].dump() +
+                ", this run has " + problem[k].dump() +
+                (std::string(k) == "dict_seed" ? " (pass --dict-seed " + c[k].dump() + ")"
+                                               : std::string());
+        return 2;
+      }
+    // A checkpoint folder gives the f64 master copy; a lone snapshot, the
+    // parameters as stored (f32).
+    std::vector<double> loaded;
+    struct stat st;
+    if (stat((o.checkpoint + "/latest").c_str(), &st) == 0) {
+      TrainState state;
+      nlohmann::json ignored;
+      if (!loadCheckpoint(o.checkpoint, trainedInfo, state, ignored, error))
+        return 2;
+      loaded = std::move(state.theta);
+    } else if (!loadParameters(o.checkpoint, trainedInfo, loaded, error)) {
+      return 2;
+    }
+    for (size_t i = 0; i < loaded.size(); ++i)
+      if (trainable[i])
+        batch.theta[i] = loaded[i];
+  } else if (o.training == "end-to-end") {
+    // The whole stack at once: lr, then 0.2 lr and 0.02 lr.
+    std::vector<double> all(trainable.begin(), trainable.end());
+    for (double d : decays)
+      if (!stage("end-to-end", layers, o.lr * d, all, o.steps))
+        return 1;
+  } else {
+    // Stage-wise, as the LISTA/ALISTA reference code trains: for each layer
+    // t, first its own new parameters alone at lr with the loss at layer t,
+    // then every parameter of layers ≤ t at 0.2 lr and 0.02 lr, a parameter
+    // of layer j's gradient scaled by layer_decay^(t − j). The last layer's
+    // stages train the whole stack.
+    for (int64_t t = 0; t < std::min(K, layers) && step < o.steps; ++t) {
+      int64_t depth = t + 1 == std::min(K, layers) ? layers : t + 1;
+      std::vector<double> own(val.theta.size(), 0.0), upTo(val.theta.size(), 0.0);
+      for (size_t i = 0; i < own.size(); ++i) {
+        if (!trainable[i] || layerOf[i] > t)
+          continue;
+        own[i] = layerOf[i] == t ? 1.0 : 0.0;
+        upTo[i] = std::pow(o.layerDecay, double(t - layerOf[i]));
+      }
+      std::string layer = "layer " + std::to_string(t + 1) + "/" + std::to_string(K);
+      if (std::count(own.begin(), own.end(), 1.0) &&
+          !stage(layer + " new", depth, o.lr, own, o.stageSteps))
+        return 1;
+      for (double d : {decays[1], decays[2]})
+        if (!stage(layer + (d == decays[1] ? " all x0.2" : " all x0.02"), depth, o.lr * d, upTo,
+                   o.stageSteps))
+          return 1;
+    }
+  }
+  val.theta = batch.theta;
+  double trainSeconds = seconds(t0);
+
+  std::vector<double> nmse(layers + 1), energy(layers + 1);
+  for (int64_t k = 0; k <= layers; ++k)
+    if (!validate(k, nmse[k], energy[k]))
+      return 1;
+  if (o.checkpoint.empty() && !o.out.empty()) {
+    TrainState state;
+    state.step = step;
+    state.theta = val.theta;
+    nlohmann::json config = problem;
+    config["training"] = o.training;
+    config["steps"] = step;
+    config["batch"] = o.batch;
+    config["lr"] = o.lr;
+    config["seed"] = o.seed;
+    config["samples"] = val.rows;
+    config["nmse_db"] = nmse; // per layer, on --seed's validation samples
+    if (!saveCheckpoint(o.out + "/checkpoint", trainedInfo, state, config, error))
+      return 1;
+  }
+  std::ostringstream csv;
+  csv << "layer,nmse_db,energy\n";
+  for (int64_t k = 0; k <= layers; ++k)
+    csv << k << ',' << nmse[k] << ',' << energy[k] << '\n';
+  nlohmann::json gammas = nlohmann::json::array(), thetas = nlohmann::json::array();
+  for (const auto &p : e[key::kParams]) {
+    std::string name = p[key::kName];
+    if (name != "gamma" && name != "theta")
+      continue;
+    int64_t off = p[key::kOffset], k = p[key::kShape][0];
+    for (int64_t i = 0; i < k; ++i)
+      (name == "gamma" ? gammas : thetas).push_back(val.theta[off + i]);
+  }
+  nlohmann::json j{
+      {"task", "sparse_coding"},
+      {"energy", e[key::kName]},
+      {"learned", true},
+      {"analytic_w", diagError < 0
+                         ? nlohmann::json(nullptr)
+                         : nlohmann::json{{"diag_max_error", diagError}, {"coherence", coherence}}},
+      {"m", mm},
+      {"n", n},
+      {"lambda", lambda},
+      {"layers", layers},
+      {"samples", val.rows},
+      {"seed", o.seed},
+      {"lipschitz", L},
+      {"trained_parameters", numTrained},
+      {"steps", step},
+      {"batch", o.batch},
+      {"lr", o.lr},
+      {"training", o.checkpoint.empty() ? nlohmann::json(o.training) : nlohmann::json(nullptr)},
+      {"checkpoint", o.checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.checkpoint)},
+      {"dict_seed", o.dictSeed},
+      {"stage_steps", o.stageSteps},
+      {"patience", o.patience},
+      {"layer_decay", o.layerDecay},
+      {"train_seconds", trainSeconds},
+      {"history", history},
+      {"init_nmse_db", initNmse},
+      {"nmse_db", nmse},
+      {"energy", energy},
+      {"gamma", gammas},
+      {"theta", thetas}};
+  if (!writeOut(o, "sparse_coding.csv", csv.str(), error) ||
+      !writeOut(o, "sparse_coding.json", j.dump(2) + "\n", error))
+    return 1;
+  if (!o.out.empty()) {
+    PlotSpec spec;
+    spec.title =
+        "learned unrolling @" + e[key::kName].get<std::string>() + ": validation NMSE per layer";
+    spec.xLabel = "layer k";
+    spec.yLabel = "NMSE (dB)";
+    Series s{e[key::kName].get<std::string>(), {}, nmse};
+    for (int64_t k = 0; k <= layers; ++k)
+      s.x.push_back(k);
+    spec.series = {s};
+    if (!writeSvg(o.out + "/sparse_coding.svg", spec, error))
+      return 1;
+  }
+  if (o.json) {
+    printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  printf("learned unrolling @%s: m = %lld, n = %lld, %lld layers, %lld trained parameters, "
+         "dictionary seed %llu, sample seed %llu\n",
+         e[key::kName].get<std::string>().c_str(), (long long)mm, (long long)n, (long long)layers,
+         (long long)numTrained, (unsigned long long)o.dictSeed, (unsigned long long)o.seed);
+  if (o.checkpoint.empty())
+    printf("trained %s: %lld steps of batch %lld in %.1f s%s%s\n", o.training.c_str(),
+           (long long)step, (long long)o.batch, trainSeconds, o.out.empty() ? "" : "; checkpoint ",
+           o.out.empty() ? "" : (o.out + "/checkpoint").c_str());
+  else
+    printf("parameters from %s (not trained here)\n", o.checkpoint.c_str());
+  printf("validation NMSE at layer %lld: %.2f dB at the start (gamma = 1, theta = lambda / L), "
+         "%.2f dB %s\n",
+         (long long)layers, initNmse, nmse[layers],
+         o.checkpoint.empty() ? "trained" : "with the checkpoint");
+  if (diagError >= 0)
+    printf("analytic W: max |diag(W^T A) - 1| = %.2e, coherence max |(W^T A)_ij| = %.4f\n",
+           diagError, coherence);
+  printf("%6s  %14s  %16s\n", "layer", "NMSE dB", "energy");
+  for (int64_t k = 0; k <= layers; ++k)
+    printf("%6lld  %14.2f  %16.8g\n", (long long)k, nmse[k], energy[k]);
+  if (!o.out.empty())
+    printf("wrote %s/sparse_coding.{csv,json,svg}\n", o.out.c_str());
+  return 0;
+}
