@@ -570,92 +570,121 @@ linalg::GenericOp matchBiasBroadcast(linalg::GenericOp op, const Contraction &c)
 
 } // namespace
 
-LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const ContractionCall &call) {
-  std::optional<Contraction> match = matchContraction(op);
-  if (!match)
-    return failure();
-  Contraction &c = *match;
-  Value(&ops)[3] = c.ops;
-  Type elem = c.elem;
-  ArrayRef<AffineMap> maps = c.maps;
-  ArrayRef<unsigned> bDims = c.bDims, aM = c.aM, aK = c.aK, bK = c.bK, bN = c.bN, cM = c.cM,
-                     cN = c.cN;
-  // Taken before this rewrite inserts its index arithmetic in between.
-  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-  auto cType = cast<MemRefType>(ops[2].getType());
-  bool epilogue = epilogueLayout(c);
-  // dx = dy·GELU'(x) of C = dy right after, C zero-filled right before and
-  // used by nothing else: the call writes dx itself, GELU'(x) ∘ (A·B), with
-  // x in the GELU argument (cuBLASLt's DGELU epilogue).
-  linalg::GenericOp dgelu;
-  Value dgeluC;
-  if (call.dgeluFlag && epilogue && isZeroFillOf(fill, ops[2]))
-    dgelu = findGeluGrad(op, ops[2]);
-  if (dgelu) {
+namespace {
+
+/// One contraction's rewrite into calls of the GEMM ABI (`call`): the
+/// operands' layouts read at run time, the elementwise neighbours fused into
+/// the call's epilogue, the call (one per batch index), the loop nest kept
+/// as the fallback where a layout is known only at run time. The steps run
+/// in rewriteContraction's order, which is the order of the IR they write.
+struct ContractionRewrite {
+  ContractionRewrite(linalg::GenericOp op, const unroll::ContractionCall &call, Contraction &c)
+      : op(op), call(call), c(c), ops(c.ops), maps(c.maps), b(op), loc(op.getLoc()),
+        cRank(cast<MemRefType>(c.ops[2].getType()).getRank()) {}
+
+  linalg::GenericOp op;
+  const unroll::ContractionCall &call;
+  Contraction &c;
+  Value (&ops)[3];
+  ArrayRef<AffineMap> maps;
+  OpBuilder b;
+  Location loc;
+  unsigned cRank; // C's (the product's own output, before a fused GELU' takes its place)
+
+  // What the steps find and build.
+  linalg::FillOp fill; // C's zero fill right before the product, if any
+  bool epilogue = false;
+  linalg::GenericOp dgelu, biasBroadcast, gelu, sum, rowSum;
+  Value dgeluC, summand;
+  SmallVector<memref::ExtractStridedMetadataOp> meta;
+  Value collapsible; // the run-time check that grouped dims are dense
+  SmallVector<Value> base, strides, ptrs;
+  Value M, N, K;
+  int64_t bytes = 0;
+  std::string name;
+  Value accumulate, biasAddr, rowSumAddr, geluAddr;
+  int64_t flagsBias = 0, flagsGelu = 0;
+
+  Value cst(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
+  Value size(Value v, unsigned p) { return b.create<memref::DimOp>(loc, v, p); }
+  bool overwrites() { return accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0; }
+  /// The address of v's first element (aligned pointer + offset · bytes).
+  Value addressOf(Value v) {
+    auto m = b.create<memref::ExtractStridedMetadataOp>(loc, v);
+    return b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, v),
+                                   b.create<arith::MulIOp>(loc, m.getOffset(), cst(bytes)));
+  }
+
+  /// dx = dy·GELU'(x) of C = dy right after, C zero-filled right before and
+  /// used by nothing else: the call writes dx itself, GELU'(x) ∘ (A·B), with
+  /// x in the GELU argument (cuBLASLt's DGELU epilogue).
+  void matchGeluGrad() {
+    if (call.dgeluFlag && epilogue && isZeroFillOf(fill, ops[2]))
+      dgelu = findGeluGrad(op, ops[2]);
+    if (!dgelu)
+      return;
     dgeluC = ops[2];
     Value dx = dgelu.getDpsInits()[0];
     if (auto alloc = dx.getDefiningOp<memref::AllocOp>(); alloc && op->isBeforeInBlock(alloc))
       alloc->moveBefore(op); // its sizes are defined before op (findGeluGrad)
     ops[2] = dx;
   }
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  auto cst = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(loc, v); };
-  auto size = [&](Value v, unsigned p) -> Value { return b.create<memref::DimOp>(loc, v, p); };
-  SmallVector<memref::ExtractStridedMetadataOp> meta;
-  for (Value v : ops)
-    meta.push_back(b.create<memref::ExtractStridedMetadataOp>(loc, v));
-  // A group of several dims collapses to one stride only where the operand
-  // is dense row-major over it. The identity layout says so statically;
-  // other layouts (a slice [w] of the window's tape: strides [?, F, 1],
-  // offset ?) are checked when the call runs, with the loop nest as the
-  // fallback.
-  Value collapsible;
-  auto dense = [&](unsigned i, ArrayRef<unsigned> pos) {
-    if (pos.size() < 2 || cast<MemRefType>(ops[i].getType()).getLayout().isIdentity())
-      return;
-    for (unsigned j = 0; j + 1 < pos.size(); ++j) {
-      Value inner = b.create<arith::MulIOp>(loc, meta[i].getStrides()[pos[j + 1]],
-                                            meta[i].getSizes()[pos[j + 1]]);
-      Value eq = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                         meta[i].getStrides()[pos[j]], inner);
-      collapsible = collapsible ? b.create<arith::AndIOp>(loc, collapsible, eq).getResult() : eq;
+
+  /// The operands' strides, offsets, sizes and pointers. A group of several
+  /// dims collapses to one stride only where the operand is dense row-major
+  /// over it. The identity layout says so statically; other layouts (a
+  /// slice [w] of the window's tape: strides [?, F, 1], offset ?) are
+  /// checked when the call runs, with the loop nest as the fallback.
+  void readLayouts() {
+    for (Value v : ops)
+      meta.push_back(b.create<memref::ExtractStridedMetadataOp>(loc, v));
+    auto dense = [&](unsigned i, ArrayRef<unsigned> pos) {
+      if (pos.size() < 2 || cast<MemRefType>(ops[i].getType()).getLayout().isIdentity())
+        return;
+      for (unsigned j = 0; j + 1 < pos.size(); ++j) {
+        Value inner = b.create<arith::MulIOp>(loc, meta[i].getStrides()[pos[j + 1]],
+                                              meta[i].getSizes()[pos[j + 1]]);
+        Value eq = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                           meta[i].getStrides()[pos[j]], inner);
+        collapsible = collapsible ? b.create<arith::AndIOp>(loc, collapsible, eq).getResult() : eq;
+      }
+    };
+    dense(0, c.aM), dense(0, c.aK), dense(1, c.bK), dense(1, c.bN), dense(2, c.cM), dense(2, c.cN);
+    auto product = [&](Value v, ArrayRef<unsigned> pos) {
+      Value r;
+      for (unsigned p : pos)
+        r = r ? b.create<arith::MulIOp>(loc, r, size(v, p)).getResult() : size(v, p);
+      return r;
+    };
+    // A group's stride is its innermost dim's (denseness checked above).
+    auto stride = [&](unsigned i, ArrayRef<unsigned> pos) -> Value {
+      return meta[i].getStrides()[pos.back()];
+    };
+    // Element offset of each operand without the batch dims: the layout's
+    // offset plus the constant indices.
+    base.resize(3);
+    for (unsigned i = 0; i < 3; ++i) {
+      Value off = meta[i].getOffset();
+      for (auto [r, e] : llvm::enumerate(maps[i].getResults()))
+        if (auto k = dyn_cast<AffineConstantExpr>(e); k && k.getValue() != 0)
+          off = b.create<arith::AddIOp>(
+              loc, off, b.create<arith::MulIOp>(loc, cst(k.getValue()), meta[i].getStrides()[r]));
+      base[i] = off;
     }
-  };
-  dense(0, aM), dense(0, aK), dense(1, bK), dense(1, bN), dense(2, cM), dense(2, cN);
-  auto product = [&](Value v, ArrayRef<unsigned> pos) {
-    Value r;
-    for (unsigned p : pos)
-      r = r ? b.create<arith::MulIOp>(loc, r, size(v, p)).getResult() : size(v, p);
-    return r;
-  };
-  // Strides and offsets from the operands' layouts (static or not); a
-  // group's stride is its innermost dim's (denseness checked above).
-  auto stride = [&](unsigned i, ArrayRef<unsigned> pos) -> Value {
-    return meta[i].getStrides()[pos.back()];
-  };
-  // Element offset of each operand without the batch dims: the layout's
-  // offset plus the constant indices.
-  SmallVector<Value> base(3);
-  for (unsigned i = 0; i < 3; ++i) {
-    Value off = meta[i].getOffset();
-    for (auto [r, e] : llvm::enumerate(maps[i].getResults()))
-      if (auto c = dyn_cast<AffineConstantExpr>(e); c && c.getValue() != 0)
-        off = b.create<arith::AddIOp>(
-            loc, off, b.create<arith::MulIOp>(loc, cst(c.getValue()), meta[i].getStrides()[r]));
-    base[i] = off;
+    M = product(ops[2], c.cM), N = product(ops[2], c.cN), K = product(ops[0], c.aK);
+    strides = {stride(0, c.aM), stride(0, c.aK), stride(1, c.bK),
+               stride(1, c.bN), stride(2, c.cM), stride(2, c.cN)};
+    for (Value v : ops)
+      ptrs.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, v));
   }
-  Value M = product(ops[2], cM), N = product(ops[2], cN), K = product(ops[0], aK);
-  SmallVector<Value> strides{stride(0, aM), stride(0, aK), stride(1, bK),
-                             stride(1, bN), stride(2, cM), stride(2, cN)};
-  SmallVector<Value> ptrs;
-  for (Value v : ops)
-    ptrs.push_back(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, v));
-  if (!bDims.empty() && !call.batchLoops)
-    return failure();
-  if (call.unitStride) {
-    // Each operand needs a unit stride in one of its two groups (a row- or
-    // column-major matrix with a leading dimension), known statically.
+
+  /// Whether `call` takes this product: batch dims need its batch loops; a
+  /// unit-stride ABI needs each operand row- or column-major, statically.
+  bool callTakesIt() {
+    if (!c.bDims.empty() && !call.batchLoops)
+      return false;
+    if (!call.unitStride)
+      return true;
     auto unit = [&](unsigned i, ArrayRef<unsigned> p, ArrayRef<unsigned> q) {
       SmallVector<int64_t> st;
       int64_t off;
@@ -663,30 +692,27 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
         return false;
       return st[p.back()] == 1 || st[q.back()] == 1;
     };
-    if (!unit(0, aM, aK) || !unit(1, bK, bN) || !unit(2, cM, cN))
-      return failure();
-  }
-  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
-  std::string name = call.name(elem.isF32());
-  declare(op->getParentOfType<ModuleOp>(), name, call.numArgs);
-  // A zero fill of C right before, covering exactly what the calls write
-  // (C indexed by loop dims only), is replaced by overwriting.
-  Value accumulate = cst(1);
-  if (dgelu || (isZeroFillOf(fill, ops[2]) && llvm::all_of(maps[2].getResults(), [](AffineExpr e) {
-                  return isa<AffineDimExpr>(e);
-                }))) {
-    fill.erase();
-    accumulate = cst(0);
+    return unit(0, c.aM, c.aK) && unit(1, c.bK, c.bN) && unit(2, c.cM, c.cN);
   }
 
-  // A bias broadcast into C before it: C = A·B + b in one call.
-  Value biasAddr;
-  int64_t flagsBias = 0;
-  linalg::GenericOp biasBroadcast;
-  if (call.biasArg && bDims.empty() && !dgelu &&
-      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 1)
-    biasBroadcast = matchBiasBroadcast(op, c);
-  if (biasBroadcast) {
+  /// A zero fill of C right before, covering exactly what the calls write
+  /// (C indexed by loop dims only), is replaced by overwriting.
+  void dropZeroFill() {
+    accumulate = cst(1);
+    if (dgelu ||
+        (isZeroFillOf(fill, ops[2]) &&
+         llvm::all_of(maps[2].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); }))) {
+      fill.erase();
+      accumulate = cst(0);
+    }
+  }
+
+  /// A bias broadcast into C before it: C = A·B + b in one call.
+  void fuseBias() {
+    if (call.biasArg && c.bDims.empty() && !dgelu && !overwrites())
+      biasBroadcast = matchBiasBroadcast(op, c);
+    if (!biasBroadcast)
+      return;
     Value bias = biasBroadcast.getDpsInputs()[0];
     auto bm = b.create<memref::ExtractStridedMetadataOp>(loc, bias);
     Value bp = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, bias);
@@ -696,70 +722,65 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     flagsBias = call.biasFlag;
   }
 
-  // GELU of C right after, into D of C's type (C overwritten): D = GELU(C)
-  // in the call, C keeps the pre-activation (cuBLASLt's GELU_AUX epilogue).
-  linalg::GenericOp gelu;
-  if (call.geluFlag && !dgelu && epilogue &&
-      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0)
-    gelu = findGelu(op, ops[2]);
-  if (gelu)
-    if (auto alloc = gelu.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
-        alloc && op->isBeforeInBlock(alloc))
-      alloc->moveBefore(op); // its sizes are defined before op (findGelu)
-  // C = C + x right after an overwritten C (a residual sum): C = A·B (+ b)
-  // + x in the call, x in the epilogue argument.
-  linalg::GenericOp sum;
-  Value summand;
-  if (call.addFlag && !gelu && !dgelu && epilogue &&
-      accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0)
-    if (linalg::GenericOp s = nextSum(op); s && s.getDpsInits()[0] == ops[2])
-      if (Value x = otherSummand(s, ops[2]);
-          x && definedBefore(x, op) && unroll::viewRoot(x) != unroll::viewRoot(ops[2]))
-        sum = s, summand = x;
-  // A's sums over k right after (a weight gradient's bias gradient): the
-  // call adds them while it packs A, into the vector in the epilogue
-  // argument.
-  linalg::GenericOp rowSum;
-  Value rowSumAddr;
-  if (call.rowSumFlag && !gelu && !dgelu && !sum && bDims.empty() &&
-      llvm::all_of(maps[0].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); }))
-    rowSum = findRowSum(op, ops[0], aM, aK, {ops[0], ops[1], ops[2]});
-  if (rowSum) {
+  /// GELU of C right after, into D of C's type (C overwritten): D = GELU(C)
+  /// in the call, C keeps the pre-activation (cuBLASLt's GELU_AUX
+  /// epilogue). Else C = C + x right after an overwritten C (a residual
+  /// sum): C = A·B (+ b) + x in the call, x in the epilogue argument.
+  void fuseGeluOrSum() {
+    if (call.geluFlag && !dgelu && epilogue && overwrites())
+      gelu = findGelu(op, ops[2]);
+    if (gelu)
+      if (auto alloc = gelu.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
+          alloc && op->isBeforeInBlock(alloc))
+        alloc->moveBefore(op); // its sizes are defined before op (findGelu)
+    if (call.addFlag && !gelu && !dgelu && epilogue && overwrites())
+      if (linalg::GenericOp s = nextSum(op); s && s.getDpsInits()[0] == ops[2])
+        if (Value x = otherSummand(s, ops[2]);
+            x && definedBefore(x, op) && unroll::viewRoot(x) != unroll::viewRoot(ops[2]))
+          sum = s, summand = x;
+  }
+
+  /// A's sums over k right after (a weight gradient's bias gradient): the
+  /// call adds them while it packs A, into the vector in the epilogue
+  /// argument.
+  void fuseRowSum() {
+    if (call.rowSumFlag && !gelu && !dgelu && !sum && c.bDims.empty() &&
+        llvm::all_of(maps[0].getResults(), [](AffineExpr e) { return isa<AffineDimExpr>(e); }))
+      rowSum = findRowSum(op, ops[0], c.aM, c.aK, {ops[0], ops[1], ops[2]});
+    if (!rowSum)
+      return;
     Value v = rowSum.getDpsInits()[0];
     if (!definedBefore(v, op))
       v.getDefiningOp()->moveBefore(op); // a view of values defined before op (findRowSum)
-    auto vm = b.create<memref::ExtractStridedMetadataOp>(loc, v);
-    rowSumAddr =
-        b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, v),
-                                b.create<arith::MulIOp>(loc, vm.getOffset(), cst(bytes)));
+    rowSumAddr = addressOf(v);
   }
-  // The epilogue argument: GELU's output D, GELU's input x for its
-  // gradient, or the summand.
-  Value geluAddr;
-  int64_t flagsGelu = 0;
-  if (Value d = gelu ? gelu.getDpsInits()[0] : dgelu ? dgelu.getDpsInputs()[0] : summand) {
+
+  /// The epilogue argument: GELU's output D, GELU's input x for its
+  /// gradient, or the summand. Where C's strides or its are known only when
+  /// the call runs, they must be equal then (else the loop nests).
+  void epilogueArgument() {
+    Value d = gelu ? gelu.getDpsInits()[0] : dgelu ? dgelu.getDpsInputs()[0] : summand;
+    if (!d)
+      return;
     auto dm = b.create<memref::ExtractStridedMetadataOp>(loc, d);
     geluAddr =
         b.create<arith::AddIOp>(loc, b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, d),
                                 b.create<arith::MulIOp>(loc, dm.getOffset(), cst(bytes)));
     flagsGelu = gelu ? call.geluFlag : dgelu ? call.dgeluFlag : call.addFlag;
-    // Where C's strides or d's are known only when the call runs, they must
-    // be equal then (else the loop nests).
     if (collapsible || d.getType() != ops[2].getType())
-      for (unsigned i = 0; i < cType.getRank(); ++i) {
+      for (unsigned i = 0; i < cRank; ++i) {
         Value eq = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dm.getStrides()[i],
                                            meta[2].getStrides()[i]);
         collapsible = collapsible ? b.create<arith::AndIOp>(loc, collapsible, eq).getResult() : eq;
       }
   }
 
-  // One call, or one per batch index (loops over the batch dims, sizes
-  // from C).
-  auto emitCall = [&](OpBuilder &nb, ValueRange ivs) {
+  /// The call at batch index `ivs` (empty without batch dims).
+  void emitCall(OpBuilder &nb, ValueRange ivs) {
     SmallVector<Value> addr(3);
     for (unsigned i = 0; i < 3; ++i) {
       Value off = base[i];
-      for (auto [j, d] : llvm::enumerate(bDims)) {
+      for (auto [j, d] : llvm::enumerate(c.bDims)) {
         unsigned pos = *maps[i].getResultPosition(nb.getAffineDimExpr(d));
         off = nb.create<arith::AddIOp>(
             loc, off, nb.create<arith::MulIOp>(loc, ivs[j], meta[i].getStrides()[pos]));
@@ -783,26 +804,33 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
     }
     assert(args.size() == call.numArgs && "the ABI header declares another signature");
     nb.create<func::CallOp>(loc, name, TypeRange{}, args);
-  };
-  auto emitCalls = [&](OpBuilder &b) {
-    if (bDims.empty()) {
-      emitCall(b, {});
+  }
+
+  /// One call, or one per batch index (loops over the batch dims, sizes
+  /// from C).
+  void emitCalls(OpBuilder &nb) {
+    if (c.bDims.empty()) {
+      emitCall(nb, {});
       return;
     }
     SmallVector<Value> lbs, ubs, steps;
-    for (unsigned d : bDims) {
+    for (unsigned d : c.bDims) {
       lbs.push_back(cst(0));
-      ubs.push_back(size(ops[2], *maps[2].getResultPosition(b.getAffineDimExpr(d))));
+      ubs.push_back(size(ops[2], *maps[2].getResultPosition(nb.getAffineDimExpr(d))));
       steps.push_back(cst(1));
     }
-    scf::buildLoopNest(b, loc, lbs, ubs, steps,
-                       [&](OpBuilder &nb, Location, ValueRange ivs) { emitCall(nb, ivs); });
-  };
-  if (!collapsible) {
-    emitCalls(b);
-  } else {
-    // Not dense after all: the loop nest (after the zero fill, if the
-    // calls were to overwrite).
+    scf::buildLoopNest(nb, loc, lbs, ubs, steps,
+                       [&](OpBuilder &lb, Location, ValueRange ivs) { emitCall(lb, ivs); });
+  }
+
+  /// The calls; where the layouts are checked at run time, under an scf.if
+  /// whose else branch is the original loop nest with everything fused
+  /// into the call (after the zero fill, if the calls were to overwrite).
+  void emit() {
+    if (!collapsible) {
+      emitCalls(b);
+      return;
+    }
     b.create<scf::IfOp>(
         loc, collapsible,
         [&](OpBuilder &tb, Location tl) {
@@ -812,32 +840,50 @@ LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const Contr
         [&](OpBuilder &eb, Location el) {
           if (biasBroadcast) {
             eb.clone(*biasBroadcast.getOperation());
-          } else if (accumulate.getDefiningOp<arith::ConstantIndexOp>().value() == 0) {
-            Value zero = eb.create<arith::ConstantOp>(el, eb.getZeroAttr(elem));
+          } else if (overwrites()) {
+            Value zero = eb.create<arith::ConstantOp>(el, eb.getZeroAttr(c.elem));
             eb.create<linalg::FillOp>(el, zero, dgelu ? dgeluC : ops[2]);
           }
           eb.clone(*op.getOperation());
-          if (gelu)
-            eb.clone(*gelu.getOperation());
-          if (dgelu)
-            eb.clone(*dgelu.getOperation());
-          if (sum)
-            eb.clone(*sum.getOperation());
-          if (rowSum)
-            eb.clone(*rowSum.getOperation());
+          for (linalg::GenericOp fused : {gelu, dgelu, sum, rowSum})
+            if (fused)
+              eb.clone(*fused.getOperation());
           eb.create<scf::YieldOp>(el);
         });
   }
-  if (biasBroadcast)
-    biasBroadcast.erase();
-  if (gelu)
-    gelu.erase();
-  if (dgelu)
-    dgelu.erase();
-  if (sum)
-    sum.erase();
-  if (rowSum)
-    rowSum.erase();
-  op.erase();
+
+  /// The product and what was fused into its call.
+  void eraseFused() {
+    for (linalg::GenericOp fused : {biasBroadcast, gelu, dgelu, sum, rowSum})
+      if (fused)
+        fused.erase();
+    op.erase();
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::unroll::rewriteContraction(linalg::GenericOp op, const ContractionCall &call) {
+  std::optional<Contraction> match = matchContraction(op);
+  if (!match)
+    return failure();
+  ContractionRewrite r(op, call, *match);
+  // Taken before this rewrite inserts its index arithmetic in between.
+  r.fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  r.epilogue = epilogueLayout(*match);
+  r.matchGeluGrad();
+  r.readLayouts();
+  if (!r.callTakesIt())
+    return failure();
+  r.bytes = match->elem.getIntOrFloatBitWidth() / 8;
+  r.name = call.name(match->elem.isF32());
+  declare(op->getParentOfType<ModuleOp>(), r.name, call.numArgs);
+  r.dropZeroFill();
+  r.fuseBias();
+  r.fuseGeluOrSum();
+  r.fuseRowSum();
+  r.epilogueArgument();
+  r.emit();
+  r.eraseFused();
   return success();
 }
