@@ -1,4 +1,4 @@
-// TiLISTA (Liu et al. 2019): one weight W shared by every layer, per-layer step sizes γ_k and thresholds θ_k (the task starts at ISTA: W = A/L, γ_k = 1, θ_k = λ/L).
+// TiLISTA (Liu et al. 2019): one weight W shared by every layer, per-layer step sizes γ_k and thresholds θ_k, with support selection as published (the task starts at ISTA: W = A/L, γ_k = 1, θ_k = λ/L).
 //
 // A learned unrolling of examples/sparse_coding.mlir's energy
 // ½‖b − A x‖² + λ‖x‖₁: 16 layers x ← η_{θ_k}(x + γ_k W_kᵀ(b − A x))
@@ -20,7 +20,7 @@ unroll.energy @tilista {
   %W = unroll.param "W" : tensor<250x500xf32>
   %g = unroll.param "gamma" init(ones) : tensor<16xf32>
   %t = unroll.param "theta" init(zeros) : tensor<16xf32>
-  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k
+  %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k support
          : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>, tensor<250x500xf32>, tensor<16xf32>
   unroll.yield %x : tensor<?x500xf32>
 }

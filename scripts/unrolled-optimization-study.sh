@@ -6,7 +6,8 @@
 #   "name=N ..."), noiseless and at SNR 40 dB (SNR_VARIANTS); modern Hopfield
 #   retrieval swept over beta.
 #   ONLY=sparse|hopfield runs one half; VARIANTS="alista ..." the learned
-#   unrollings to train; SNR_VARIANTS="alista ..." those also trained at 40 dB.
+#   unrollings to train; SNR_VARIANTS="alista ..." those also trained at 40 dB;
+#   E2E_VARIANTS those also trained end to end (E2E_STEPS steps, noiseless).
 #   scripts/unrolled-optimization-study.sh BUILD OUT
 set -euo pipefail
 BUILD=${1:-build}
@@ -14,10 +15,12 @@ OUT=${2:-docs/experiments/unrolled-optimization}
 ONLY=${ONLY:-all}
 VARIANTS=${VARIANTS:-alista tilista lista_cpss lista_cp lista}
 SNR_VARIANTS=${SNR_VARIANTS:-alista}
-STAGE_STEPS=${STAGE_STEPS:-alista=300 tilista=100 lista_cpss=60 lista_cp=30 lista=10}
+STAGE_STEPS=${STAGE_STEPS:-alista=300 tilista=300 lista_cpss=60 lista_cp=30 lista=10}
 # The learned unrollings are reported on more samples than ISTA and FISTA
 # (their NMSE near -60 dB is set by rare codes; the first 1000 are the same).
 LEARNED_SAMPLES=${LEARNED_SAMPLES:-10000}
+E2E_VARIANTS=${E2E_VARIANTS:-lista_cpss}
+E2E_STEPS=${E2E_STEPS:-4000}
 BIN=$BUILD/bin
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -45,6 +48,14 @@ if [ "$ONLY" != hopfield ]; then
         --samples "$LEARNED_SAMPLES" \
         --log-every 100 --out "$dir/$v" 2>&1 | tee "$dir/$v.txt"
     done
+    # End-to-end beside stage-wise, where the stages' budget is short.
+    if [ $snr = none ]; then
+      for v in $E2E_VARIANTS; do
+        [ -f "$TMP/$v.so" ] || compile $v examples/$v.mlir
+        "$BIN"/unroll-run "$TMP/$v.so" --task sparse_coding --training end-to-end --steps "$E2E_STEPS" \
+          --samples "$LEARNED_SAMPLES" --log-every 100 --out "$dir/${v}_e2e" 2>&1 | tee "$dir/${v}_e2e.txt"
+      done
+    fi
   done
 fi
 if [ "$ONLY" != sparse ]; then
@@ -59,7 +70,7 @@ if [ "$ONLY" != sparse ]; then
   done
 fi
 python3 scripts/unrolled-optimization-summary.py "$OUT"
-labels=(ista:ISTA fista:FISTA alista:ALISTA tilista:TiLISTA lista_cp:LISTA-CP lista_cpss:LISTA-CPSS lista:LISTA)
+labels=(ista:ISTA fista:FISTA alista:ALISTA tilista:TiLISTA lista_cp:LISTA-CP lista_cpss:LISTA-CPSS "lista_cpss_e2e:LISTA-CPSS end-to-end" lista:LISTA)
 series=()
 for l in "${labels[@]}"; do
   grep -q "${l%%:*}" <(head -1 "$OUT/sparse_coding_layers.csv") && series+=("$OUT/sparse_coding_layers.csv:$l")

@@ -22,7 +22,7 @@ summary["ista_fista"].update({"ista_energy_increases": ista["energy_increases"],
                               "ista_largest_roundoff_increase": ista["largest_roundoff_increase"],
                               "fista_rate_constant": fista["rate_constant"],
                               "seconds": {"ista": ista["seconds"], "fista": fista["seconds"]}})
-for v in ("alista", "tilista", "lista_cp", "lista_cpss", "lista"):
+for v in ("alista", "tilista", "lista_cp", "lista_cpss", "lista", "lista_cpss_e2e"):
     p = os.path.join(out, v, "sparse_coding.json")
     if os.path.exists(p):
         j = json.load(open(p))

@@ -331,7 +331,9 @@ FlagTable table(Options &o) {
          "  LISTA, LISTA-CP(SS), TiLISTA, ALISTA) is trained first on fresh batches\n"
          "  (--batch, default 64), validated every --log-every steps (100), then reported\n"
          "  as NMSE per layer. --lr (5e-4) and --steps (the whole run; default: no cap,\n"
-         "  4000 end-to-end) apply; the config file (--config) takes the same keys.");
+         "  4000 end-to-end) apply; the config file (--config) takes the same keys.\n"
+         "  The trained parameters go to DIR/checkpoint; --checkpoint C evaluates them\n"
+         "  on --seed's samples without training.");
   t.option("--dict-seed", "S",
            "sparse coding: seed of the dictionary A (default 0);\n"
            "--seed draws the samples, so a trained unrolling is\n"
