@@ -24,6 +24,7 @@
 #include <random>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 
 namespace key = ::unroll::info;
 
@@ -59,6 +60,68 @@ std::vector<int64_t> entryLayers(const nlohmann::json &e, size_t size) {
         layer[off + i] = i / (numel / K);
   }
   return layer;
+}
+
+/// The descent of `in`'s rows (and, with `grad`, the gradient of
+/// ½ Σ ‖Y_k − target‖² for the parameters) in near-equal row slices, one
+/// thread each: the rows are independent samples, so this is the one-thread
+/// result up to the order of the sums. `tr.y` holds the rows in order,
+/// `tr.energies` and `grad` the sums over the slices.
+bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &in, int64_t k,
+                 int threads, const std::vector<double> *target, EnergyTrace &tr,
+                 std::vector<double> *grad, std::string &error) {
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, in.rows));
+  struct Slice {
+    DescentInputs in;
+    EnergyTrace tr;
+    std::vector<double> dy, dy0, dx, grad;
+    std::string error;
+    bool ok = false;
+  };
+  std::vector<Slice> slices(parts);
+  auto run = [&](int64_t p) {
+    Slice &sl = slices[p];
+    int64_t r0 = in.rows * p / parts, r1 = in.rows * (p + 1) / parts;
+    sl.in.rows = sl.in.xRows = r1 - r0;
+    sl.in.cols = in.cols, sl.in.xCols = in.xCols;
+    sl.in.theta = in.theta;
+    sl.in.y0.assign(in.y0.begin() + r0 * in.cols, in.y0.begin() + r1 * in.cols);
+    sl.in.x.assign(in.x.begin() + r0 * in.xCols, in.x.begin() + r1 * in.xCols);
+    if (!runEnergyDescent(m, e, sl.in, k, sl.tr, sl.error))
+      return;
+    if (grad) {
+      sl.dy.resize(sl.tr.y.size());
+      for (size_t i = 0; i < sl.dy.size(); ++i)
+        sl.dy[i] = sl.tr.y[i] - (*target)[r0 * in.cols + i];
+      if (!energyDescentVJP(m, e, sl.in, k, sl.dy, sl.dy0, sl.dx, sl.grad, sl.error))
+        return;
+    }
+    sl.ok = true;
+  };
+  std::vector<std::thread> pool;
+  for (int64_t p = 1; p < parts; ++p)
+    pool.emplace_back(run, p);
+  run(0);
+  for (std::thread &t : pool)
+    t.join();
+  tr = EnergyTrace();
+  if (grad)
+    grad->assign(in.theta.size(), 0.0);
+  for (Slice &sl : slices) {
+    if (!sl.ok) {
+      error = sl.error;
+      return false;
+    }
+    tr.y.insert(tr.y.end(), sl.tr.y.begin(), sl.tr.y.end());
+    if (tr.energies.empty())
+      tr.energies.assign(sl.tr.energies.size(), 0.0);
+    for (size_t i = 0; i < tr.energies.size(); ++i)
+      tr.energies[i] += sl.tr.energies[i];
+    if (grad)
+      for (size_t i = 0; i < grad->size(); ++i)
+        (*grad)[i] += sl.grad[i];
+  }
+  return true;
 }
 
 } // namespace
@@ -147,11 +210,14 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       std::fill(trainable.begin() + off, trainable.begin() + off + numel, 1);
   }
   int64_t numTrained = std::count(trainable.begin(), trainable.end(), 1);
+  // The batches' rows go to this many threads ($UNROLL_THREADS, else every
+  // core this process may use).
+  const int threads = threadsFromEnvironment() > 0 ? threadsFromEnvironment() : defaultThreads();
   // NMSE per layer on the reported samples (`val`: --samples of --seed).
   auto validate = [&](int64_t k, double &nmse, double &energy) {
     EnergyTrace tr;
     val.y0.assign(val.rows * n, 0.0);
-    if (!runEnergyDescent(m, e, val, k, tr, error))
+    if (!descendRows(m, e, val, k, threads, nullptr, tr, nullptr, error))
       return false;
     nmse = k == 0 ? 0.0 : nmseDb(tr.y);
     energy = tr.energies.back();
@@ -174,7 +240,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     EnergyTrace tr;
     held.theta = val.theta;
     held.y0.assign(held.rows * n, 0.0);
-    if (!runEnergyDescent(m, e, held, k, tr, error))
+    if (!descendRows(m, e, held, k, threads, nullptr, tr, nullptr, error))
       return false;
     double err = 0;
     for (size_t i = 0; i < tr.y.size(); ++i)
@@ -191,7 +257,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   std::mt19937_64 rng(o.seed + 1);
   DescentInputs batch = val;
   batch.rows = batch.xRows = o.batch;
-  std::vector<double> xs, dy, dy0, dx, grad;
+  std::vector<double> xs, grad;
   EnergyTrace tr;
   double initNmse, initEnergy;
   if (!validate(layers, initNmse, initEnergy))
@@ -217,12 +283,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     for (int64_t s = 0; s < maxSteps && step < o.steps; ++s, ++step) {
       drawSamples(rng, A, mm, n, o.batch, o.snrDb, xs, batch.x);
       batch.y0.assign(o.batch * n, 0.0);
-      if (!runEnergyDescent(m, e, batch, depth, tr, error))
-        return false;
-      dy.resize(tr.y.size());
-      for (size_t i = 0; i < dy.size(); ++i)
-        dy[i] = tr.y[i] - xs[i];
-      if (!energyDescentVJP(m, e, batch, depth, dy, dy0, dx, grad, error))
+      if (!descendRows(m, e, batch, depth, threads, &xs, tr, &grad, error))
         return false;
       for (size_t i = 0; i < grad.size(); ++i) {
         if (!std::isfinite(grad[i])) {
