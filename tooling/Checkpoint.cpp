@@ -275,6 +275,16 @@ bool unroll::checkpointConfig(const std::string &path, nlohmann::json &config, s
   return true;
 }
 
+bool unroll::loadSnapshotParameters(const std::string &stepDir, const nlohmann::json &info,
+                                    std::vector<double> &theta, std::string &error) {
+  std::string file = stepDir + "/optimizer.safetensors";
+  struct stat st;
+  if (stat(file.c_str(), &st) != 0)
+    return loadParameters(stepDir, info, theta, error);
+  TensorMap opt;
+  return readSafetensors(file, opt, error) && unnamed(info, opt, "master.", theta, file, error);
+}
+
 bool unroll::loadParameters(const std::string &path, const nlohmann::json &info,
                             std::vector<double> &theta, std::string &error) {
   struct stat st;

@@ -23,7 +23,6 @@
 #include <cstdio>
 #include <random>
 #include <sstream>
-#include <sys/stat.h>
 #include <thread>
 
 namespace key = ::unroll::info;
@@ -347,19 +346,9 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
                                                : std::string());
         return 2;
       }
-    // A checkpoint folder gives the f64 master copy; a lone snapshot, the
-    // parameters as stored (f32).
     std::vector<double> loaded;
-    struct stat st;
-    if (stat((o.checkpoint + "/latest").c_str(), &st) == 0) {
-      TrainState state;
-      nlohmann::json ignored;
-      if (!loadCheckpoint(o.checkpoint, trainedInfo, state, ignored, error))
-        return 2;
-      loaded = std::move(state.theta);
-    } else if (!loadParameters(o.checkpoint, trainedInfo, loaded, error)) {
+    if (!loadSnapshotParameters(stepDir, trainedInfo, loaded, error))
       return 2;
-    }
     for (size_t i = 0; i < loaded.size(); ++i)
       if (trainable[i])
         batch.theta[i] = loaded[i];

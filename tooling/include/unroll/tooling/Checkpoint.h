@@ -51,6 +51,10 @@ bool loadParameters(const std::string &path, const nlohmann::json &modelInfo,
 /// empty object where the snapshot has none.
 bool checkpointConfig(const std::string &path, nlohmann::json &config, std::string &stepDir,
                       std::string &error);
+/// The parameters of one snapshot (DIR/ckpt-NNNNNNN): its f64 master copy
+/// (optimizer.safetensors) where it has one, else model.safetensors.
+bool loadSnapshotParameters(const std::string &stepDir, const nlohmann::json &modelInfo,
+                            std::vector<double> &theta, std::string &error);
 /// Writes `text` to `path` atomically (temp, fsync, rename).
 bool writeFileAtomic(const std::string &path, const std::string &text, std::string &error);
 
