@@ -294,3 +294,62 @@ bool unroll::attentionWeights(const Model &m, const nlohmann::json &e, const Ene
     weights<double>(fn, in, out);
   return true;
 }
+
+namespace {
+template <typename T>
+double adamStep(void *fn, const AdamStep &opt, std::vector<double> &theta,
+                const std::vector<double> &grad, std::vector<double> &mom,
+                std::vector<double> &vel) {
+  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *,
+                      MemRef<T, 1> *, MemRef<T, 1> *);
+  std::vector<T> th = convert<T>(theta), g = convert<T>(grad), m = convert<T>(mom),
+                 v = convert<T>(vel), hyper = adamHyper<T>(opt), partial(kAdamPartials);
+  const int64_t n = (int64_t)th.size();
+  auto tm = makeMemRef<T, 1>(th.data(), {n}), gm = makeMemRef<T, 1>(g.data(), {n}),
+       mm = makeMemRef<T, 1>(m.data(), {n}), vm = makeMemRef<T, 1>(v.data(), {n});
+  auto hm = makeMemRef<T, 1>(hyper.data(), {kAdamHyper});
+  auto pm = makeMemRef<T, 1>(partial.data(), {kAdamPartials});
+  reinterpret_cast<Fn>(fn)(&tm, &gm, &mm, &vm, &hm, &pm);
+  theta.assign(th.begin(), th.end());
+  mom.assign(m.begin(), m.end());
+  vel.assign(v.begin(), v.end());
+  double sum = 0;
+  for (T x : partial)
+    sum += x;
+  return sum;
+}
+} // namespace
+
+bool unroll::hasEnergyAdam(const Model &m, const nlohmann::json &e) {
+  return e.contains(key::kAdam) && e[key::kAdam].is_string() &&
+         m.entry(e[key::kAdam].get<std::string>());
+}
+
+bool unroll::energyAdamStep(const Model &m, const nlohmann::json &e, const AdamStep &opt,
+                            std::vector<double> &theta, const std::vector<double> &grad,
+                            std::vector<double> &mom, std::vector<double> &vel, double &normSq,
+                            std::string &error) {
+  if (!e.contains(key::kAdam) || !e[key::kAdam].is_string()) {
+    error = m.path() + ": energy '" + e.value(key::kName, "") +
+            "' has no compiled Adam (@E_adam: a differentiated energy with trained parameters; "
+            "rebuild the library with this unroll-opt)";
+    return false;
+  }
+  void *fn = lookupEntry(m, e, key::kAdam, error);
+  if (!fn)
+    return false;
+  if (mom.empty())
+    mom.assign(theta.size(), 0.0);
+  if (vel.empty())
+    vel.assign(theta.size(), 0.0);
+  if (grad.size() != theta.size() || mom.size() != theta.size() || vel.size() != theta.size() ||
+      theta.size() != (size_t)e.value(key::kNumParams, (int64_t)-1)) {
+    error = "energy Adam step: theta, its gradient and Adam's moments must each have the "
+            "energy's " +
+            std::to_string(e.value(key::kNumParams, (int64_t)-1)) + " values";
+    return false;
+  }
+  normSq = isF32(m) ? adamStep<float>(fn, opt, theta, grad, mom, vel)
+                    : adamStep<double>(fn, opt, theta, grad, mom, vel);
+  return true;
+}

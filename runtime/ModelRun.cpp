@@ -344,18 +344,6 @@ void callLossGradFixedInto(const TokenLayout &L, void *fn, ReadOnlyFn ro, const 
   stats = {double(st[0]), double(st[1])};
 }
 
-/// @M_adam's hyper buffer: lr / (1 - beta1^t), sqrt(1 - beta2^t), beta1, beta2, eps.
-/// kAdamPartials: the partial sums of the squared gradient norm, each a thread
-/// of the GPU kernel. 256 were one block on one of an H200's 132 multiprocessors,
-/// 587 us for the paper config's 847,873 values (2026-12-04); 32,768 are 128
-/// blocks of 26 values per thread, and 128 KB read back per step.
-constexpr int64_t kAdamHyper = 5, kAdamPartials = 32768;
-template <typename T> std::vector<T> adamHyper(const AdamStep &opt) {
-  double bc1 = 1 - std::pow(opt.beta1, (double)opt.step);
-  double bc2 = 1 - std::pow(opt.beta2, (double)opt.step);
-  return {T(opt.lr / bc1), T(std::sqrt(bc2)), T(opt.beta1), T(opt.beta2), T(opt.eps)};
-}
-
 /// One @M_adam call on resident state with `hyper` and `partial` buffers
 /// (host or resident memory).
 template <typename T> void callAdamOn(void *fn, ResidentState &st, T *hyper, T *partial) {

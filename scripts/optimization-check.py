@@ -9,7 +9,8 @@ For each energy of test/Integration/CPU/Inputs/optimization-energies.mlir:
   * the compiled energies against the energy written here;
   * the energy never increases along the descent;
   * the compiled gradient (@E_descend_vjp) of <W, Y_T> against central
-    differences, for Y_0, X and every parameter.
+    differences, for Y_0, X and every parameter;
+  * the learned unrollings' compiled Adam (@E_adam) against its formula.
 Prints one line per check and exits 1 if any fails."""
 import ctypes
 import json
@@ -220,6 +221,31 @@ for name in ("lista_cp", "alista", "lista", "lista_cpss"):
           + (" (W1 b + W2 x)" if "W2" in ps else "") + (" with support selection" if support else ""), rel(y, ref_y) < 1e-12,
           f"max |Δ|/max|x| = {rel(y, ref_y):.2e} over {steps} steps ({K} layers)")
     grad_check(name, e, y0, b, theta, steps, rng)
+
+# --- the learned unrollings' optimizer (@E_adam) ----------------------------
+# Three steps of the compiled Adam against PyTorch's formulation written here:
+# m ← β1 m + (1−β1) g, v ← β2 v + (1−β2) g², θ ← θ − lr m̂ / (√v̂ + ε).
+e = energies["lista_cp"]
+size = e["num_params"]
+arng = np.random.default_rng(7)  # its own stream: the checks above and below keep theirs
+theta = arng.standard_normal(size)
+m_ref, v_ref, t_ref = np.zeros(size), np.zeros(size), theta.copy()
+mom, vel, got = np.zeros(size), np.zeros(size), theta.copy()
+lr, b1, b2, eps = 1e-2, 0.9, 0.999, 1e-8
+adam = getattr(lib, "_mlir_ciface_" + e["adam"])
+for step in range(1, 4):
+    g = arng.standard_normal(size) * (arng.random(size) < 0.7)
+    hyper = np.array([lr / (1 - b1 ** step), np.sqrt(1 - b2 ** step), b1, b2, eps])
+    partial = np.zeros(7)
+    adam(ref(got), ref(g), ref(mom), ref(vel), ref(hyper), ref(partial))
+    m_ref = b1 * m_ref + (1 - b1) * g
+    v_ref = b2 * v_ref + (1 - b2) * g * g
+    t_ref = t_ref - lr * (m_ref / (1 - b1 ** step)) / (np.sqrt(v_ref / (1 - b2 ** step)) + eps)
+    norm_ok = abs(partial.sum() - np.sum(g * g)) < 1e-12 * np.sum(g * g)
+check("lista_cp Adam (@E_adam) vs NumPy, 3 steps", rel(got, t_ref) < 1e-12 and rel(vel, v_ref) < 1e-12 and norm_ok,
+      f"max |Δθ|/max|θ| = {rel(got, t_ref):.2e}, squared gradient norm {'matches' if norm_ok else 'DIFFERS'}")
+check("energies without trained parameters have no Adam", e["adam"] and energies["hopfield"]["adam"] is None,
+      f"lista_cp: {e['adam']}, hopfield: {energies['hopfield']['adam']}")
 
 # --- Hopfield ----------------------------------------------------------------
 e = energies["hopfield"]

@@ -9,18 +9,20 @@
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/Energy.h"
 #include "unroll/runtime/ModelInfo.h"
-#include "unroll/tooling/Adam.h"
 #include "unroll/tooling/Checkpoint.h"
 #include "unroll/tooling/OptimizationTasks.h"
 #include "unroll/tooling/Plot.h"
 #include "unroll/tooling/Process.h"
+#include "unroll/tooling/Safetensors.h"
 
 #include "OptimizationCommon.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -121,6 +123,56 @@ bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &i
         (*grad)[i] += sl.grad[i];
   }
   return true;
+}
+
+/// --predict: the codes of the measurements in o.input ('b' [B, m]) after
+/// every layer, from x_0 = 0, written to o.output as 'x' [B, n] with the
+/// dictionary 'A' [m, n] they are codes for.
+int predictCodes(const Model &m, const nlohmann::json &e, const OptimizationOptions &o,
+                 const std::vector<double> &A, int64_t mm, int64_t n, int64_t layers, int threads,
+                 const std::vector<double> &theta, std::string &error) {
+  if (o.input.empty() || o.output.empty()) {
+    error = "--predict needs --input measurements.safetensors ('b' [B, " + std::to_string(mm) +
+            "]) and --output codes.safetensors";
+    return 2;
+  }
+  TensorMap in;
+  if (!readSafetensors(o.input, in, error))
+    return 2;
+  auto it = in.find("b");
+  if (it == in.end()) {
+    error = o.input + ": has no tensor 'b' (the measurements, [B, " + std::to_string(mm) + "])";
+    return 2;
+  }
+  const Tensor &b = it->second;
+  if (b.shape.size() != 2 || b.shape[1] != mm || b.shape[0] < 1) {
+    error = o.input + ": tensor 'b' has shape " + nlohmann::json(b.shape).dump() + ", expected [B, " +
+            std::to_string(mm) + "] with B >= 1 (m = " + std::to_string(mm) +
+            " measurements per sample)";
+    return 2;
+  }
+  if (!checkFinite(b, o.input + ": tensor 'b'", error))
+    return 2;
+  DescentInputs d;
+  d.rows = d.xRows = b.shape[0];
+  d.cols = n;
+  d.xCols = mm;
+  d.x = b.data;
+  d.y0.assign(d.rows * n, 0.0);
+  d.theta = theta;
+  EnergyTrace tr;
+  if (!descendRows(m, e, d, layers, threads, nullptr, tr, nullptr, error))
+    return 1;
+  TensorMap out;
+  out["x"] = {{d.rows, n}, tr.y};
+  out["A"] = {{mm, n}, A};
+  if (!writeSafetensors(o.output, out, "F64", error))
+    return 1;
+  printf("predicted the codes of %lld measurements after %lld layers: %s ('x' [%lld, %lld], the "
+         "dictionary 'A' [%lld, %lld])\n",
+         (long long)d.rows, (long long)layers, o.output.c_str(), (long long)d.rows, (long long)n,
+         (long long)mm, (long long)n);
+  return 0;
 }
 
 } // namespace
@@ -267,49 +319,102 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   auto t0 = std::chrono::steady_clock::now();
   int64_t step = 0; // over every stage
 
-  // One stage: Adam with fresh moments at rate lr on the entries with
-  // scale[i] > 0 (their gradients times scale[i]), validated at `depth` every
-  // evalEvery steps. It ends when the validation NMSE has not improved by
-  // 0.01 dB for `patience` evaluations, after `maxSteps` steps, or when the
-  // run's --steps are spent, and keeps its best validated point.
-  auto stage = [&](const std::string &name, int64_t depth, double lr,
-                   const std::vector<double> &scale, int64_t maxSteps) -> bool {
-    Adam adam;
-    adam.lr = lr;
-    double best = 1e300;
+  // The schedule, every stage in order. Stage-wise, as the LISTA/ALISTA
+  // reference code trains: for each layer t, first its own new parameters
+  // alone at lr with the loss at layer t, then every parameter of layers ≤ t
+  // at 0.2 lr and 0.02 lr, a parameter of layer j's gradient scaled by
+  // layer_decay^(t − j); the last layer's stages train the whole stack. End
+  // to end: the whole stack at lr, then 0.2 lr and 0.02 lr.
+  struct Stage {
+    std::string name;
+    int64_t depth;
+    int64_t layer; // -1: every trained parameter alike (end to end)
+    bool own;      // layer t's own parameters alone
+    double lr;
+    int64_t maxSteps;
+  };
+  std::vector<Stage> stages;
+  const double decays[] = {1.0, 0.2, 0.02};
+  if (o.training == "end-to-end") {
+    for (double d : decays)
+      stages.push_back({"end-to-end", layers, -1, false, o.lr * d, o.steps});
+  } else {
+    for (int64_t t = 0; t < std::min(K, layers); ++t) {
+      int64_t depth = t + 1 == std::min(K, layers) ? layers : t + 1;
+      std::string layer = "layer " + std::to_string(t + 1) + "/" + std::to_string(K);
+      bool hasOwn = false;
+      for (size_t i = 0; i < trainable.size(); ++i)
+        hasOwn |= trainable[i] && layerOf[i] == t;
+      if (hasOwn)
+        stages.push_back({layer + " new", depth, t, true, o.lr, o.stageSteps});
+      stages.push_back({layer + " all x0.2", depth, t, false, o.lr * decays[1], o.stageSteps});
+      stages.push_back({layer + " all x0.02", depth, t, false, o.lr * decays[2], o.stageSteps});
+    }
+  }
+  // A stage's gradient scale per entry of θ (0: the entry stays).
+  auto scaleOf = [&](const Stage &st) {
+    std::vector<double> scale(val.theta.size(), 0.0);
+    for (size_t i = 0; i < scale.size(); ++i)
+      if (!trainable[i] || (st.layer >= 0 && layerOf[i] > st.layer))
+        scale[i] = 0.0;
+      else if (st.layer < 0)
+        scale[i] = 1.0;
+      else if (st.own)
+        scale[i] = layerOf[i] == st.layer ? 1.0 : 0.0;
+      else
+        scale[i] = std::pow(o.layerDecay, double(st.layer - layerOf[i]));
+    return scale;
+  };
+
+  // One stage: the library's compiled Adam (@E_adam) with fresh moments at
+  // the stage's rate on the entries with scale[i] > 0 (their gradients
+  // times scale[i]; the others have zero gradients and moments, so Adam
+  // leaves them), validated at the stage's depth every evalEvery steps. It
+  // ends when the validation NMSE has not improved by 0.01 dB for
+  // `patience` evaluations, after its most steps, or when the run's --steps
+  // are spent, and keeps its best validated point.
+  const Fault fault = Fault::fromEnvironment();
+  auto runStage = [&](const Stage &st) -> bool {
+    const std::vector<double> scale = scaleOf(st);
+    AdamStep adam;
+    adam.lr = st.lr;
+    adam.step = 0;
+    std::vector<double> mom, vel;
+    double best = 1e300, normSq = 0;
     std::vector<double> bestTheta = batch.theta;
     int sinceBest = 0;
-    for (int64_t s = 0; s < maxSteps && step < o.steps; ++s, ++step) {
+    for (int64_t s = 0; s < st.maxSteps && step < o.steps; ++s, ++step) {
+      if (fault.at("die", 0, step + 1))
+        raise(SIGKILL); // the tests' crash mid-stage ($UNROLL_FAULT=die:0:STEP)
       drawSamples(rng, A, mm, n, o.batch, o.snrDb, xs, batch.x);
       batch.y0.assign(o.batch * n, 0.0);
-      if (!descendRows(m, e, batch, depth, threads, &xs, tr, &grad, error))
+      if (!descendRows(m, e, batch, st.depth, threads, &xs, tr, &grad, error))
         return false;
       for (size_t i = 0; i < grad.size(); ++i) {
         if (!std::isfinite(grad[i])) {
-          error = "non-finite gradient at step " + std::to_string(step + 1) + " (" + name +
+          error = "non-finite gradient at step " + std::to_string(step + 1) + " (" + st.name +
                   "; try a smaller --lr)";
           return false;
         }
         grad[i] *= scale[i];
       }
-      std::vector<double> before = batch.theta;
-      adam.update(batch.theta, grad);
-      for (size_t i = 0; i < grad.size(); ++i)
-        if (scale[i] == 0)
-          batch.theta[i] = before[i];
-      if ((s + 1) % o.evalEvery == 0 || s + 1 == maxSteps || step + 1 == o.steps) {
+      ++adam.step;
+      if (!energyAdamStep(m, e, adam, batch.theta, grad, mom, vel, normSq, error))
+        return false;
+      if ((s + 1) % o.evalEvery == 0 || s + 1 == st.maxSteps || step + 1 == o.steps) {
         val.theta = batch.theta;
         double nmse;
-        if (!heldOut(depth, nmse))
+        if (!heldOut(st.depth, nmse))
           return false;
         history.push_back({{"step", step + 1},
-                           {"stage", name},
-                           {"depth", depth},
-                           {"lr", lr},
+                           {"stage", st.name},
+                           {"depth", st.depth},
+                           {"lr", st.lr},
                            {"held_out_nmse_db", nmse}});
         fprintf(stderr,
                 "  %-22s step %7lld  lr %.1e  held-out NMSE at layer %2lld %8.2f dB  %7.1f s\n",
-                name.c_str(), (long long)step + 1, lr, (long long)depth, nmse, seconds(t0));
+                st.name.c_str(), (long long)step + 1, st.lr, (long long)st.depth, nmse,
+                seconds(t0));
         if (nmse < best - 0.01) {
           best = nmse, sinceBest = 0, bestTheta = batch.theta;
         } else if (++sinceBest >= o.patience) {
@@ -330,7 +435,47 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       trainedInfo[key::kParams].push_back(p);
   nlohmann::json problem{{"task", "sparse_coding"}, {"energy", e[key::kName]}, {"m", mm}, {"n", n},
                          {"dict_seed", o.dictSeed}, {"lambda", lambda}};
-  const double decays[] = {1.0, 0.2, 0.02};
+  // What a resumed run must share with the run it continues: the problem,
+  // and everything that decides the stages and their samples (--steps may
+  // grow).
+  nlohmann::json training = problem;
+  training["training"] = o.training;
+  training["stage_steps"] = o.stageSteps;
+  training["patience"] = o.patience;
+  training["layer_decay"] = o.layerDecay;
+  training["lr"] = o.lr;
+  training["batch"] = o.batch;
+  training["seed"] = o.seed;
+  training["log_every"] = o.evalEvery;
+  training["snr_db"] = o.snrDb;
+  const std::string ckptDir = o.out + "/checkpoint";
+  // Each stage ends with a checkpoint (the theta it kept, the sample
+  // stream's state, the stages done): --resume goes on from the stage after
+  // it, and gives the uninterrupted run's result exactly.
+  auto saveStages = [&](size_t done) {
+    TrainState state;
+    state.step = step;
+    state.theta = batch.theta;
+    std::ostringstream r;
+    r << rng;
+    state.rng = r.str();
+    nlohmann::json config = training;
+    config["steps"] = o.steps == INT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(o.steps);
+    config["stages_done"] = done;
+    config["stages"] = stages.size();
+    config["history"] = history;
+    return saveCheckpoint(ckptDir, trainedInfo, state, config, error);
+  };
+  auto loadParams = [&](const std::string &stepDir) {
+    std::vector<double> loaded;
+    if (!loadSnapshotParameters(stepDir, trainedInfo, loaded, error))
+      return false;
+    for (size_t i = 0; i < loaded.size(); ++i)
+      if (trainable[i])
+        batch.theta[i] = loaded[i];
+    return true;
+  };
+  size_t firstStage = 0;
   if (!o.checkpoint.empty()) {
     // Evaluation only: the trained parameters from the checkpoint, on this
     // seed's samples of the dictionary the checkpoint was trained for.
@@ -346,43 +491,52 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
                                                : std::string());
         return 2;
       }
-    std::vector<double> loaded;
-    if (!loadSnapshotParameters(stepDir, trainedInfo, loaded, error))
+    if (!loadParams(stepDir))
       return 2;
-    for (size_t i = 0; i < loaded.size(); ++i)
-      if (trainable[i])
-        batch.theta[i] = loaded[i];
-  } else if (o.training == "end-to-end") {
-    // The whole stack at once: lr, then 0.2 lr and 0.02 lr.
-    std::vector<double> all(trainable.begin(), trainable.end());
-    for (double d : decays)
-      if (!stage("end-to-end", layers, o.lr * d, all, o.steps))
-        return 1;
-  } else {
-    // Stage-wise, as the LISTA/ALISTA reference code trains: for each layer
-    // t, first its own new parameters alone at lr with the loss at layer t,
-    // then every parameter of layers ≤ t at 0.2 lr and 0.02 lr, a parameter
-    // of layer j's gradient scaled by layer_decay^(t − j). The last layer's
-    // stages train the whole stack.
-    for (int64_t t = 0; t < std::min(K, layers) && step < o.steps; ++t) {
-      int64_t depth = t + 1 == std::min(K, layers) ? layers : t + 1;
-      std::vector<double> own(val.theta.size(), 0.0), upTo(val.theta.size(), 0.0);
-      for (size_t i = 0; i < own.size(); ++i) {
-        if (!trainable[i] || layerOf[i] > t)
-          continue;
-        own[i] = layerOf[i] == t ? 1.0 : 0.0;
-        upTo[i] = std::pow(o.layerDecay, double(t - layerOf[i]));
-      }
-      std::string layer = "layer " + std::to_string(t + 1) + "/" + std::to_string(K);
-      if (std::count(own.begin(), own.end(), 1.0) &&
-          !stage(layer + " new", depth, o.lr, own, o.stageSteps))
-        return 1;
-      for (double d : {decays[1], decays[2]})
-        if (!stage(layer + (d == decays[1] ? " all x0.2" : " all x0.02"), depth, o.lr * d, upTo,
-                   o.stageSteps))
-          return 1;
+    if (o.predict)
+      return predictCodes(m, e, o, A, mm, n, layers, threads, batch.theta, error);
+    firstStage = stages.size();
+  } else if (o.resume) {
+    nlohmann::json c;
+    std::string stepDir;
+    if (!checkpointConfig(ckptDir, c, stepDir, error)) {
+      error = "--resume: " + error;
+      return 2;
     }
+    for (auto &[k, v] : training.items())
+      if (!c.contains(k) || c[k] != v) {
+        error = "--resume: " + stepDir + "/state.json was written with " + k + " = " +
+                (c.contains(k) ? c[k].dump() : std::string("(none)")) + ", this run has " +
+                v.dump() + " (resume with the settings it was trained with)";
+        return 2;
+      }
+    std::ifstream f(stepDir + "/state.json");
+    nlohmann::json st = nlohmann::json::parse(f, nullptr, false);
+    std::istringstream r(st.value("rng", std::string()));
+    r >> rng;
+    if (!r || !loadParams(stepDir)) {
+      if (error.empty())
+        error = stepDir + "/state.json: no sample-stream state to resume from";
+      return 2;
+    }
+    step = st.value("step", (int64_t)0);
+    firstStage = c.value("stages_done", (size_t)0);
+    history = c.value("history", nlohmann::json::array());
+    if (firstStage > stages.size()) {
+      error = "--resume: " + stepDir + " has " + std::to_string(firstStage) +
+              " stages done, this schedule has " + std::to_string(stages.size());
+      return 2;
+    }
+    if (firstStage < stages.size())
+      fprintf(stderr, "  resuming %s at stage %zu of %zu (%s), step %lld\n", ckptDir.c_str(),
+              firstStage + 1, stages.size(), stages[firstStage].name.c_str(), (long long)step);
+    else
+      fprintf(stderr, "  resuming %s: its %zu stages are done (step %lld); evaluating\n",
+              ckptDir.c_str(), stages.size(), (long long)step);
   }
+  for (size_t i = firstStage; i < stages.size() && step < o.steps; ++i)
+    if (!runStage(stages[i]) || (!o.out.empty() && !saveStages(i + 1)))
+      return 1;
   val.theta = batch.theta;
   double trainSeconds = seconds(t0);
 
@@ -390,21 +544,6 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   for (int64_t k = 0; k <= layers; ++k)
     if (!validate(k, nmse[k], energy[k]))
       return 1;
-  if (o.checkpoint.empty() && !o.out.empty()) {
-    TrainState state;
-    state.step = step;
-    state.theta = val.theta;
-    nlohmann::json config = problem;
-    config["training"] = o.training;
-    config["steps"] = step;
-    config["batch"] = o.batch;
-    config["lr"] = o.lr;
-    config["seed"] = o.seed;
-    config["samples"] = val.rows;
-    config["nmse_db"] = nmse; // per layer, on --seed's validation samples
-    if (!saveCheckpoint(o.out + "/checkpoint", trainedInfo, state, config, error))
-      return 1;
-  }
   std::ostringstream csv;
   csv << "layer,nmse_db,energy\n";
   for (int64_t k = 0; k <= layers; ++k)

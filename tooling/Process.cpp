@@ -101,3 +101,17 @@ bool unroll::checkMemory(double needed, const std::string &what, const std::stri
   }
   return true;
 }
+
+unroll::Fault unroll::Fault::fromEnvironment() {
+  Fault f;
+  const char *e = getenv("UNROLL_FAULT");
+  char kind[16];
+  long long step;
+  int rank;
+  if (e && sscanf(e, "%15[a-z]:%d:%lld", kind, &rank, &step) == 3) {
+    f.kind = kind;
+    f.rank = rank;
+    f.step = step;
+  }
+  return f;
+}

@@ -105,8 +105,9 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
   bool learned = false;
   for (const auto &p : e[key::kParams])
     learned |= !p.value(key::kFixed, false) && p[key::kOffset].get<int64_t>() != aOff;
-  if (!learned && !o.checkpoint.empty()) {
-    error = "--checkpoint: energy @" + e[key::kName].get<std::string>() +
+  if (!learned && (!o.checkpoint.empty() || o.resume)) {
+    error = std::string(o.resume ? "--resume" : "--checkpoint") + ": energy @" +
+            e[key::kName].get<std::string>() +
             " has no trained parameters (a learned unrolling has some)";
     return 2;
   }

@@ -84,30 +84,6 @@ bool unroll::applyCpuPrecision(const Model &m, const std::string &precision, std
 
 namespace {
 
-/// A fault injected by the tests of data-parallel runs: $UNROLL_FAULT =
-/// "KIND:RANK:STEP" makes rank RANK, in step STEP (counted from 1, as the
-/// progress line does), put a NaN in its gradient (nan), stop answering
-/// (hang) or die (die: SIGKILL).
-struct Fault {
-  std::string kind;
-  int rank = -1;
-  int64_t step = -1;
-  static Fault fromEnvironment() {
-    Fault f;
-    const char *e = getenv("UNROLL_FAULT");
-    char kind[16];
-    long long step;
-    int rank;
-    if (e && sscanf(e, "%15[a-z]:%d:%lld", kind, &rank, &step) == 3) {
-      f.kind = kind;
-      f.rank = rank;
-      f.step = step;
-    }
-    return f;
-  }
-  bool at(const char *k, int r, int64_t s) const { return kind == k && rank == r && step == s; }
-};
-
 double ms(double seconds) { return 1e3 * seconds; }
 
 /// The root's step, weights and Adam state on every rank.

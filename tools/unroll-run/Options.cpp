@@ -332,8 +332,13 @@ FlagTable table(Options &o) {
          "  (--batch, default 64), validated every --log-every steps (100), then reported\n"
          "  as NMSE per layer. --lr (5e-4) and --steps (the whole run; default: no cap,\n"
          "  4000 end-to-end) apply; the config file (--config) takes the same keys.\n"
-         "  The trained parameters go to DIR/checkpoint; --checkpoint C evaluates them\n"
-         "  on --seed's samples without training.");
+         "  It trains with the library's compiled Adam (@E_adam). Each stage ends with\n"
+         "  a checkpoint in DIR/checkpoint; --resume goes on from the last one (the same\n"
+         "  settings; a run killed mid-stage redoes that stage, and ends as the\n"
+         "  uninterrupted run would). --checkpoint C evaluates trained parameters on\n"
+         "  --seed's samples without training; with --predict, --input FILE ('b'\n"
+         "  [B, m], the measurements) and --output FILE, it writes their codes after\n"
+         "  the last layer ('x' [B, n]) and the dictionary they are codes for ('A').");
   t.option("--dict-seed", "S",
            "sparse coding: seed of the dictionary A (default 0);\n"
            "--seed draws the samples, so a trained unrolling is\n"

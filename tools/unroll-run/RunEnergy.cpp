@@ -195,6 +195,18 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
   opt.seed = settings.value("seed", opt.seed);
   opt.dictSeed = settings.value("dict_seed", opt.dictSeed);
   opt.checkpoint = o.checkpoint;
+  opt.resume = o.resume;
+  opt.predict = o.predict;
+  opt.input = o.input;
+  opt.output = o.output;
+  if (task == "hopfield" && (o.resume || o.predict))
+    return die(std::string(o.resume ? "--resume" : "--predict") +
+               " does not apply to --task hopfield (its energy has no trained parameters)");
+  if (o.predict && o.checkpoint.empty())
+    return die("--predict needs --checkpoint DIR: the trained parameters to predict with");
+  if (o.resume && !o.checkpoint.empty())
+    return die("--resume goes on training from OUT/checkpoint; --checkpoint evaluates a trained "
+               "one: pass one of them");
   opt.training = settings.value("training", opt.training);
   opt.steps = settings.value("steps", opt.training == "end-to-end" ? int64_t(4000) : opt.steps);
   opt.stageSteps = settings.value("stage_steps", opt.stageSteps);

@@ -10,6 +10,9 @@
 //   @E_descend_vjp(Y_0, X, theta, iterations, dY_T, dY_0, dX, grad)
 //   @E_vjp(X, theta, iterations, dY_T, dX, grad)   Y_0 = X (differentiated
 //                                         energies)
+//   @E_adam(theta, grad, m, v, hyper, partial)   one Adam step (Adam.cpp), for
+//                                         differentiated energies with trained
+//                                         parameters
 //
 // The energy's terms and steps are copied into them as they are; the
 // patterns of convert-unroll-to-linalg lower them afterwards.
@@ -56,6 +59,11 @@ private:
   /// steps take one).
   Value stepValue(OpBuilder &b, Value y, Value x, ArrayRef<Value> ptensors, Value layer,
                   Value prev = {});
+  /// A differentiated energy with trained (not fixed) parameters gets @E_adam.
+  bool hasAdam() {
+    return !energy.getReverse().empty() &&
+           llvm::any_of(table.params, [](const ParamInfo &p) { return !p.fixed; });
+  }
   /// Do the steps carry the previous iterate (FISTA's second loop state)?
   bool hasPrev() {
     return !energy.getSteps().empty() && energy.getSteps().front().getNumArguments() == 4;
@@ -170,6 +178,9 @@ void EnergyLowering::emit(OpBuilder &b) {
     if (inputIsTokens())
       emitVJP(b, /*fromStart=*/false);
   }
+  // The learned unrollings train with the library's Adam, as models do.
+  if (hasAdam())
+    emitAdam(b, loc, name, elem());
 
   // @E_weights(Y, theta, A), for energies whose steps attend (hand-written
   // steps may not).
@@ -381,6 +392,8 @@ llvm::json::Object EnergyLowering::info() {
        in.isDynamicDim(1) ? llvm::json::Value(nullptr) : llvm::json::Value(in.getDimSize(1))},
       {key::kWeights, firstStep() ? llvm::json::Value((energy.getSymName() + "_weights").str())
                                   : llvm::json::Value(nullptr)},
+      {key::kAdam,
+       hasAdam() ? llvm::json::Value(name + "_adam") : llvm::json::Value(nullptr)},
       {key::kVjp, energy.getReverse().empty() || !inputIsTokens()
                       ? llvm::json::Value(nullptr)
                       : llvm::json::Value((energy.getSymName() + "_vjp").str())},

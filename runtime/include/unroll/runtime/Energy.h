@@ -2,6 +2,7 @@
 #ifndef UNROLL_RUNTIME_ENERGY_H
 #define UNROLL_RUNTIME_ENERGY_H
 
+#include "unroll/runtime/AdamStep.h"
 #include "unroll/runtime/Model.h"
 
 #include <string>
@@ -44,6 +45,19 @@ bool energyDescentVJP(const Model &m, const nlohmann::json &energy, const Descen
                       std::vector<double> &dx, std::vector<double> &grad, std::string &error);
 
 const nlohmann::json *findEnergy(const Model &m, const std::string &name, std::string &error);
+
+/// Whether the library has the energy's compiled Adam (@E_adam: a
+/// differentiated energy with trained parameters).
+bool hasEnergyAdam(const Model &m, const nlohmann::json &energy);
+
+/// One step of the energy's compiled Adam on theta, in place, with Adam's
+/// moments `mom` and `vel` (zeros when empty). The values pass through the
+/// library's element type, so an f32 library's weights and moments stay f32
+/// values. `normSq`: the squared norm of grad.
+bool energyAdamStep(const Model &m, const nlohmann::json &energy, const AdamStep &opt,
+                    std::vector<double> &theta, const std::vector<double> &grad,
+                    std::vector<double> &mom, std::vector<double> &vel, double &normSq,
+                    std::string &error);
 
 /// Runs `iterations` steps from Y_0 = X via the energy's trace entry point.
 bool runEnergyTrace(const Model &m, const nlohmann::json &energy, const EnergyInputs &in,

@@ -8,6 +8,7 @@
 #ifndef UNROLL_RUNTIME_MODELRUN_H
 #define UNROLL_RUNTIME_MODELRUN_H
 
+#include "unroll/runtime/AdamStep.h"
 #include "unroll/runtime/GradientMode.h"
 #include "unroll/runtime/Model.h"
 #include "unroll/runtime/ResidentState.h"
@@ -50,13 +51,6 @@ struct TokenLayout {
 
 /// The model-info entry of the model named `name` (the first if empty).
 const nlohmann::json *findModel(const Model &m, const std::string &name, std::string &error);
-
-/// The hyperparameters of one step of a library's compiled Adam (@M_adam):
-/// PyTorch's formulation, `step` counting this step (1 for the first).
-struct AdamStep {
-  double lr = 1e-4, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  int64_t step = 1;
-};
 
 /// What the last fixed-point gradient did: values of g formed (the largest
 /// over threads) and the last relative change of g.

@@ -20,6 +20,9 @@ struct OptimizationOptions {
   uint64_t seed = 0;            // validation samples, training batches, initialization
   uint64_t dictSeed = 0;        // sparse coding: the dictionary A (the problem itself)
   std::string checkpoint;       // sparse coding: evaluate these trained parameters
+  bool resume = false;          // sparse coding: go on from out/checkpoint
+  bool predict = false;         // sparse coding, with checkpoint: codes for `input`
+  std::string input, output;    // --predict: measurements 'b' [B, m] in, codes 'x' [B, n] out
   int64_t iterations = -1;      // -1: the task's default
   int64_t samples = -1;         // sparse coding: validation samples; Hopfield: queries
   int64_t patterns = -1;        // Hopfield: stored patterns N

@@ -48,6 +48,18 @@ void setDeviceFreeBytes(std::function<double()> query);
 bool checkMemory(double needed, const std::string &what, const std::string &flags,
                  std::string &error);
 
+/// A fault injected by the tests of training runs: $UNROLL_FAULT =
+/// "KIND:RANK:STEP" makes rank RANK, in step STEP (counted from 1, as the
+/// progress line does), put a NaN in its gradient (nan), stop answering
+/// (hang) or die (die: SIGKILL).
+struct Fault {
+  std::string kind;
+  int rank = -1;
+  int64_t step = -1;
+  static Fault fromEnvironment();
+  bool at(const char *k, int r, int64_t s) const { return kind == k && rank == r && step == s; }
+};
+
 } // namespace unroll
 
 #endif // UNROLL_TOOLING_PROCESS_H
