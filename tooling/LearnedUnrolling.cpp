@@ -10,6 +10,7 @@
 #include "unroll/runtime/Energy.h"
 #include "unroll/runtime/ModelInfo.h"
 #include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Distributed.h"
 #include "unroll/tooling/OptimizationTasks.h"
 #include "unroll/tooling/Plot.h"
 #include "unroll/tooling/Process.h"
@@ -63,6 +64,19 @@ std::vector<int64_t> entryLayers(const nlohmann::json &e, size_t size) {
   return layer;
 }
 
+/// Rows [r0, r1) of `in` (samples: a start where `in` has them, a
+/// measurement), with its theta.
+DescentInputs rowsOf(const DescentInputs &in, int64_t r0, int64_t r1) {
+  DescentInputs out;
+  out.rows = out.xRows = r1 - r0;
+  out.cols = in.cols, out.xCols = in.xCols;
+  out.theta = in.theta;
+  if ((int64_t)in.y0.size() >= r1 * in.cols)
+    out.y0.assign(in.y0.begin() + r0 * in.cols, in.y0.begin() + r1 * in.cols);
+  out.x.assign(in.x.begin() + r0 * in.xCols, in.x.begin() + r1 * in.xCols);
+  return out;
+}
+
 /// The descent of `in`'s rows (and, with `grad`, the gradient of
 /// ½ Σ ‖Y_k − target‖² for the parameters) in near-equal row slices, one
 /// thread each: the rows are independent samples, so this is the one-thread
@@ -83,11 +97,7 @@ bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &i
   auto run = [&](int64_t p) {
     Slice &sl = slices[p];
     int64_t r0 = in.rows * p / parts, r1 = in.rows * (p + 1) / parts;
-    sl.in.rows = sl.in.xRows = r1 - r0;
-    sl.in.cols = in.cols, sl.in.xCols = in.xCols;
-    sl.in.theta = in.theta;
-    sl.in.y0.assign(in.y0.begin() + r0 * in.cols, in.y0.begin() + r1 * in.cols);
-    sl.in.x.assign(in.x.begin() + r0 * in.xCols, in.x.begin() + r1 * in.xCols);
+    sl.in = rowsOf(in, r0, r1);
     if (!runEnergyDescent(m, e, sl.in, k, sl.tr, sl.error))
       return;
     if (grad) {
@@ -184,7 +194,7 @@ int predictCodes(const Model &m, const nlohmann::json &e, const OptimizationOpti
 int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const OptimizationOptions &o,
                               const std::vector<double> &A, int64_t aOff, int64_t mm, int64_t n,
                               double L, double lambda, const std::vector<double> &valXs,
-                              DescentInputs val, const NmseFn &nmseDb, std::string &error) {
+                              DescentInputs val, std::string &error) {
   int64_t layers = e.value(key::kIterations, (int64_t)1);
   double diagError = -1, coherence = -1;
   std::vector<char> trainable(val.theta.size(), 0);
@@ -264,15 +274,55 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   // The batches' rows go to this many threads ($UNROLL_THREADS, else every
   // core this process may use).
   const int threads = threadsFromEnvironment() > 0 ? threadsFromEnvironment() : defaultThreads();
+  // In a data-parallel job (mpirun) every rank draws the same samples and
+  // descends its share of their rows; the sums (gradients, errors) meet in
+  // an all-reduce, so the ranks hold the same θ and Adam state at every
+  // step, and the run is the one-rank run up to the order of the sums.
+  Communicator &w = world();
+  auto mine = [&](int64_t rows) {
+    return std::make_pair(rows * w.rank() / w.size(), rows * (w.rank() + 1) / w.size());
+  };
+  // After a part that can fail on one rank: whether it succeeded on all.
+  auto together = [&](bool ok, const std::string &what) {
+    int bad = w.firstFailure(ok, what);
+    if (bad >= 0 && ok)
+      error = "rank " + std::to_string(bad) + " failed in " + what + " (its message is above)";
+    return bad < 0;
+  };
+  if (o.batch < w.size()) {
+    error = "--batch " + std::to_string(o.batch) + " is smaller than the job's " +
+            std::to_string(w.size()) + " ranks";
+    return 2;
+  }
+  // NMSE (dB) at layer k of the samples `in` against their codes, and their
+  // energy E(x_k) summed over them.
+  auto measure = [&](const DescentInputs &in, const std::vector<double> &codes, int64_t k,
+                     double &nmse, double *energy) {
+    auto [r0, r1] = mine(in.rows);
+    DescentInputs part = rowsOf(in, r0, r1);
+    part.y0.assign(part.rows * n, 0.0);
+    EnergyTrace tr;
+    std::vector<double> sums(3, 0.0); // squared error, squared code norm, energy
+    bool ok = part.rows == 0 || descendRows(m, e, part, k, threads, nullptr, tr, nullptr, error);
+    if (ok && part.rows > 0) {
+      for (size_t i = 0; i < tr.y.size(); ++i) {
+        double c = codes[r0 * n + i];
+        sums[0] += (tr.y[i] - c) * (tr.y[i] - c);
+        sums[1] += c * c;
+      }
+      sums[2] = tr.energies.back();
+    }
+    if (!together(ok, "a validation at layer " + std::to_string(k)))
+      return false;
+    w.allreduceSum(sums, "the validation's sums at layer " + std::to_string(k));
+    nmse = 10.0 * std::log10(std::max(sums[0], 1e-300) / sums[1]);
+    if (energy)
+      *energy = sums[2];
+    return true;
+  };
   // NMSE per layer on the reported samples (`val`: --samples of --seed).
   auto validate = [&](int64_t k, double &nmse, double &energy) {
-    EnergyTrace tr;
-    val.y0.assign(val.rows * n, 0.0);
-    if (!descendRows(m, e, val, k, threads, nullptr, tr, nullptr, error))
-      return false;
-    nmse = k == 0 ? 0.0 : nmseDb(tr.y);
-    energy = tr.energies.back();
-    return true;
+    return measure(val, valXs, k, nmse, &energy);
   };
   // The stages choose their best point on samples of their own (1000, from
   // a stream of their own), so that the reported NMSE is not the one the
@@ -284,20 +334,9 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     held.rows = held.xRows = 1000;
     drawSamples(heldRng, A, mm, n, held.rows, o.snrDb, heldXs, held.x);
   }
-  double heldNorm = 0;
-  for (double v : heldXs)
-    heldNorm += v * v;
   auto heldOut = [&](int64_t k, double &nmse) {
-    EnergyTrace tr;
     held.theta = val.theta;
-    held.y0.assign(held.rows * n, 0.0);
-    if (!descendRows(m, e, held, k, threads, nullptr, tr, nullptr, error))
-      return false;
-    double err = 0;
-    for (size_t i = 0; i < tr.y.size(); ++i)
-      err += (tr.y[i] - heldXs[i]) * (tr.y[i] - heldXs[i]);
-    nmse = 10.0 * std::log10(std::max(err, 1e-300) / heldNorm);
-    return true;
+    return measure(held, heldXs, k, nmse, nullptr);
   };
 
   // Training: fresh samples from their own stream; the loss of a stage at
@@ -308,7 +347,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   std::mt19937_64 rng(o.seed + 1);
   DescentInputs batch = val;
   batch.rows = batch.xRows = o.batch;
-  std::vector<double> xs, grad;
+  std::vector<double> xs, partXs, grad;
   EnergyTrace tr;
   double initNmse, initEnergy;
   if (!validate(layers, initNmse, initEnergy))
@@ -386,10 +425,19 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     for (int64_t s = 0; s < st.maxSteps && step < o.steps; ++s, ++step) {
       if (fault.at("die", 0, step + 1))
         raise(SIGKILL); // the tests' crash mid-stage ($UNROLL_FAULT=die:0:STEP)
+      // Every rank draws the whole batch (the stream stays the same) and
+      // differentiates its rows.
       drawSamples(rng, A, mm, n, o.batch, o.snrDb, xs, batch.x);
       batch.y0.assign(o.batch * n, 0.0);
-      if (!descendRows(m, e, batch, st.depth, threads, &xs, tr, &grad, error))
+      auto [r0, r1] = mine(o.batch);
+      DescentInputs part = w.distributed() ? rowsOf(batch, r0, r1) : DescentInputs();
+      if (w.distributed())
+        partXs.assign(xs.begin() + r0 * n, xs.begin() + r1 * n);
+      bool ok = descendRows(m, e, w.distributed() ? part : batch, st.depth, threads,
+                            w.distributed() ? &partXs : &xs, tr, &grad, error);
+      if (!together(ok, "step " + std::to_string(step + 1)))
         return false;
+      w.allreduceSum(grad, "the gradient all-reduce of step " + std::to_string(step + 1));
       for (size_t i = 0; i < grad.size(); ++i) {
         if (!std::isfinite(grad[i])) {
           error = "non-finite gradient at step " + std::to_string(step + 1) + " (" + st.name +
@@ -411,10 +459,11 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
                            {"depth", st.depth},
                            {"lr", st.lr},
                            {"held_out_nmse_db", nmse}});
-        fprintf(stderr,
-                "  %-22s step %7lld  lr %.1e  held-out NMSE at layer %2lld %8.2f dB  %7.1f s\n",
-                st.name.c_str(), (long long)step + 1, st.lr, (long long)st.depth, nmse,
-                seconds(t0));
+        if (w.root())
+          fprintf(stderr,
+                  "  %-22s step %7lld  lr %.1e  held-out NMSE at layer %2lld %8.2f dB  %7.1f s\n",
+                  st.name.c_str(), (long long)step + 1, st.lr, (long long)st.depth, nmse,
+                  seconds(t0));
         if (nmse < best - 0.01) {
           best = nmse, sinceBest = 0, bestTheta = batch.theta;
         } else if (++sinceBest >= o.patience) {
@@ -527,15 +576,16 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
               " stages done, this schedule has " + std::to_string(stages.size());
       return 2;
     }
-    if (firstStage < stages.size())
+    if (w.root() && firstStage < stages.size())
       fprintf(stderr, "  resuming %s at stage %zu of %zu (%s), step %lld\n", ckptDir.c_str(),
               firstStage + 1, stages.size(), stages[firstStage].name.c_str(), (long long)step);
-    else
+    else if (w.root())
       fprintf(stderr, "  resuming %s: its %zu stages are done (step %lld); evaluating\n",
               ckptDir.c_str(), stages.size(), (long long)step);
   }
   for (size_t i = firstStage; i < stages.size() && step < o.steps; ++i)
-    if (!runStage(stages[i]) || (!o.out.empty() && !saveStages(i + 1)))
+    if (!runStage(stages[i]) ||
+        (!o.out.empty() && !together(!w.root() || saveStages(i + 1), "the checkpoint")))
       return 1;
   val.theta = batch.theta;
   double trainSeconds = seconds(t0);
@@ -544,6 +594,8 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   for (int64_t k = 0; k <= layers; ++k)
     if (!validate(k, nmse[k], energy[k]))
       return 1;
+  if (!w.root())
+    return 0; // the root reports
   std::ostringstream csv;
   csv << "layer,nmse_db,energy\n";
   for (int64_t k = 0; k <= layers; ++k)
@@ -574,6 +626,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       {"trained_parameters", numTrained},
       {"steps", step},
       {"batch", o.batch},
+      {"ranks", w.size()},
       {"lr", o.lr},
       {"training", o.checkpoint.empty() ? nlohmann::json(o.training) : nlohmann::json(nullptr)},
       {"checkpoint", o.checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.checkpoint)},
@@ -613,9 +666,10 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
          e[key::kName].get<std::string>().c_str(), (long long)mm, (long long)n, (long long)layers,
          (long long)numTrained, (unsigned long long)o.dictSeed, (unsigned long long)o.seed);
   if (o.checkpoint.empty())
-    printf("trained %s: %lld steps of batch %lld in %.1f s%s%s\n", o.training.c_str(),
-           (long long)step, (long long)o.batch, trainSeconds, o.out.empty() ? "" : "; checkpoint ",
-           o.out.empty() ? "" : (o.out + "/checkpoint").c_str());
+    printf("trained %s: %lld steps of batch %lld in %.1f s%s%s%s\n", o.training.c_str(),
+           (long long)step, (long long)o.batch, trainSeconds,
+           w.distributed() ? (" on " + std::to_string(w.size()) + " ranks").c_str() : "",
+           o.out.empty() ? "" : "; checkpoint ", o.out.empty() ? "" : (o.out + "/checkpoint").c_str());
   else
     printf("parameters from %s (not trained here)\n", o.checkpoint.c_str());
   printf("validation NMSE at layer %lld: %.2f dB at the start (gamma = 1, theta = lambda / L), "

@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,15 +40,13 @@ void drawSamples(std::mt19937_64 &rng, const std::vector<double> &A, int64_t mm,
                  int64_t count, double snrDb, std::vector<double> &xs, std::vector<double> &b);
 
 /// NMSE in dB of codes against the validation set's x*.
-using NmseFn = std::function<double(const std::vector<double> &)>;
-
 /// A learned unrolling (an energy with trainable parameters besides the
 /// dictionary at aOff): initialized at ISTA, trained (or read from
 /// o.checkpoint), reported per layer on the validation set `val`.
 int learnedStudy(const Model &m, const nlohmann::json &e, const OptimizationOptions &o,
                  const std::vector<double> &A, int64_t aOff, int64_t mm, int64_t n, double L,
                  double lambda, const std::vector<double> &valXs, DescentInputs val,
-                 const NmseFn &nmseDb, std::string &error);
+                 std::string &error);
 
 } // namespace unroll::opt
 

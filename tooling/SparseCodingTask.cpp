@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/Energy.h"
 #include "unroll/runtime/ModelInfo.h"
+#include "unroll/tooling/Distributed.h"
 #include "unroll/tooling/OptimizationTasks.h"
 #include "unroll/tooling/Plot.h"
 #include "unroll/tooling/Process.h"
@@ -111,8 +112,14 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
             " has no trained parameters (a learned unrolling has some)";
     return 2;
   }
+  if (!learned && world().distributed()) {
+    // Only training is data-parallel: rank 0 does the rest alone.
+    if (!world().root())
+      return 0;
+    fprintf(stderr, "note: only training runs on several ranks; rank 0 does this alone\n");
+  }
   if (learned)
-    return learnedStudy(m, e, o, A, aOff, mm, n, L, lambda, xs, in, nmseDb, error);
+    return learnedStudy(m, e, o, A, aOff, mm, n, L, lambda, xs, in, error);
 
   // ISTA is memoryless: one compiled step at a time from x_0 = 0 gives every
   // iterate. FISTA carries the previous iterate inside its descent: one call
