@@ -8,8 +8,9 @@ PKGS=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools libmlir-19 clang-19
   nlohmann-json3-dev libgtest-dev
   cmake ninja-build ccache g++ make python3
-  # The PyTorch peer: checkpoint interoperability test and the benchmark.
-  python3-torch libopenblas0-pthread
+  # The PyTorch peer: checkpoint interoperability test and the benchmark;
+  # python/unroll's torch ops and their offline install (pip, setuptools).
+  python3-torch libopenblas0-pthread python3-pip python3-setuptools python3-wheel
   # The independent peer of the tree and boosting baselines, and the digits
   # data set of P1's energy experiment.
   python3-sklearn

@@ -13,6 +13,7 @@
 #include "unroll/tooling/Distributed.h"
 #include "unroll/tooling/Evaluate.h"
 #include "unroll/tooling/Process.h"
+#include "unroll/tooling/Safetensors.h"
 
 #include "unroll/runtime/ModelInfo.h"
 #include <algorithm>
@@ -186,6 +187,8 @@ private:
   const GradientMode &gm_;
   const bool root_ = w_.root(), dist_ = w_.distributed();
   int64_t local_ = 0, first_ = 0; // this rank's prompts of a step's batch
+  Prompts data_;                   // --train-data's prompts (batch = N), else empty
+  bool loadTrainData();
   TrainState st_;
   std::string err_;
   /// The compiled optimizer keeps theta, the gradient and Adam's moments in
@@ -227,7 +230,9 @@ int Trainer::startState(bool resume) {
   }
   local_ = cfg_.batch / w_.size();
   first_ = w_.rank() * local_;
-  bool ok = true;
+  bool ok = cfg_.trainData.empty() || loadTrainData();
+  if (!together(ok, "reading --train-data"))
+    return stopAll(2);
   if (resume) {
     // Rank 0 reads the checkpoint and sends it: a resumed run may have
     // another number of ranks than the one that saved it.
@@ -357,9 +362,14 @@ void Trainer::announce() const {
   fprintf(stderr,
           "training %s on %s: %lld steps, batch %lld, lr %g%s, b %s, T %lld, %s curriculum; "
           "%lld parameters; Adam %s%s\n",
-          mi_[key::kName].get<std::string>().c_str(), cfg_.task.c_str(), (long long)cfg_.steps,
-          (long long)cfg_.batch, cfg_.lr, scheduleText.c_str(), loopsText.c_str(),
-          (long long)cfg_.window, cfg_.curriculum ? "with" : "no", (long long)run_.numParams(),
+          mi_[key::kName].get<std::string>().c_str(),
+          data_.batch > 0 ? (cfg_.trainData + " (" + std::to_string(data_.batch) + " prompts of " +
+                             std::to_string(data_.points) + " points)")
+                                .c_str()
+                          : cfg_.task.c_str(),
+          (long long)cfg_.steps, (long long)cfg_.batch, cfg_.lr, scheduleText.c_str(),
+          loopsText.c_str(), (long long)cfg_.window,
+          cfg_.curriculum ? (data_.batch > 0 ? "loop" : "with") : "no", (long long)run_.numParams(),
           compiled_ ? (m_.gpu() ? "compiled, state resident on the GPU" : "compiled")
                     : "on the host",
           precisionText.c_str());
@@ -428,9 +438,50 @@ int Trainer::loop() {
 }
 
 /// Step s's prompts (this rank's share), loops b, dims and points.
+/// --train-data: every rank reads the file; its prompts must fit the model.
+bool Trainer::loadTrainData() {
+  const std::string &f = cfg_.trainData;
+  TensorMap t;
+  if (!readSafetensors(f, t, err_))
+    return die(err_), false;
+  const int64_t d = mi_[key::kPromptDim];
+  auto bad = [&](const std::string &why) {
+    die("--train-data " + f + ": " + why);
+    return false;
+  };
+  if (!t.count("xs") || !t.count("ys"))
+    return bad("expected tensors 'xs' [N, k, " + std::to_string(d) + "] and 'ys' [N, k]");
+  const Tensor &xs = t["xs"], &ys = t["ys"];
+  if (xs.shape.size() != 3 || xs.shape[2] != d || xs.shape[0] < 1 || xs.shape[1] < 1)
+    return bad("'xs' has shape " + nlohmann::json(xs.shape).dump() + ", expected [N, k, " +
+               std::to_string(d) + "] (d: the model's)");
+  if (ys.shape != std::vector<int64_t>{xs.shape[0], xs.shape[1]})
+    return bad("'ys' has shape " + nlohmann::json(ys.shape).dump() + ", expected [" +
+               std::to_string(xs.shape[0]) + ", " + std::to_string(xs.shape[1]) + "]");
+  if (run_.layout().concat)
+    return bad("takes models with the interleaved encoding");
+  if (mi_.contains(key::kPositions) && 2 * xs.shape[1] > mi_[key::kPositions].get<int64_t>())
+    return bad(std::to_string(xs.shape[1]) + " points per prompt are " +
+               std::to_string(2 * xs.shape[1]) + " tokens, past the model's " +
+               mi_[key::kPositions].dump() + " positions");
+  if (!checkFinite(xs, f + ": 'xs'", err_) || !checkFinite(ys, f + ": 'ys'", err_))
+    return die(err_), false;
+  data_.batch = xs.shape[0];
+  data_.points = xs.shape[1];
+  // The file's k and d are the run's (memory estimates, reports).
+  cfg_.points.start = cfg_.points.end = data_.points;
+  cfg_.dims.start = cfg_.dims.end = d;
+  data_.dim = d;
+  data_.xs = xs.data;
+  data_.ys = ys.data;
+  return true;
+}
+
 Prompts Trainer::draw(int64_t s, int64_t &b, int64_t &dims, int64_t &pts) const {
   dims = cfg_.curriculum ? cfg_.dims.at(s) : cfg_.dims.end;
   pts = cfg_.curriculum ? cfg_.points.at(s) : cfg_.points.end;
+  if (data_.batch > 0)
+    dims = data_.dim, pts = data_.points;
   Rng stepRng(promptSeed(cfg_.seed, s, -1)); // the same b on every rank
   b = cfg_.loopsRandomLo > 0
           ? cfg_.loopsRandomLo + stepRng.below(cfg_.loopsRandomHi - cfg_.loopsRandomLo + 1)
@@ -443,6 +494,17 @@ Prompts Trainer::draw(int64_t s, int64_t &b, int64_t &dims, int64_t &pts) const 
   if (run_.layout().concat)
     pts = 1 + int64_t(stepRng.below(pts));
   int64_t d = mi_[key::kPromptDim];
+  if (data_.batch > 0) {
+    // This rank's prompts of step s: s·batch + first_ + i, mod N.
+    Prompts p;
+    p.batch = local_, p.points = pts, p.dim = d;
+    for (int64_t i = 0; i < local_; ++i) {
+      int64_t r = (s * cfg_.batch + first_ + i) % data_.batch;
+      p.xs.insert(p.xs.end(), data_.xs.begin() + r * pts * d, data_.xs.begin() + (r + 1) * pts * d);
+      p.ys.insert(p.ys.end(), data_.ys.begin() + r * pts, data_.ys.begin() + (r + 1) * pts);
+    }
+    return p;
+  }
   return cfg_.spec->sampleAt(cfg_.seed, s, first_, local_, pts, d, dims, cfg_.noise);
 }
 

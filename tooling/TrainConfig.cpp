@@ -48,6 +48,7 @@ nlohmann::json TrainConfig::toJson() const {
           {"micro_batch_tokens", microBatchTokens},
           {"baseline_prompts", baselinePrompts},
           {"gradient", gradient},
+          {"train_data", trainData},
           {"loops_random", loopsRandomLo > 0 ? nlohmann::json::array({loopsRandomLo, loopsRandomHi})
                                              : nlohmann::json(nullptr)},
           {"halting", halting},
@@ -145,6 +146,8 @@ bool TrainConfig::apply(const nlohmann::json &j, std::string &error) {
       ok = num(tmp, 0) && (seed = tmp, true);
     else if (k == "out")
       ok = v.is_string() && (out = v.get<std::string>(), true);
+    else if (k == "train_data")
+      ok = v.is_string() && (trainData = v.get<std::string>(), true);
     else if (k == "curriculum")
       ok = v.is_boolean() && (curriculum = v.get<bool>(), true);
     else if (k == "loops")

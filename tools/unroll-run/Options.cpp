@@ -193,6 +193,11 @@ FlagTable table(Options &o) {
            key("out"));
   t.flag("--no-curriculum", "train at the final b, d and points from the start",
          [&o] { o.train["curriculum"] = false; });
+  t.option("--train-data", "FILE",
+           "train on these prompts ('xs' [N,k,d], 'ys' [N,k]; step s\n"
+           "takes prompts s*batch.. mod N) at the file's k and d,\n"
+           "instead of the task's fresh draws",
+           [&o](const std::string &v, std::string &) { return o.train["train_data"] = v, true; });
   t.option("--loop-interval", "N", "the loop curriculum adds 2 to b every N steps (P2: 500)",
            count("--loop-interval", "loop_interval", 1));
   t.option("--curriculum-interval", "N",

@@ -1,9 +1,10 @@
 //===- ModelEntryPoints.cpp - a looped transformer's entry points ---------===//
 //
-// A differentiated `unroll.model @M` becomes three C-interface functions:
+// A differentiated `unroll.model @M` becomes these C-interface functions:
 //
 //   @M_forward(Z, theta, b, preds)            preds[t] = head(Y_t), t < b
 //   @M_loss_grad(Z, ys, theta, b, T, losses, grad)
+//   @M_vjp(Z, dpreds, theta, b, T, grad)      the last T iterations' VJP
 //   @M_adam(theta, grad, m, v, lr/bc1, sqrt(bc2), beta1, beta2, eps, partial)
 //
 // The loss is the mean over the last min(T, b) iterations of the MSE of the
@@ -102,19 +103,46 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     b.create<func::ReturnOp>(loc);
   }
 
-  // @M_loss_grad(Z, ys, theta, b, T, losses[min(T, b)], grad[num_params])
+  if (failed(emitGradient(b, /*cotangent=*/false)) || failed(emitGradient(b, /*cotangent=*/true)))
+    return failure();
+  return success();
+}
+
+/// @M_loss_grad(Z, ys, theta, b, T, losses[min(T, b)], grad[num_params]),
+/// or, with `cotangent`, @M_vjp(Z, dpreds[min(T, b), B, n], theta, b, T,
+/// grad): the vector-Jacobian product of the last min(T, b) iterations'
+/// predictions, the gradient of Σ_w <dpreds[w], preds[b − T + w]> for the
+/// parameters through those iterations (the first b − T run without
+/// gradient, as the loss's window does); with T = b, @M_forward's. For
+/// callers with a loss of their own (python/unroll).
+LogicalResult ModelLowering::emitGradient(OpBuilder &b, bool cotangent) {
+  Location loc = model.getLoc();
+  StringRef name = model.getSymName();
+  Type t = elem();
+  auto promptTy = model.getPrompt().getType();
+  auto stateTy = cast<RankedTensorType>(model.getLoop().getInput().getType());
+  LoopOp loop = model.getLoop();
+  Type i64 = b.getI64Type();
+  auto idx = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
   OpBuilder::InsertionGuard g(b);
-  func::FuncOp f = makeEntry(b, loc, (name + "_loss_grad").str(),
-                             {dynMemref(3, t), dynMemref(2, t), dynMemref(1, t), i64, i64,
-                              dynMemref(1, t), dynMemref(1, t)});
+  func::FuncOp f =
+      cotangent ? makeEntry(b, loc, (name + "_vjp").str(),
+                            {dynMemref(3, t), dynMemref(3, t), dynMemref(1, t), i64, i64,
+                             dynMemref(1, t)})
+                : makeEntry(b, loc, (name + "_loss_grad").str(),
+                            {dynMemref(3, t), dynMemref(2, t), dynMemref(1, t), i64, i64,
+                             dynMemref(1, t), dynMemref(1, t)});
   Loss nn(b, loc, t, concat());
   Ctx ctx{paramTensors(b, loc, f.getArgument(2), table, t), {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), promptTy);
-  Value ys = memrefToTensor(b, loc, f.getArgument(1), nn.tensorTy({kDyn, kDyn}));
-  Value nb = idx(f.getArgument(3)), nT = idx(f.getArgument(4));
-  Value lossesOut = f.getArgument(5), gradOut = f.getArgument(6);
+  // ys [B, k] (the loss's targets), or the predictions' cotangent [b, B, n].
+  Value ys = memrefToTensor(b, loc, f.getArgument(1),
+                            cotangent ? nn.tensorTy({kDyn, kDyn, kDyn}) : nn.tensorTy({kDyn, kDyn}));
   Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
         c1 = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value nb = idx(f.getArgument(3)), nT = idx(f.getArgument(4));
+  Value lossesOut = cotangent ? Value() : f.getArgument(5);
+  Value gradOut = f.getArgument(cotangent ? 5 : 6);
   Value tw = b.create<arith::MinUIOp>(loc, nb, nT);
   Value nfree = b.create<arith::SubIOp>(loc, nb, tw);
   FailureOr<Value> pOr = embed(b, z, ctx);
@@ -182,7 +210,9 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     winInit.push_back(b.create<tensor::EmptyOp>(
         loc, nn.tensorTy({kDyn, kDyn, kDyn, cast<RankedTensorType>(v.getType()).getDimSize(2)}),
         ValueRange{tw, bsz, n}));
-  Value invBK = b.create<arith::DivFOp>(loc, nn.cst(1.0), nn.count(bsz, nn.dim(ys, 1)));
+  Value invBK = cotangent ? Value()
+                          : b.create<arith::DivFOp>(loc, nn.cst(1.0),
+                                                    nn.count(bsz, nn.dim(ys, 1))).getResult();
   auto winLoop = b.create<scf::ForOp>(
       loc, c0, tw, c1, winInit, [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
         Loss ln(lb, ll, t, concat());
@@ -197,8 +227,10 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         FailureOr<Value> pred = head(lb, yn, ctx);
         if (failed(pred))
           return fail(lb, ll, it);
-        Value l = lb.create<arith::MulFOp>(ll, ln.sqErr(*pred, ys), invBK);
-        lb.create<memref::StoreOp>(ll, l, lossesOut, ValueRange{w});
+        if (!cotangent) {
+          Value l = lb.create<arith::MulFOp>(ll, ln.sqErr(*pred, ys), invBK);
+          lb.create<memref::StoreOp>(ll, l, lossesOut, ValueRange{w});
+        }
         auto [o, s, st] = stateSlice(lb, lb.create<arith::AddIOp>(ll, w, c1));
         Value sts = lb.create<tensor::InsertSliceOp>(ll, yn, it[1], o, s, st);
         SmallVector<Value> next{yn, sts};
@@ -219,9 +251,12 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   SmallVector<Value> tapes(winLoop.getResults().drop_front(tape0));
 
   // The window, backward.
-  Value twF =
-      b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tw));
-  Value coef = b.create<arith::DivFOp>(loc, b.create<arith::MulFOp>(loc, nn.cst(2.0), invBK), twF);
+  Value coef;
+  if (!cotangent) {
+    Value twF =
+        b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tw));
+    coef = b.create<arith::DivFOp>(loc, b.create<arith::MulFOp>(loc, nn.cst(2.0), invBK), twF);
+  }
   Value grad0 = nn.full(nn.tensorTy({table.numParams}), {}, 0.0);
   Value zerosP = nn.fullLike(p, 0.0);
   Injection inj = loop.getInjection();
@@ -250,7 +285,20 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
         FailureOr<Value> pred = head(lb, yw, c);
         if (failed(pred))
           return fail(lb, ll, it);
-        Value dpred = ln.sqErrVJP(*pred, ys, coef);
+        Value dpred;
+        if (cotangent) {
+          // dpreds[w] [B, n] as the head's [B, n, 1].
+          SmallVector<OpFoldResult> off{w, lb.getIndexAttr(0), lb.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sz{lb.getIndexAttr(1), ln.dim(ys, 1), ln.dim(ys, 2)};
+          SmallVector<OpFoldResult> st(3, lb.getIndexAttr(1));
+          Value row = lb.create<tensor::ExtractSliceOp>(ll, ln.tensorTy({kDyn, kDyn}), ys, off, sz, st);
+          dpred = ln.castTo(lb.create<tensor::ExpandShapeOp>(
+                                ll, ln.tensorTy({kDyn, kDyn, 1}), row,
+                                ArrayRef<ReassociationIndices>{{0}, {1, 2}}),
+                            pred->getType());
+        } else {
+          dpred = ln.sqErrVJP(*pred, ys, coef);
+        }
         FailureOr<SmallVector<Value>> dyh = run(lb, model.getHeadReverse(), {yw, dpred}, c);
         if (failed(dyh))
           return fail(lb, ll, it);
@@ -410,6 +458,7 @@ llvm::json::Object ModelLowering::info() {
       {key::kForward, (model.getSymName() + "_forward").str()},
       {key::kLossGrad, (model.getSymName() + "_loss_grad").str()},
       {key::kAdam, (model.getSymName() + "_adam").str()},
+      {key::kVjp, (model.getSymName() + "_vjp").str()},
       // The x dimension d; the tokens have d + 1 features under concat.
       {key::kPromptDim, tokenDim - (concat() ? 1 : 0)},
       {key::kTokenDim, tokenDim},

@@ -133,6 +133,8 @@ private:
   }
   /// Does the loop carry the previous state (a body that takes u_prev)?
   bool carriesPrevious() { return model.getLoop().takesPrevious(); }
+  /// @M_loss_grad, or with `cotangent` @M_vjp (ModelEntryPoints.cpp).
+  LogicalResult emitGradient(OpBuilder &b, bool cotangent);
   /// @M_solve(Z, theta, max, tol, preds[B, n], loops[B]): the loop run
   /// until every prompt halts (FixedPointEntryPoints.cpp).
   LogicalResult emitSolve(OpBuilder &b);

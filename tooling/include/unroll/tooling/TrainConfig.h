@@ -61,6 +61,10 @@ struct TrainConfig {
   /// How the loop is differentiated: "" (the model's choice), or bptt,
   /// implicit[:TOL[:MAX]], jfb, phantom[:K[:TAU]] (docs/training.md).
   std::string gradient;
+  /// Training prompts from a file ('xs' [N, k, d], 'ys' [N, k]) instead of
+  /// the task's generator: step s takes prompts s·batch … (mod N), at the
+  /// file's k and d ("" = the task's).
+  std::string trainData;
   /// A fresh b per step, uniform in [lo, hi] (0: off; replaces the loop
   /// curriculum).
   int64_t loopsRandomLo = 0, loopsRandomHi = 0;

@@ -1,0 +1,349 @@
+"""Compiled models and energies as PyTorch autograd operations.
+
+``Model(path)`` is a looped model's forward pass with its vector-Jacobian
+product (@M_forward, @M_vjp); ``Descent(path)`` is an energy's compiled
+descent Y_T = descend(Y_0, X; θ) with its gradient (@E_descend,
+@E_descend_vjp). Both are ``torch.nn.Module``s whose parameters are named
+as in unroll's checkpoints (dotted names become nested modules, so that
+``state_dict()`` has P2's keys) and are views of one flat buffer θ, which
+the library reads in place: tensors pass by pointer, without a copy. The
+operations are ``torch.autograd.Function``s (PyTorch 1.13 and later).
+"""
+import ctypes
+import json
+import os
+import struct
+
+import torch
+
+from ._library import Library, UnrollError, memref
+
+_DTYPE = {"f32": torch.float32, "f64": torch.float64}
+
+
+def _ref(t):
+    return ctypes.byref(memref(t.data_ptr(), tuple(t.shape)))
+
+
+def _check(t, name, dtype, rank, shape=None):
+    """A Python exception naming `name` for anything the library cannot take."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s: expected a torch.Tensor, got %s" % (name, type(t).__name__))
+    if t.device.type != "cpu":
+        raise ValueError("%s is on %s; this library runs on the CPU" % (name, t.device))
+    if t.dtype != dtype:
+        raise TypeError("%s has dtype %s; the library computes in %s" % (name, t.dtype, dtype))
+    if t.dim() != rank:
+        raise ValueError("%s must have %d dimensions, got shape %s" % (name, rank, tuple(t.shape)))
+    for i, n in enumerate(shape or ()):
+        if n is not None and t.shape[i] != n:
+            raise ValueError("%s has shape %s; dimension %d must be %d" % (
+                name, tuple(t.shape), i, n))
+    if any(n == 0 for n in t.shape):
+        raise ValueError("%s is empty (shape %s)" % (name, tuple(t.shape)))
+    if not t.is_contiguous():
+        raise ValueError("%s is not contiguous; pass %s.contiguous()" % (name, name))
+    bad = ~torch.isfinite(t.detach())
+    if bad.any():
+        at = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError("%s holds %s at %s (every value must be finite)" % (
+            name, float(t.detach()[at]), list(at)))
+
+
+def _read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        blob = f.read()
+    dtypes = {"F64": torch.float64, "F32": torch.float32}
+    out = {}
+    for k, v in header.items():
+        if k == "__metadata__":
+            continue
+        if v["dtype"] not in dtypes:
+            raise UnrollError("%s: tensor %r has dtype %s (F32 and F64 are read)" % (
+                path, k, v["dtype"]))
+        a, b = v["data_offsets"]
+        out[k] = torch.frombuffer(bytearray(blob[a:b]), dtype=dtypes[v["dtype"]]).reshape(v["shape"])
+    return out
+
+
+class _Parameters(torch.nn.Module):
+    """The parameters of a model-info entry as views of one flat buffer, under
+    their dotted names (nested modules)."""
+
+    def _setup(self, params, num_params, dtype, generator, trainable):
+        self._entries = sorted(params, key=lambda p: p["offset"])
+        self._num_params = num_params
+        flat = torch.zeros(num_params, dtype=dtype)
+        for p in self._entries:
+            n = 1
+            for s in p["shape"]:
+                n *= s
+            view = flat[p["offset"]:p["offset"] + n].view(p["shape"])
+            init = p.get("init", "normal")
+            if init == "ones":
+                view.fill_(1.0)
+            elif init == "constant":
+                view.fill_(p.get("value", 0.0))
+            elif init == "normal":
+                view.normal_(0.0, p.get("std", 0.02), generator=generator)
+            param = torch.nn.Parameter(view, requires_grad=trainable(p))
+            owner, leaf = self._owner(p["name"])
+            owner.register_parameter(leaf, param)
+        self._flat = flat
+
+    def _owner(self, dotted):
+        parts = dotted.split(".")
+        owner = self
+        for part in parts[:-1]:
+            if part not in owner._modules:
+                owner.add_module(part, torch.nn.Module())
+            owner = owner._modules[part]
+        return owner, parts[-1]
+
+    def _param(self, name):
+        owner, leaf = self._owner(name)
+        return owner._parameters[leaf]
+
+    def _ordered(self):
+        return [self._param(p["name"]) for p in self._entries]
+
+    def _theta(self):
+        """θ for the library: the flat buffer itself while every parameter is
+        still a view of it (the usual case: optimizers update in place),
+        else a copy gathered from the parameters."""
+        flat = self._flat
+        base, size = flat.data_ptr(), flat.element_size()
+        params = self._ordered()
+        if all(q.dtype == flat.dtype and q.device == flat.device and q.is_contiguous() and
+               q.data_ptr() == base + p["offset"] * size for p, q in zip(self._entries, params)):
+            return flat
+        return torch.cat([q.detach().reshape(-1).to(flat.dtype) for q in params])
+
+    def _split(self, grad):
+        """The flat gradient as one tensor per parameter (views, no copy)."""
+        out = []
+        for p, q in zip(self._entries, self._ordered()):
+            n = q.numel()
+            out.append(grad[p["offset"]:p["offset"] + n].view(q.shape) if q.requires_grad else None)
+        return out
+
+    def load_checkpoint(self, path):
+        """Parameters from a checkpoint folder of unroll-run (its `latest`
+        snapshot, the f64 master copy where it has one), one of its
+        snapshots, or a .safetensors file; names as in the model info. A
+        tensor the module does not have, or of another shape, is an error;
+        parameters the file lacks keep their values (a learned unrolling's
+        checkpoint holds only the trained ones)."""
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            if os.path.exists(os.path.join(path, "latest")):
+                with open(os.path.join(path, "latest")) as f:
+                    path = os.path.join(path, f.read().strip())
+            master = os.path.join(path, "optimizer.safetensors")
+            if os.path.exists(master):
+                tensors = {k[len("master."):]: v for k, v in _read_safetensors(master).items()
+                           if k.startswith("master.")}
+            else:
+                tensors = _read_safetensors(os.path.join(path, "model.safetensors"))
+        else:
+            tensors = _read_safetensors(path)
+        names = {p["name"] for p in self._entries}
+        for name, value in tensors.items():
+            if name not in names:
+                raise UnrollError("%s: tensor %r is not a parameter of this %s (it has %s)" % (
+                    path, name, type(self).__name__, ", ".join(sorted(names))))
+            q = self._param(name)
+            if tuple(value.shape) != tuple(q.shape):
+                raise UnrollError("%s: tensor %r has shape %s, the library expects %s" % (
+                    path, name, tuple(value.shape), tuple(q.shape)))
+            with torch.no_grad():
+                q.copy_(value.to(q.dtype))
+        return self
+
+
+class _ModelFunction(torch.autograd.Function):
+    """The last `window` iterations' predictions at every token, [T, B, 2k]."""
+
+    @staticmethod
+    def forward(ctx, op, loops, window, z, theta, *params):
+        preds = op._forward(z, theta, loops)[loops - window:]
+        ctx.op, ctx.loops, ctx.window = op, loops, window
+        ctx.save_for_backward(z, theta)
+        return preds
+
+    @staticmethod
+    def backward(ctx, dpreds):
+        z, theta = ctx.saved_tensors
+        grad = ctx.op._vjp(z, dpreds.contiguous(), theta, ctx.loops, ctx.window)
+        return (None, None, None, None, None) + tuple(ctx.op._split(grad))
+
+
+class Model(_Parameters):
+    """A compiled looped model (``unroll.model``) as a PyTorch module.
+
+    ``forward(xs, ys, loops=None)`` takes in-context prompts, xs [B, k, d]
+    and ys [B, k] in the library's dtype, and returns the prediction for
+    every y_i from the points before it after `loops` iterations (default:
+    the model's b), [B, k]: what ``unroll-run --predict`` writes; its
+    gradient goes through every iteration. ``iterates(xs, ys, loops,
+    window)`` returns the last T = `window` iterations' predictions
+    [T, B, k] (default: the model's T) with gradient through those T alone,
+    the first b − T run without it: P2's training, whose loss is the mean
+    of their squared errors. The backward pass is the library's @M_vjp.
+    Models with the interleaved encoding (P2's).
+    """
+
+    def __init__(self, path, model=None, seed=0):
+        super().__init__()
+        self.library = path if isinstance(path, Library) else Library(path)
+        self.entry = self.library.model(model)
+        e = self.entry
+        if e.get("encoding", "interleaved") != "interleaved":
+            raise UnrollError("model %r uses the %s encoding; unroll.torch.Model takes the "
+                              "interleaved one (P2's)" % (e["name"], e.get("encoding")))
+        for k in ("forward", "vjp"):
+            if not e.get(k):
+                raise UnrollError("%s: model %r has no @%s_%s (rebuild it with this unroll-opt)" % (
+                    self.library.path, e["name"], e["name"], k))
+        self.dtype = _DTYPE[self.library.element_type]
+        self.dim = e["prompt_dim"]
+        self.loops = e["iterations"]
+        self.positions = e.get("positions")
+        g = torch.Generator().manual_seed(seed)
+        self._setup(e["params"], e["num_params"], self.dtype, g, lambda p: True)
+        self._fwd = self.library.entry(e["forward"])
+        self._fwd.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+        self._vjp_fn = self.library.entry(e["vjp"])
+        self._vjp_fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p]
+
+    def extra_repr(self):
+        return "%s: model %s, %d parameters, d = %d, b = %d, %s" % (
+            self.library.path, self.entry["name"], self.entry["num_params"], self.dim, self.loops,
+            self.library.element_type)
+
+    def tokens(self, xs, ys):
+        """P2's layout: x_1, [y_1, 0, …], x_2, … as Z [B, 2k, d]."""
+        B, k, d = xs.shape
+        z = torch.zeros(B, 2 * k, d, dtype=xs.dtype)
+        z[:, 0::2] = xs
+        z[:, 1::2, 0] = ys
+        return z
+
+    def forward(self, xs, ys, loops=None):
+        loops = self.loops if loops is None else loops
+        return self.iterates(xs, ys, loops, window=loops)[-1]
+
+    def iterates(self, xs, ys, loops=None, window=None):
+        _check(xs, "xs", self.dtype, 3, (None, None, self.dim))
+        _check(ys, "ys", self.dtype, 2, (xs.shape[0], xs.shape[1]))
+        loops = self.loops if loops is None else int(loops)
+        window = min(self.entry.get("window", loops) if window is None else int(window), loops)
+        if loops < 1 or window < 1:
+            raise ValueError("loops and window must be >= 1, got loops = %d, window = %d" % (
+                loops, window))
+        if self.positions is not None and 2 * xs.shape[1] > self.positions:
+            raise ValueError("xs holds %d points: %d tokens, past the model's %d positions" % (
+                xs.shape[1], 2 * xs.shape[1], self.positions))
+        z = self.tokens(xs.detach(), ys.detach())
+        preds = _ModelFunction.apply(self, loops, window, z, self._theta(), *self._ordered())
+        return preds[:, :, 0::2]
+
+    def _forward(self, z, theta, loops):
+        preds = torch.empty(loops, z.shape[0], z.shape[1], dtype=self.dtype)
+        self._fwd(_ref(z), _ref(theta), loops, _ref(preds))
+        return preds
+
+    def _vjp(self, z, dpreds, theta, loops, window):
+        grad = torch.empty(self.entry["num_params"], dtype=self.dtype)
+        self._vjp_fn(_ref(z), _ref(dpreds), _ref(theta), loops, window, _ref(grad))
+        return grad
+
+
+class _DescentFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, op, iterations, y0, x, theta, *params):
+        y = op._descend(y0, x, theta, iterations)
+        ctx.op, ctx.iterations = op, iterations
+        ctx.save_for_backward(y0, x, theta)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        y0, x, theta = ctx.saved_tensors
+        dy0, dx, grad = ctx.op._vjp(y0, x, theta, ctx.iterations, dy.contiguous())
+        return (None, None, dy0, dx, None) + tuple(ctx.op._split(grad))
+
+
+class Descent(_Parameters):
+    """An energy's compiled descent as a differentiable layer:
+    ``forward(y0, x, iterations=None)`` = Y_T, T steps of the energy's
+    derived (or hand-written, layered) steps from Y_0 with input X (default
+    T: the energy's iterations), with gradients to Y_0, X and θ through
+    every step (``gradient="unrolled"``). Parameters marked ``fixed`` in the
+    IR (a dictionary A, ALISTA's W) are parameters without gradient: set
+    them, or load them with ``load_checkpoint``.
+    """
+
+    def __init__(self, path, energy=None, gradient="unrolled", seed=0):
+        super().__init__()
+        if gradient != "unrolled":
+            raise ValueError(
+                "gradient=%r: energies' compiled descents are differentiated through their "
+                "steps only (gradient='unrolled'); the implicit, phantom and Jacobian-free "
+                "gradients exist for looped models (unroll-run --gradient), not yet for an "
+                "energy's entry points" % (gradient,))
+        self.library = path if isinstance(path, Library) else Library(path)
+        self.entry = self.library.energy(energy)
+        e = self.entry
+        if not e.get("descend_vjp"):
+            raise UnrollError("%s: energy %r was compiled without its gradient (run "
+                              "--lower-to-cpu, which differentiates it)" % (
+                                  self.library.path, e["name"]))
+        self.dtype = _DTYPE[self.library.element_type]
+        self.dim = e.get("dim")
+        self.input_dim = e.get("input_dim")
+        self.iterations = e["iterations"]
+        g = torch.Generator().manual_seed(seed)
+        self._setup(e["params"], e["num_params"], self.dtype, g, lambda p: not p.get("fixed"))
+        self._desc = self.library.entry(e["descend"])
+        self._desc_vjp = self.library.entry(e["descend_vjp"])
+        self._desc_vjp.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] + [ctypes.c_void_p] * 4
+
+    def extra_repr(self):
+        return "%s: energy %s, %d parameters, %d iterations, %s" % (
+            self.library.path, self.entry["name"], self.entry["num_params"], self.iterations,
+            self.library.element_type)
+
+    def forward(self, y0, x, iterations=None):
+        _check(y0, "y0", self.dtype, 2, (None, self.dim))
+        _check(x, "x", self.dtype, 2, (y0.shape[0] if self.input_dim != self.dim else None,
+                                       self.input_dim))
+        iterations = self.iterations if iterations is None else int(iterations)
+        if iterations < 1:
+            raise ValueError("iterations must be >= 1, got %d" % iterations)
+        return _DescentFunction.apply(self, iterations, y0, x, self._theta(), *self._ordered())
+
+    def energies(self, y0, x, iterations=None):
+        """E(Y_0) … E(Y_T) along the descent (no gradient)."""
+        _check(y0, "y0", self.dtype, 2, (None, self.dim))
+        _check(x, "x", self.dtype, 2, (None, self.input_dim))
+        iterations = self.iterations if iterations is None else int(iterations)
+        y = torch.empty_like(y0)
+        e = torch.empty(iterations + 1, dtype=self.dtype)
+        self._desc(_ref(y0.detach()), _ref(x.detach()), _ref(self._theta()), _ref(y), _ref(e))
+        return e
+
+    def _descend(self, y0, x, theta, iterations):
+        y = torch.empty_like(y0)
+        e = torch.empty(iterations + 1, dtype=self.dtype)
+        self._desc(_ref(y0), _ref(x), _ref(theta), _ref(y), _ref(e))
+        return y
+
+    def _vjp(self, y0, x, theta, iterations, dy):
+        dy0, dx = torch.empty_like(y0), torch.empty_like(x)
+        grad = torch.empty(self.entry["num_params"], dtype=self.dtype)
+        self._desc_vjp(_ref(y0), _ref(x), _ref(theta), iterations, _ref(dy), _ref(dy0), _ref(dx),
+                       _ref(grad))
+        return dy0, dx, grad

@@ -1,0 +1,235 @@
+"""python/unroll against independent computations (usage below). Prints one
+PASS/FAIL/SKIP line per check and exits 1 if any fails.
+
+  python-torch-check.py prepare DIR
+      DIR/train.safetensors (400 linear-regression prompts of 5 points, d = 3)
+      and DIR/prompts.safetensors (4 prompts) for the unroll-run runs
+  python-torch-check.py check DIR M64.so M32.so E.so INIT RUN
+      M64/M32: the tiny looped model in f64/f32; E: optimization-energies;
+      INIT: M64's checkpoint at step 0, RUN: after 50 steps of unroll-run's
+      host Adam on DIR/train.safetensors (batch 8, lr 1e-3, window 4);
+      DIR/preds64.safetensors, DIR/preds32.safetensors: unroll-run --predict
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "scripts"))
+from safetensors_f64 import write_f64  # noqa: E402
+
+if sys.argv[1] == "prepare":
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    r = np.random.default_rng(1)
+    xs = r.standard_normal((400, 5, 3))
+    w = r.standard_normal((400, 3))
+    write_f64(os.path.join(out, "train.safetensors"), {"xs": xs, "ys": np.einsum("nkd,nd->nk", xs, w)})
+    xs = r.standard_normal((4, 5, 3))
+    write_f64(os.path.join(out, "prompts.safetensors"),
+              {"xs": xs, "ys": np.einsum("nkd,nd->nk", xs, r.standard_normal((4, 3)))})
+    sys.exit(0)
+
+import torch  # noqa: E402
+
+import unroll  # noqa: E402
+import unroll.torch as ut  # noqa: E402
+from unroll.torch import _read_safetensors  # noqa: E402
+
+d, m64, m32, e_so, init, run = sys.argv[2:8]
+failed = []
+
+
+def check(name, ok, detail):
+    print(("PASS" if ok else "FAIL") + " %s: %s" % (name, detail))
+    if not ok:
+        failed.append(name)
+
+
+def raises(name, kind, fn, words):
+    try:
+        fn()
+    except kind as e:
+        ok = all(w in str(e) for w in words)
+        check(name, ok, "%s: %s" % (type(e).__name__, e))
+        return
+    except Exception as e:  # noqa: BLE001
+        check(name, False, "raised %s: %s, expected %s" % (type(e).__name__, e, kind.__name__))
+        return
+    check(name, False, "no exception, expected %s" % kind.__name__)
+
+
+# --- unroll.Library --------------------------------------------------------
+lib = unroll.Library(m64)
+check("Library info", lib.info["kind"] == "model" and "tiny64" in lib.models and
+      lib.element_type == "f64", repr(lib))
+raises("Library: missing file", unroll.UnrollError, lambda: unroll.Library(d + "/none.so"),
+       ["none.so", "no such file"])
+raises("Library: not an unroll library", unroll.UnrollError,
+       lambda: unroll.Library("libm.so.6"), ["libm.so.6"])
+raises("Library: unknown model", unroll.UnrollError, lambda: lib.model("gpt"),
+       ["no model named 'gpt'", "tiny64"])
+
+# --- Model: gradient against central differences (f64) ----------------------
+torch.manual_seed(0)
+model = ut.Model(m64)
+xs = torch.randn(2, 3, 3, dtype=torch.float64)
+ys = torch.randn(2, 3, dtype=torch.float64)
+params = model._ordered()
+
+
+def through(*ps):
+    theta = torch.cat([p.detach().reshape(-1) for p in ps])
+    z = model.tokens(xs, ys)
+    return ut._ModelFunction.apply(model, 4, 4, z, theta, *ps)[-1, :, 0::2]
+
+
+ok = torch.autograd.gradcheck(through, tuple(p.detach().clone().requires_grad_(True)
+                                             for p in params), eps=1e-6, atol=1e-6, rtol=1e-5)
+check("Model gradcheck (f64, every parameter, through 4 iterations)", ok,
+      "%d parameters" % model.entry["num_params"])
+# The window's gradient (P2's loss, the first b − T iterations without
+# gradient) against the library's own loss gradient (@M_loss_grad).
+model.zero_grad()
+loss = ((model.iterates(xs, ys, window=2) - ys) ** 2).mean()
+loss.backward()
+g = torch.cat([p.grad.reshape(-1) for p in params])
+import ctypes  # noqa: E402
+from unroll._library import memref  # noqa: E402
+
+lg = lib.entry(model.entry["loss_grad"])
+lg.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 2
+z = model.tokens(xs, ys)
+losses, grad = torch.zeros(2, dtype=torch.float64), torch.zeros(model.entry["num_params"], dtype=torch.float64)
+theta = model._theta()
+lg(ut._ref(z), ut._ref(ys), ut._ref(theta), 4, 2, ut._ref(losses), ut._ref(grad))
+err = float((g - grad).abs().max() / grad.abs().max())
+check("Model window gradient vs @M_loss_grad (b 4, T 2)",
+      err < 1e-12 and abs(loss.item() - losses.mean().item()) < 1e-12 * abs(loss.item()),
+      "max |Δ|/max|g| = %.2e" % err)
+
+# --- Model: forward against unroll-run --predict ---------------------------
+prompts = _read_safetensors(os.path.join(d, "prompts.safetensors"))
+for so, ckpt, name, dtype in ((m64, run + "/checkpoint", "preds64", torch.float64),
+                              (m32, None, "preds32", torch.float32)):
+    mm = ut.Model(so)
+    if ckpt:
+        mm.load_checkpoint(ckpt)
+    else:
+        mm.load_checkpoint(os.path.join(d, "init32", "checkpoint"))
+    with torch.no_grad():
+        p = mm(prompts["xs"].to(dtype).contiguous(), prompts["ys"].to(dtype).contiguous())
+    ref = _read_safetensors(os.path.join(d, name + ".safetensors"))["preds"]
+    err = float((p.double() - ref).abs().max())
+    check("Model forward vs unroll-run --predict (%s)" % mm.library.element_type, err <= 1e-6,
+          "max |Δ| = %.2e over %s predictions" % (err, tuple(p.shape)))
+
+# --- Model: 50 steps of torch.optim.Adam against unroll-run's host Adam ------
+m = ut.Model(m64).load_checkpoint(init + "/checkpoint")
+train = _read_safetensors(os.path.join(d, "train.safetensors"))
+opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+ours = []
+for s in range(50):
+    idx = [(s * 8 + i) % train["xs"].shape[0] for i in range(8)]
+    x, y = train["xs"][idx].contiguous(), train["ys"][idx].contiguous()
+    opt.zero_grad()
+    loss = ((m.iterates(x, y, window=4) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    ours.append(loss.item())
+theirs = [json.loads(line)["loss"] for line in open(run + "/metrics.jsonl")]
+final = ut.Model(m64).load_checkpoint(run + "/checkpoint")
+a = torch.cat([p.detach().reshape(-1) for p in m._ordered()])
+b = torch.cat([p.detach().reshape(-1) for p in final._ordered()])
+lerr = max(abs(u - v) / abs(v) for u, v in zip(ours, theirs))
+werr = float((a - b).abs().max() / b.abs().max())
+check("50 steps of torch.optim.Adam vs unroll-run's host Adam", len(theirs) == 50 and lerr <= 1e-5
+      and werr <= 1e-5, "losses max rel %.2e, weights max |Δ|/max|w| %.2e" % (lerr, werr))
+check("state_dict has P2's names", list(m.state_dict())[:2] == ["_read_in.weight", "_read_in.bias"],
+      ", ".join(list(m.state_dict())[:3]) + ", ...")
+check("parameters are views of θ (zero-copy)", m._theta().data_ptr() == m._flat.data_ptr(),
+      "optimizer steps update the buffer the library reads")
+
+# --- Descent: a learned unrolling (LISTA-CP) ------------------------------
+desc = ut.Descent(e_so, energy="lista_cp")
+torch.manual_seed(1)
+with torch.no_grad():
+    A = torch.randn(8, 12, dtype=torch.float64) / 8 ** 0.5
+    desc.A.copy_(A)
+    desc.W.copy_(A.expand(4, 8, 12) / 3 + 0.05 * torch.randn(4, 8, 12, dtype=torch.float64))
+    desc.theta.copy_(0.02 + 0.01 * torch.rand(4, dtype=torch.float64))
+y0 = 0.1 * torch.randn(3, 12, dtype=torch.float64)
+b = torch.randn(3, 8, dtype=torch.float64)
+dparams = desc._ordered()
+
+
+def descend(y0, b, *ps):
+    theta = torch.cat([p.detach().reshape(-1) for p in ps])
+    return ut._DescentFunction.apply(desc, 4, y0, b, theta, *ps)
+
+
+inputs = (y0.clone().requires_grad_(True), b.clone().requires_grad_(True)) + tuple(
+    p.detach().clone().requires_grad_(p.requires_grad) for p in dparams)
+ok = torch.autograd.gradcheck(descend, inputs, eps=1e-6, atol=1e-6, rtol=1e-5)
+check("Descent gradcheck (LISTA-CP, 4 layers: Y0, X, W, gamma, theta)", ok,
+      "A fixed: %s" % (not desc.A.requires_grad))
+# Its layers against the formula x' = soft(x + γ_k W_kᵀ(b − A x), θ_k).
+with torch.no_grad():
+    y = desc(y0, b)
+    ref = y0.clone()
+    for k in range(4):
+        v = ref + desc.gamma[k] * (b - ref @ desc.A.T) @ desc.W[k]
+        ref = torch.sign(v) * torch.clamp(v.abs() - desc.theta[k], min=0)
+err = float((y - ref).abs().max() / ref.abs().max())
+check("Descent forward vs LISTA-CP's layers in PyTorch", err < 1e-12, "max |Δ|/max|x| = %.2e" % err)
+raises("Descent: gradient='implicit'", ValueError,
+       lambda: ut.Descent(e_so, energy="lista_cp", gradient="implicit"), ["gradient='implicit'"])
+
+# --- bad input: a Python exception naming the argument -----------------------
+xs32 = torch.randn(2, 3, 3)
+raises("wrong dtype", TypeError, lambda: model(xs32, ys), ["xs", "torch.float32", "torch.float64"])
+raises("wrong shape", ValueError, lambda: model(torch.randn(2, 3, 4, dtype=torch.float64), ys),
+       ["xs", "dimension 2 must be 3"])
+raises("wrong rank", ValueError, lambda: model(xs, ys[0]), ["ys", "2 dimensions"])
+raises("wrong device", ValueError, lambda: model(xs.to("meta"), ys), ["xs", "meta", "CPU"])
+raises("not contiguous", ValueError,
+       lambda: model(torch.randn(2, 3, 3, dtype=torch.float64).transpose(0, 1), ys),
+       ["xs", "not contiguous"])
+bad = ys.clone()
+bad[1, 2] = float("nan")
+raises("non-finite", ValueError, lambda: model(xs, bad), ["ys", "nan", "[1, 2]"])
+many = model.positions // 2 + 1
+raises("too many points", ValueError, lambda: model(torch.randn(2, many, 3, dtype=torch.float64),
+                                                      torch.randn(2, many, dtype=torch.float64)),
+       ["%d tokens" % (2 * many), "positions"])
+raises("Descent: X of the wrong width", ValueError, lambda: desc(y0, torch.randn(3, 9, dtype=torch.float64)),
+       ["x", "dimension 1 must be 8"])
+raises("not a tensor", TypeError, lambda: model(xs.numpy(), ys), ["xs", "torch.Tensor"])
+
+# --- PyTorch >= 2.4: torch.library.opcheck -----------------------------------
+if hasattr(torch, "library") and hasattr(torch.library, "opcheck"):
+    check("opcheck", False, "PyTorch %s has torch.library.opcheck: register the ops as custom_op "
+          "(not done)" % torch.__version__)
+else:
+    print("SKIP opcheck: PyTorch %s has no torch.library.opcheck (it came in 2.4)" % torch.__version__)
+
+# --- offline install ---------------------------------------------------------
+src = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "python")
+with tempfile.TemporaryDirectory() as site:
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                        "--root-user-action=ignore",
+                        "--no-build-isolation", "--no-index", "--target", site, src],
+                       capture_output=True, text=True)
+    env = dict(os.environ, PYTHONPATH=site)
+    imp = subprocess.run([sys.executable, "-c", "import unroll, unroll.torch; print(unroll.__file__)"],
+                         capture_output=True, text=True, env=env, cwd=site)
+    check("pip install --no-deps --no-build-isolation ./python", r.returncode == 0 and
+          imp.returncode == 0 and imp.stdout.startswith(site),
+          (r.stderr.strip().splitlines() or ["installed"])[-1] + "; import: " +
+          (imp.stdout.strip() or imp.stderr.strip()))
+
+print("all checks passed" if not failed else "%d checks failed: %s" % (len(failed), ", ".join(failed)))
+sys.exit(1 if failed else 0)
