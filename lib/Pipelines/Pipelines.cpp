@@ -60,6 +60,7 @@ static void buildFrontEnd(OpPassManager &pm, const std::string &target, const st
   eo.target = target;
   eo.chip = chip;
   eo.recomputeWindow = recomputeWindow;
+  eo.modelVjp = gpu == nullptr; // python/unroll calls CPU libraries
   pm.addPass(createConvertUnrollToEntryPoints(eo));
   if (gpu && gpu->attention == AttentionLowering::Fused) {
     ConvertUnrollAttentionToGPUOptions ao;

@@ -261,6 +261,24 @@ class Model(_Parameters):
         return grad
 
 
+def _gradient_mode(g):
+    """("unrolled" | "implicit" | "jfb" | "phantom", steps back) from the
+    gradient= string."""
+    if g in ("unrolled", "implicit"):
+        return g, 0
+    if g == "jfb":
+        return "jfb", 1
+    if isinstance(g, str) and g.startswith("phantom:"):
+        try:
+            k = int(g[len("phantom:"):])
+        except ValueError:
+            k = 0
+        if k >= 1:
+            return "phantom", k
+    raise ValueError("gradient=%r: expected 'unrolled', 'implicit', 'jfb' or 'phantom:K' with "
+                     "K >= 1" % (g,))
+
+
 class _DescentFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, op, iterations, y0, x, theta, *params):
@@ -276,27 +294,76 @@ class _DescentFunction(torch.autograd.Function):
         return (None, None, dy0, dx, None) + tuple(ctx.op._split(grad))
 
 
+class _FixedPointFunction(torch.autograd.Function):
+    """z* = f(z*; X, θ) found without gradient; its gradient by the mode."""
+
+    @staticmethod
+    def forward(ctx, op, z, z_back, steps_back, x, theta, *params):
+        ctx.op, ctx.steps_back = op, steps_back
+        ctx.save_for_backward(z, z_back, x, theta)
+        return z.clone()
+
+    @staticmethod
+    def backward(ctx, dz):
+        z, z_back, x, theta = ctx.saved_tensors
+        op = ctx.op
+        dz = dz.contiguous()
+        if op.mode == "implicit":
+            # g = dz + J_zᵀ g at z*, by fixed-point iteration with one step's
+            # VJP; then X's and θ's gradients are the step's VJP with g.
+            g = dz.clone()
+            for it in range(op.max_iter):
+                jg, _, _ = op._vjp(z, x, theta, 1, g)
+                nxt = dz + jg
+                change = float((nxt - g).norm() / max(float(nxt.norm()), 1e-300))
+                g = nxt
+                if change <= op.tol:
+                    break
+            op.backward_info = {"steps": it + 1, "residual": change}
+            _, dx, grad = op._vjp(z, x, theta, 1, g)
+        else:
+            # jfb: the last step alone; phantom:K: the last K steps unrolled.
+            _, dx, grad = op._vjp(z_back, x, theta, ctx.steps_back, dz)
+        return (None, None, None, None, dx, None) + tuple(op._split(grad))
+
+
 class Descent(_Parameters):
-    """An energy's compiled descent as a differentiable layer:
-    ``forward(y0, x, iterations=None)`` = Y_T, T steps of the energy's
-    derived (or hand-written, layered) steps from Y_0 with input X (default
-    T: the energy's iterations), with gradients to Y_0, X and θ through
-    every step (``gradient="unrolled"``). Parameters marked ``fixed`` in the
-    IR (a dictionary A, ALISTA's W) are parameters without gradient: set
-    them, or load them with ``load_checkpoint``.
+    """An energy's compiled descent as a differentiable layer.
+
+    ``gradient="unrolled"`` (default): ``forward(y0, x, iterations=None)`` =
+    Y_T, T steps of the energy's derived (or hand-written, layered) steps
+    from Y_0 with input X (default T: the energy's iterations), with
+    gradients to Y_0, X and θ through every step.
+
+    ``gradient="implicit"``, ``"phantom:K"`` or ``"jfb"``, for energies
+    whose steps are one map Y ← f(Y; X, θ) (model info ``stationary``):
+    ``forward(y0, x)`` iterates to the fixed point, until the relative
+    change ‖Y_t − Y_{t−1}‖ / ‖Y_{t−1}‖ is at most `tol` or after `max_iter`
+    steps, and returns torchdeq's ``(z, info)``, info = {"steps",
+    "residual"}. The gradient to X and θ is the implicit function theorem's
+    (g = dz + J_fᵀ g solved by iteration to `tol`), the last K steps
+    unrolled, or the last step's (Jacobian-free); Y_0 gets none.
+
+    Parameters marked ``fixed`` in the IR (a dictionary A, ALISTA's W) are
+    parameters without gradient: set them, or load them with
+    ``load_checkpoint``.
     """
 
-    def __init__(self, path, energy=None, gradient="unrolled", seed=0):
+    def __init__(self, path, energy=None, gradient="unrolled", seed=0, tol=1e-6, max_iter=500):
         super().__init__()
-        if gradient != "unrolled":
-            raise ValueError(
-                "gradient=%r: energies' compiled descents are differentiated through their "
-                "steps only (gradient='unrolled'); the implicit, phantom and Jacobian-free "
-                "gradients exist for looped models (unroll-run --gradient), not yet for an "
-                "energy's entry points" % (gradient,))
         self.library = path if isinstance(path, Library) else Library(path)
         self.entry = self.library.energy(energy)
         e = self.entry
+        self.mode, self.phantom_steps = _gradient_mode(gradient)
+        if self.mode != "unrolled" and not e.get("stationary"):
+            raise ValueError(
+                "gradient=%r needs a fixed point of one map Y <- f(Y; X, theta), but energy %r's "
+                "steps take the iteration index or the previous iterate (layered or FISTA steps; "
+                "model info 'stationary' is false): use gradient='unrolled'" % (gradient, e["name"]))
+        if tol <= 0 or max_iter < 1:
+            raise ValueError("tol must be > 0 and max_iter >= 1, got %r, %r" % (tol, max_iter))
+        self.tol, self.max_iter = tol, int(max_iter)
+        self.backward_info = None
         if not e.get("descend_vjp"):
             raise UnrollError("%s: energy %r was compiled without its gradient (run "
                               "--lower-to-cpu, which differentiates it)" % (
@@ -320,10 +387,32 @@ class Descent(_Parameters):
         _check(y0, "y0", self.dtype, 2, (None, self.dim))
         _check(x, "x", self.dtype, 2, (y0.shape[0] if self.input_dim != self.dim else None,
                                        self.input_dim))
+        if self.mode != "unrolled":
+            return self._fixed_point(y0, x)
         iterations = self.iterations if iterations is None else int(iterations)
         if iterations < 1:
             raise ValueError("iterations must be >= 1, got %d" % iterations)
         return _DescentFunction.apply(self, iterations, y0, x, self._theta(), *self._ordered())
+
+    def _fixed_point(self, y0, x):
+        theta = self._theta()
+        xd = x.detach()
+        z = y0.detach().contiguous()
+        keep = max(self.phantom_steps, 1)
+        history = [z]
+        residual, steps = float("inf"), 0
+        while steps < self.max_iter:
+            nxt = self._descend(z, xd, theta, 1)
+            residual = float((nxt - z).norm() / max(float(z.norm()), 1e-300))
+            z = nxt
+            steps += 1
+            history = (history + [z])[-(keep + 1):]
+            if residual <= self.tol:
+                break
+        back = min(keep, len(history) - 1)
+        z_back = history[-1 - back]
+        out = _FixedPointFunction.apply(self, z, z_back, back, x, theta, *self._ordered())
+        return out, {"steps": steps, "residual": residual}
 
     def energies(self, y0, x, iterations=None):
         """E(Y_0) … E(Y_T) along the descent (no gradient)."""

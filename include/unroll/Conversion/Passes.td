@@ -45,7 +45,11 @@ def ConvertUnrollToEntryPoints : Pass<"convert-unroll-to-entry-points", "ModuleO
            "its stored input instead of storing the activations its VJPs read "
            "(less memory: one state per iteration instead of about 17 of "
            "them for a GPT-2 block; about a quarter more block evaluations "
-           "per training step)">
+           "per training step)">,
+    Option<"modelVjp", "model-vjp", "bool", /*default=*/"true",
+           "Give models @M_vjp, the vector-Jacobian product of their "
+           "predictions with any cotangent (python/unroll's autograd ops; "
+           "the GPU pipelines leave it out: its callers run on the CPU)">
   ];
   let statistics = [
     Statistic<"numEnergies", "energies", "Number of energies lowered">,

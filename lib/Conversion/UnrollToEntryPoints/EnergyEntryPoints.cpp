@@ -394,6 +394,10 @@ llvm::json::Object EnergyLowering::info() {
                                   : llvm::json::Value(nullptr)},
       {key::kAdam,
        hasAdam() ? llvm::json::Value(name + "_adam") : llvm::json::Value(nullptr)},
+      // The steps take (Y, X) alone: one map Y <- f(Y; X, θ) at every
+      // iteration, whose fixed point callers may differentiate implicitly.
+      {"stationary",
+       !energy.getSteps().empty() && energy.getSteps().front().getNumArguments() == 2},
       {key::kVjp, energy.getReverse().empty() || !inputIsTokens()
                       ? llvm::json::Value(nullptr)
                       : llvm::json::Value((energy.getSymName() + "_vjp").str())},

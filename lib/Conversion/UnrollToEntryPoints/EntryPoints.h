@@ -112,7 +112,8 @@ llvm::json::Object lowerEnergy(OpBuilder &b, EnergyOp energy);
 /// Emits the entry points of a differentiated model; returns its info.
 /// `recomputeWindow`: the backward recomputes each window iteration's block
 /// instead of reading its stored activations.
-FailureOr<llvm::json::Object> lowerModel(OpBuilder &b, ModelOp model, bool recomputeWindow);
+FailureOr<llvm::json::Object> lowerModel(OpBuilder &b, ModelOp model, bool recomputeWindow,
+                                          bool vjp);
 /// @M_adam: one Adam step in place on the flat vectors (Adam.cpp).
 void emitAdam(OpBuilder &b, Location loc, StringRef name, Type elem);
 

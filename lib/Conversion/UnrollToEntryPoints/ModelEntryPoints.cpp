@@ -103,7 +103,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     b.create<func::ReturnOp>(loc);
   }
 
-  if (failed(emitGradient(b, /*cotangent=*/false)) || failed(emitGradient(b, /*cotangent=*/true)))
+  if (failed(emitGradient(b, /*cotangent=*/false)) || (vjp && failed(emitGradient(b, /*cotangent=*/true))))
     return failure();
   return success();
 }
@@ -458,7 +458,8 @@ llvm::json::Object ModelLowering::info() {
       {key::kForward, (model.getSymName() + "_forward").str()},
       {key::kLossGrad, (model.getSymName() + "_loss_grad").str()},
       {key::kAdam, (model.getSymName() + "_adam").str()},
-      {key::kVjp, (model.getSymName() + "_vjp").str()},
+      {key::kVjp, vjp ? llvm::json::Value((model.getSymName() + "_vjp").str())
+                      : llvm::json::Value(nullptr)},
       // The x dimension d; the tokens have d + 1 features under concat.
       {key::kPromptDim, tokenDim - (concat() ? 1 : 0)},
       {key::kTokenDim, tokenDim},
@@ -507,8 +508,9 @@ llvm::json::Object ModelLowering::info() {
 }
 
 FailureOr<llvm::json::Object> mlir::unroll::lowering::lowerModel(OpBuilder &b, ModelOp model,
-                                                                 bool recomputeWindow) {
+                                                                 bool recomputeWindow, bool vjp) {
   ModelLowering lowering(model, recomputeWindow);
+  lowering.vjp = vjp;
   if (failed(lowering.emit(b)))
     return failure();
   return lowering.info();

@@ -92,6 +92,8 @@ public:
   }
 
   LogicalResult emit(OpBuilder &b);
+  /// Emit @M_vjp (the pass's model-vjp option).
+  bool vjp = true;
   llvm::json::Object info();
 
 private:

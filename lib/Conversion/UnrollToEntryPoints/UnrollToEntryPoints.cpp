@@ -107,7 +107,7 @@ struct ConvertUnrollToEntryPointsPass
       if (!checkElem(model, cast<RankedTensorType>(model.getPrompt().getType()).getElementType()))
         return signalPassFailure();
       b.setInsertionPoint(model);
-      FailureOr<llvm::json::Object> info = lowerModel(b, model, recomputeWindow);
+      FailureOr<llvm::json::Object> info = lowerModel(b, model, recomputeWindow, modelVjp);
       if (failed(info))
         return signalPassFailure();
       modelInfo.push_back(std::move(*info));
