@@ -8,7 +8,7 @@
 // PIPE: unroll-derive-steps
 // PIPE-SAME: unroll-inline-descent
 // PIPE-SAME: unroll-differentiate
-// PIPE-SAME: convert-unroll-to-entry-points{chip= recompute-window=false target=cpu}
+// PIPE-SAME: convert-unroll-to-entry-points{chip= model-vjp=true recompute-window=false target=cpu}
 // PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=true}
 // PIPE-SAME: one-shot-bufferize
 // PIPE-SAME: ownership-based-buffer-deallocation
@@ -22,7 +22,7 @@
 // PIPE-SAME: reconcile-unrealized-casts
 
 // The pipeline's options reach its passes.
-// RECOMPUTE: convert-unroll-to-entry-points{chip= recompute-window=true target=cpu}
+// RECOMPUTE: convert-unroll-to-entry-points{chip= model-vjp=true recompute-window=true target=cpu}
 
 // Only the LLVM dialect is left, with the C-interface wrappers the runtime calls.
 // CHECK-DAG: llvm.func @_mlir_ciface_e_trace(

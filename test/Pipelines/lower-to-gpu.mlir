@@ -16,7 +16,7 @@
 // PIPE-SAME: unroll-derive-steps
 // PIPE-SAME: unroll-inline-descent
 // PIPE-SAME: unroll-differentiate
-// PIPE-SAME: convert-unroll-to-entry-points{chip=sm_80 recompute-window=false target=gpu}
+// PIPE-SAME: convert-unroll-to-entry-points{chip=sm_80 model-vjp=false recompute-window=false target=gpu}
 // PIPE-SAME: convert-unroll-attention-to-gpu{attention-tile=0}
 // PIPE-SAME: convert-unroll-to-linalg{cpu-kernels=false}
 // PIPE-SAME: unroll-gpu-fuse-elementwise
