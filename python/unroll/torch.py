@@ -9,6 +9,7 @@ as in unroll's checkpoints (dotted names become nested modules, so that
 the library reads in place: tensors pass by pointer, without a copy. The
 operations are ``torch.autograd.Function``s (PyTorch 1.13 and later).
 """
+import concurrent.futures
 import ctypes
 import json
 import os
@@ -195,10 +196,14 @@ class Model(_Parameters):
     Models with the interleaved encoding (P2's).
     """
 
-    def __init__(self, path, model=None, seed=0):
+    def __init__(self, path, model=None, seed=0, threads=None):
         super().__init__()
         self.library = path if isinstance(path, Library) else Library(path)
         self.entry = self.library.model(model)
+        # Calls split the batch over this many threads (ctypes releases the
+        # GIL), each part one call of the library, as unroll-run's runner
+        # does; the results depend on the count only through summation order.
+        self.threads = max(1, int(threads if threads is not None else torch.get_num_threads()))
         e = self.entry
         if e.get("encoding", "interleaved") != "interleaved":
             raise UnrollError("model %r uses the %s encoding; unroll.torch.Model takes the "
@@ -250,15 +255,35 @@ class Model(_Parameters):
         preds = _ModelFunction.apply(self, loops, window, z, self._theta(), *self._ordered())
         return preds[:, :, 0::2]
 
+    def _parts(self, batch):
+        n = min(self.threads, batch)
+        return [(batch * i // n, batch * (i + 1) // n) for i in range(n)]
+
+    def _map(self, fn, parts):
+        if len(parts) == 1:
+            return [fn(*parts[0])]
+        if getattr(self, "_pool", None) is None or self._pool._max_workers < len(parts):
+            self._pool = concurrent.futures.ThreadPoolExecutor(len(parts))
+        return list(self._pool.map(lambda p: fn(*p), parts))
+
     def _forward(self, z, theta, loops):
-        preds = torch.empty(loops, z.shape[0], z.shape[1], dtype=self.dtype)
-        self._fwd(_ref(z), _ref(theta), loops, _ref(preds))
-        return preds
+        def part(b0, b1):
+            preds = torch.empty(loops, b1 - b0, z.shape[1], dtype=self.dtype)
+            self._fwd(_ref(z[b0:b1]), _ref(theta), loops, _ref(preds))
+            return preds
+        return torch.cat(self._map(part, self._parts(z.shape[0])), dim=1)
 
     def _vjp(self, z, dpreds, theta, loops, window):
-        grad = torch.empty(self.entry["num_params"], dtype=self.dtype)
-        self._vjp_fn(_ref(z), _ref(dpreds), _ref(theta), loops, window, _ref(grad))
-        return grad
+        def part(b0, b1):
+            grad = torch.empty(self.entry["num_params"], dtype=self.dtype)
+            d = dpreds[:, b0:b1].contiguous()
+            self._vjp_fn(_ref(z[b0:b1]), _ref(d), _ref(theta), loops, window, _ref(grad))
+            return grad
+        grads = self._map(part, self._parts(z.shape[0]))
+        total = grads[0]
+        for g in grads[1:]:
+            total += g
+        return total
 
 
 def _gradient_mode(g):
