@@ -281,11 +281,16 @@ else:
     print("SKIP opcheck: PyTorch %s has no torch.library.opcheck (it came in 2.4)" % torch.__version__)
 
 # --- offline install ---------------------------------------------------------
+import shutil  # noqa: E402
+
 src = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "python")
-with tempfile.TemporaryDirectory() as site:
+with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as copy:
+    # pip builds in the folder it installs from: a copy keeps the tree clean.
+    pkg = os.path.join(copy, "python")
+    shutil.copytree(src, pkg, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                         "--root-user-action=ignore",
-                        "--no-build-isolation", "--no-index", "--target", site, src],
+                        "--no-build-isolation", "--no-index", "--target", site, pkg],
                        capture_output=True, text=True)
     env = dict(os.environ, PYTHONPATH=site)
     imp = subprocess.run([sys.executable, "-c", "import unroll, unroll.torch; print(unroll.__file__)"],
