@@ -8,9 +8,7 @@ per-sample percentiles, and the share of the error from the worst 1%.
 
 usage: sparse-coding-tail.py UNROLL_RUN LIB CHECKPOINT [N] [SEED]
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -18,18 +16,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from safetensors_f64 import write_f64  # noqa: E402
-
-
-def read(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        blob = f.read()
-    kinds = {"F64": "<f8", "F32": "<f4"}
-    return {k: np.frombuffer(blob[v["data_offsets"][0]:v["data_offsets"][1]],
-                             dtype=kinds[v["dtype"]]).reshape(v["shape"])
-            for k, v in header.items() if k != "__metadata__"}
+from safetensors_f64 import read_f64 as read, write_f64  # noqa: E402
 
 
 run, lib, ckpt = sys.argv[1:4]

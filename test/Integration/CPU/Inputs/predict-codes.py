@@ -6,26 +6,13 @@
                                            from x = 0 with the checkpoint's f64
                                            parameters and OUT's dictionary 'A'
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "scripts"))
-from safetensors_f64 import write_f64  # noqa: E402
-
-
-def read(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        blob = f.read()
-    dtypes = {"F64": "<f8", "F32": "<f4"}
-    return {k: np.frombuffer(blob[v["data_offsets"][0]:v["data_offsets"][1]],
-                             dtype=dtypes[v["dtype"]]).reshape(v["shape"]).astype(np.float64)
-            for k, v in header.items() if k != "__metadata__"}
+from safetensors_f64 import read_f64 as read, write_f64  # noqa: E402
 
 
 if sys.argv[1] == "gen":
