@@ -397,6 +397,9 @@ class Descent(_Parameters):
         self.dim = e.get("dim")
         self.input_dim = e.get("input_dim")
         self.iterations = e["iterations"]
+        # X pairs with Y row by row (measurements of codes, a center), except
+        # as a Hopfield memory (an lse term), which has rows of its own.
+        self._x_rows_free = any(t.get("op") == "lse" for t in e.get("terms", []))
         g = torch.Generator().manual_seed(seed)
         self._setup(e["params"], e["num_params"], self.dtype, g, lambda p: not p.get("fixed"))
         self._desc = self.library.entry(e["descend"])
@@ -409,15 +412,17 @@ class Descent(_Parameters):
             self.library.element_type)
 
     def forward(self, y0, x, iterations=None):
-        _check(y0, "y0", self.dtype, 2, (None, self.dim))
-        _check(x, "x", self.dtype, 2, (y0.shape[0] if self.input_dim != self.dim else None,
-                                       self.input_dim))
+        self._check_inputs(y0, x)
         if self.mode != "unrolled":
             return self._fixed_point(y0, x)
         iterations = self.iterations if iterations is None else int(iterations)
         if iterations < 1:
             raise ValueError("iterations must be >= 1, got %d" % iterations)
         return _DescentFunction.apply(self, iterations, y0, x, self._theta(), *self._ordered())
+
+    def _check_inputs(self, y0, x):
+        _check(y0, "y0", self.dtype, 2, (None, self.dim))
+        _check(x, "x", self.dtype, 2, (None if self._x_rows_free else y0.shape[0], self.input_dim))
 
     def _fixed_point(self, y0, x):
         theta = self._theta()
@@ -441,8 +446,7 @@ class Descent(_Parameters):
 
     def energies(self, y0, x, iterations=None):
         """E(Y_0) … E(Y_T) along the descent (no gradient)."""
-        _check(y0, "y0", self.dtype, 2, (None, self.dim))
-        _check(x, "x", self.dtype, 2, (None, self.input_dim))
+        self._check_inputs(y0, x)
         iterations = self.iterations if iterations is None else int(iterations)
         y = torch.empty_like(y0)
         e = torch.empty(iterations + 1, dtype=self.dtype)

@@ -271,6 +271,14 @@ raises("too many points", ValueError, lambda: model(torch.randn(2, many, 3, dtyp
        ["%d tokens" % (2 * many), "positions"])
 raises("Descent: X of the wrong width", ValueError, lambda: desc(y0, torch.randn(3, 9, dtype=torch.float64)),
        ["x", "dimension 1 must be 8"])
+raises("Descent: X rows other than Y's", ValueError,
+       lambda: desc(y0, torch.randn(2, 8, dtype=torch.float64)), ["x", "dimension 0 must be 3"])
+hop = ut.Descent(e_so, energy="hopfield")
+with torch.no_grad():
+    mem = torch.randn(10, 6, dtype=torch.float64)
+    e = hop.energies(mem[:4] + 0.1 * torch.randn(4, 6, dtype=torch.float64), mem)
+check("Descent: a Hopfield memory has rows of its own", bool((e[1:] <= e[:-1] + 1e-12).all()),
+      "4 queries, 10 stored patterns; E: %.4f -> %.4f" % (float(e[0]), float(e[-1])))
 raises("not a tensor", TypeError, lambda: model(xs.numpy(), ys), ["xs", "torch.Tensor"])
 
 # --- PyTorch >= 2.4: torch.library.opcheck -----------------------------------
