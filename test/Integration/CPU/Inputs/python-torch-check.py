@@ -68,8 +68,10 @@ check("Library info", lib.info["kind"] == "model" and "tiny64" in lib.models and
       lib.element_type == "f64", repr(lib))
 raises("Library: missing file", unroll.UnrollError, lambda: unroll.Library(d + "/none.so"),
        ["none.so", "no such file"])
+import _ctypes  # noqa: E402  (a shared library that is not unroll's)
+
 raises("Library: not an unroll library", unroll.UnrollError,
-       lambda: unroll.Library("libm.so.6"), ["libm.so.6"])
+       lambda: unroll.Library(_ctypes.__file__), ["not an unroll library", "unroll_model_info"])
 raises("Library: unknown model", unroll.UnrollError, lambda: lib.model("gpt"),
        ["no model named 'gpt'", "tiny64"])
 
@@ -110,6 +112,29 @@ err = float((g - grad).abs().max() / grad.abs().max())
 check("Model window gradient vs @M_loss_grad (b 4, T 2)",
       err < 1e-12 and abs(loss.item() - losses.mean().item()) < 1e-12 * abs(loss.item()),
       "max |Δ|/max|g| = %.2e" % err)
+
+# --- Model against P2's model in PyTorch (bench/p2_torch.py) ---------------
+# Its state_dict loads into the op (P2's names, strict), and the op's
+# window predictions and gradients equal PyTorch autograd through P2's
+# class: an independent forward and backward.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "bench"))
+from p2_torch import LoopedTransformer  # noqa: E402
+
+torch.manual_seed(3)
+p2 = LoopedTransformer(3, 16, 2, 1, model.entry["positions"]).double()
+ours = ut.Model(m64)
+ours.load_state_dict(p2.state_dict(), strict=True)
+xs5, ys5 = torch.randn(4, 5, 3, dtype=torch.float64), torch.randn(4, 5, dtype=torch.float64)
+theirs = torch.stack(p2(xs5, ys5, 4, 2))
+mine = ours.iterates(xs5, ys5, loops=4, window=2)
+((theirs - ys5) ** 2).mean().backward()
+((mine - ys5) ** 2).mean().backward()
+ferr = float((mine - theirs).abs().max() / theirs.abs().max())
+gerr = max(float((dict(ours.named_parameters())[k].grad - v.grad).abs().max() /
+                 max(float(v.grad.abs().max()), 1e-300)) for k, v in p2.named_parameters())
+check("Model vs P2's model in PyTorch (load_state_dict strict; b 4, T 2)",
+      ferr < 1e-10 and gerr < 1e-8, "predictions %.2e, gradients %.2e (max rel, over %d tensors)"
+      % (ferr, gerr, len(list(p2.parameters()))))
 
 # --- Model: forward against unroll-run --predict ---------------------------
 prompts = _read_safetensors(os.path.join(d, "prompts.safetensors"))
