@@ -1,7 +1,7 @@
 """Compiled models and energies as PyTorch autograd operations.
 
 ``Model(path)`` is a looped model's forward pass with its vector-Jacobian
-product (@M_forward, @M_vjp); ``Descent(path)`` is an energy's compiled
+product (@M_forward_tape, @M_vjp_tape); ``Descent(path)`` is an energy's compiled
 descent Y_T = descend(Y_0, X; θ) with its gradient (@E_descend,
 @E_descend_vjp). Both are ``torch.nn.Module``s whose parameters are named
 as in unroll's checkpoints (dotted names become nested modules, so that
@@ -165,20 +165,33 @@ class _Parameters(torch.nn.Module):
 
 
 class _ModelFunction(torch.autograd.Function):
-    """The last `window` iterations' predictions at every token, [T, B, 2k]."""
+    """The last `window` iterations' predictions at every token, [T, B, 2k].
+    Where a backward can come (`taped`), the forward is @M_forward_tape,
+    which leaves the window's states and tape in workspaces that the
+    backward's @M_vjp_tape reads: the loop runs once per training step.
+    Otherwise it is @M_forward, which keeps nothing."""
 
     @staticmethod
-    def forward(ctx, op, loops, window, z, theta, *params):
-        preds = op._forward(z, theta, loops)[loops - window:]
+    def forward(ctx, op, loops, window, taped, z, theta, *params):
         ctx.op, ctx.loops, ctx.window = op, loops, window
         ctx.save_for_backward(z, theta)
-        return preds
+        ctx.workspaces = None
+        if taped:
+            preds, ctx.workspaces = op._forward_tape(z, theta, loops, window)
+            return preds
+        return op._forward(z, theta, loops)[loops - window:]
 
     @staticmethod
     def backward(ctx, dpreds):
         z, theta = ctx.saved_tensors
-        grad = ctx.op._vjp(z, dpreds.contiguous(), theta, ctx.loops, ctx.window)
-        return (None, None, None, None, None) + tuple(ctx.op._split(grad))
+        if ctx.workspaces is None:
+            raise RuntimeError("unroll.torch.Model: a backward through a forward run without "
+                               "gradient (torch.no_grad, or no parameter requiring one)")
+        # The workspaces stay with ctx (a retained graph may run this again);
+        # PyTorch frees them with the graph.
+        grad = ctx.op._vjp_tape(z, dpreds.contiguous(), theta, ctx.loops, ctx.window,
+                                ctx.workspaces)
+        return (None, None, None, None, None, None) + tuple(ctx.op._split(grad))
 
 
 class Model(_Parameters):
@@ -192,7 +205,7 @@ class Model(_Parameters):
     window)`` returns the last T = `window` iterations' predictions
     [T, B, k] (default: the model's T) with gradient through those T alone,
     the first b − T run without it: P2's training, whose loss is the mean
-    of their squared errors. The backward pass is the library's @M_vjp.
+    of their squared errors. The backward pass is the library's @M_vjp_tape.
     Models with the interleaved encoding (P2's).
     """
 
@@ -208,7 +221,7 @@ class Model(_Parameters):
         if e.get("encoding", "interleaved") != "interleaved":
             raise UnrollError("model %r uses the %s encoding; unroll.torch.Model takes the "
                               "interleaved one (P2's)" % (e["name"], e.get("encoding")))
-        for k in ("forward", "vjp"):
+        for k in ("forward", "forward_tape", "vjp_tape"):
             if not e.get(k):
                 raise UnrollError("%s: model %r has no @%s_%s (rebuild it with this unroll-opt)" % (
                     self.library.path, e["name"], e["name"], k))
@@ -220,8 +233,11 @@ class Model(_Parameters):
         self._setup(e["params"], e["num_params"], self.dtype, g, lambda p: True)
         self._fwd = self.library.entry(e["forward"])
         self._fwd.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
-        self._vjp_fn = self.library.entry(e["vjp"])
-        self._vjp_fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p]
+        ft = self.library.entry(e["forward_tape"])
+        ft.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p]
+        vt = self.library.entry(e["vjp_tape"])
+        vt.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 2
+        self._tape = (ft, vt, e["window_workspace"])
 
     def extra_repr(self):
         return "%s: model %s, %d parameters, d = %d, b = %d, %s" % (
@@ -252,7 +268,10 @@ class Model(_Parameters):
             raise ValueError("xs holds %d points: %d tokens, past the model's %d positions" % (
                 xs.shape[1], 2 * xs.shape[1], self.positions))
         z = self.tokens(xs.detach(), ys.detach())
-        preds = _ModelFunction.apply(self, loops, window, z, self._theta(), *self._ordered())
+        params = self._ordered()
+        # Keep the window's tape for a backward only when one can come.
+        taped = torch.is_grad_enabled() and any(q.requires_grad for q in params)
+        preds = _ModelFunction.apply(self, loops, window, taped, z, self._theta(), *params)
         return preds[:, :, 0::2]
 
     def _parts(self, batch):
@@ -273,17 +292,37 @@ class Model(_Parameters):
             return preds
         return torch.cat(self._map(part, self._parts(z.shape[0])), dim=1)
 
-    def _vjp(self, z, dpreds, theta, loops, window):
+    def _workspace(self, rows, tokens, window):
+        w = self._tape[2]
+        per = (window + 1) * w["state"] + window * sum(w["tape"]) + (w["state"] if w["previous"] else 0)
+        return torch.empty(rows * tokens * per, dtype=self.dtype)
+
+    def _forward_tape(self, z, theta, loops, window):
+        ft = self._tape[0]
+
         def part(b0, b1):
+            preds = torch.empty(window, b1 - b0, z.shape[1], dtype=self.dtype)
+            ws = self._workspace(b1 - b0, z.shape[1], window)
+            ft(_ref(z[b0:b1]), _ref(preds), _ref(theta), loops, window, _ref(ws))
+            return preds, ws
+        out = self._map(part, self._parts(z.shape[0]))
+        return torch.cat([p for p, _ in out], dim=1), [ws for _, ws in out]
+
+    def _vjp_tape(self, z, dpreds, theta, loops, window, workspaces):
+        vt = self._tape[1]
+
+        def part(i, b0, b1):
             grad = torch.empty(self.entry["num_params"], dtype=self.dtype)
             d = dpreds[:, b0:b1].contiguous()
-            self._vjp_fn(_ref(z[b0:b1]), _ref(d), _ref(theta), loops, window, _ref(grad))
+            vt(_ref(z[b0:b1]), _ref(d), _ref(theta), loops, window, _ref(workspaces[i]), _ref(grad))
             return grad
-        grads = self._map(part, self._parts(z.shape[0]))
+        parts = self._parts(z.shape[0])
+        grads = self._map(part, [(i,) + p for i, p in enumerate(parts)])
         total = grads[0]
         for g in grads[1:]:
             total += g
         return total
+
 
 
 def _gradient_mode(g):

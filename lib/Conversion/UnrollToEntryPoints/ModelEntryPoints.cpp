@@ -4,7 +4,9 @@
 //
 //   @M_forward(Z, theta, b, preds)            preds[t] = head(Y_t), t < b
 //   @M_loss_grad(Z, ys, theta, b, T, losses, grad)
-//   @M_vjp(Z, dpreds, theta, b, T, grad)      the last T iterations' VJP
+//   @M_forward_tape(Z, preds, theta, b, T, ws) the last T iterations' predictions,
+//   @M_vjp_tape(Z, dpreds, theta, b, T, ws, grad)   and their VJP from the
+//                                             workspace ws the first left
 //   @M_adam(theta, grad, m, v, lr/bc1, sqrt(bc2), beta1, beta2, eps, partial)
 //
 // The loss is the mean over the last min(T, b) iterations of the MSE of the
@@ -103,19 +105,28 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     b.create<func::ReturnOp>(loc);
   }
 
-  if (failed(emitGradient(b, /*cotangent=*/false)) || (vjp && failed(emitGradient(b, /*cotangent=*/true))))
+  if (failed(emitGradient(b, GradientEntry::Loss)))
+    return failure();
+  if (vjp && (failed(emitGradient(b, GradientEntry::ForwardTape)) ||
+              failed(emitGradient(b, GradientEntry::VjpTape))))
     return failure();
   return success();
 }
 
-/// @M_loss_grad(Z, ys, theta, b, T, losses[min(T, b)], grad[num_params]),
-/// or, with `cotangent`, @M_vjp(Z, dpreds[min(T, b), B, n], theta, b, T,
-/// grad): the vector-Jacobian product of the last min(T, b) iterations'
-/// predictions, the gradient of Σ_w <dpreds[w], preds[b − T + w]> for the
-/// parameters through those iterations (the first b − T run without
-/// gradient, as the loss's window does); with T = b, @M_forward's. For
-/// callers with a loss of their own (python/unroll).
-LogicalResult ModelLowering::emitGradient(OpBuilder &b, bool cotangent) {
+/// @M_loss_grad(Z, ys, theta, b, T, losses[min(T, b)], grad[num_params]);
+/// or the vector-Jacobian product of the last W = min(T, b) iterations'
+/// predictions, for callers with a loss of their own (python/unroll), in
+/// two halves so that the loop runs once for a forward and its backward:
+///   @M_forward_tape(Z, preds[W, B, n], theta, b, T, ws) runs the loop (the
+///     first b − W iterations without gradient, as the loss's window),
+///     writes the window's predictions, and leaves the window's states and
+///     tape in the workspace ws (its size: model info "window_workspace");
+///   @M_vjp_tape(Z, dpreds[W, B, n], theta, b, T, ws, grad) from them: the
+///     gradient of Σ_w <dpreds[w], preds[w]> for the parameters, through
+///     the window's iterations. With T = b, @M_forward's VJP.
+LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
+  const bool cotangent = kind != GradientEntry::Loss;
+  const bool toTape = kind == GradientEntry::ForwardTape, fromTape = kind == GradientEntry::VjpTape;
   Location loc = model.getLoc();
   StringRef name = model.getSymName();
   Type t = elem();
@@ -125,24 +136,27 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, bool cotangent) {
   Type i64 = b.getI64Type();
   auto idx = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
   OpBuilder::InsertionGuard g(b);
+  MemRefType m1 = dynMemref(1, t), m2 = dynMemref(2, t), m3 = dynMemref(3, t);
   func::FuncOp f =
-      cotangent ? makeEntry(b, loc, (name + "_vjp").str(),
-                            {dynMemref(3, t), dynMemref(3, t), dynMemref(1, t), i64, i64,
-                             dynMemref(1, t)})
-                : makeEntry(b, loc, (name + "_loss_grad").str(),
-                            {dynMemref(3, t), dynMemref(2, t), dynMemref(1, t), i64, i64,
-                             dynMemref(1, t), dynMemref(1, t)});
+      kind == GradientEntry::Loss
+          ? makeEntry(b, loc, (name + "_loss_grad").str(), {m3, m2, m1, i64, i64, m1, m1})
+      : toTape ? makeEntry(b, loc, (name + "_forward_tape").str(), {m3, m3, m1, i64, i64, m1})
+               : makeEntry(b, loc, (name + "_vjp_tape").str(), {m3, m3, m1, i64, i64, m1, m1});
   Loss nn(b, loc, t, concat());
   Ctx ctx{paramTensors(b, loc, f.getArgument(2), table, t), {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), promptTy);
-  // ys [B, k] (the loss's targets), or the predictions' cotangent [b, B, n].
-  Value ys = memrefToTensor(b, loc, f.getArgument(1),
-                            cotangent ? nn.tensorTy({kDyn, kDyn, kDyn}) : nn.tensorTy({kDyn, kDyn}));
+  // ys [B, k] (the loss's targets), or the predictions' cotangent [W, B, n]
+  // (@M_forward_tape: its predictions, written).
+  Value ys = toTape ? Value()
+                    : memrefToTensor(b, loc, f.getArgument(1),
+                                     cotangent ? nn.tensorTy({kDyn, kDyn, kDyn})
+                                               : nn.tensorTy({kDyn, kDyn}));
   Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
         c1 = b.create<arith::ConstantIndexOp>(loc, 1);
   Value nb = idx(f.getArgument(3)), nT = idx(f.getArgument(4));
   Value lossesOut = cotangent ? Value() : f.getArgument(5);
-  Value gradOut = f.getArgument(cotangent ? 5 : 6);
+  Value gradOut = toTape ? Value() : f.getArgument(6);
+  Value ws = toTape || fromTape ? f.getArgument(5) : Value();
   Value tw = b.create<arith::MinUIOp>(loc, nb, nT);
   Value nfree = b.create<arith::SubIOp>(loc, nb, tw);
   FailureOr<Value> pOr = embed(b, z, ctx);
@@ -160,8 +174,10 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, bool cotangent) {
   SmallVector<Value> freeInit{initState(nn, p)};
   if (withPrev)
     freeInit.push_back(freeInit[0]);
+  // @M_vjp_tape runs no loop: its states come from the workspace.
   auto freeLoop = b.create<scf::ForOp>(
-      loc, c0, nfree, c1, freeInit, [&](OpBuilder &lb, Location ll, Value k, ValueRange it) {
+      loc, c0, fromTape ? c0 : nfree, c1, freeInit,
+      [&](OpBuilder &lb, Location ll, Value k, ValueRange it) {
         Loss ln(lb, ll, t, concat());
         Value uPrev = withPrev ? inject(ln, it[1], p) : Value();
         FailureOr<SmallVector<Value>> y =
@@ -210,11 +226,46 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, bool cotangent) {
     winInit.push_back(b.create<tensor::EmptyOp>(
         loc, nn.tensorTy({kDyn, kDyn, kDyn, cast<RankedTensorType>(v.getType()).getDimSize(2)}),
         ValueRange{tw, bsz, n}));
+  // @M_forward_tape also carries the window's predictions [W, B, n], last.
+  if (toTape)
+    winInit.push_back(
+        b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{tw, bsz, n}));
+  // The workspace: the states [W + 1, B, n, D], each tape [W, B, n, F], and
+  // the state before the window [B, n, D] where the body takes u_prev, back
+  // to back, row-major.
+  SmallVector<Value> wsViews;
+  if (ws) {
+    Value off = c0;
+    auto view = [&](ArrayRef<Value> dims) {
+      SmallVector<OpFoldResult> sizes, strides(dims.size());
+      Value stride = c1;
+      for (int i = dims.size() - 1; i >= 0; --i) {
+        strides[i] = stride;
+        stride = b.create<arith::MulIOp>(loc, stride, dims[i]);
+      }
+      for (Value d : dims)
+        sizes.push_back(d);
+      SmallVector<int64_t> dyn(dims.size(), kDyn), dynStrides(dims.size(), kDyn);
+      dynStrides.back() = 1;
+      strides.back() = b.getIndexAttr(1);
+      auto ty = MemRefType::get(dyn, t, StridedLayoutAttr::get(b.getContext(), kDyn, dynStrides));
+      Value v = b.create<memref::ReinterpretCastOp>(loc, ty, ws, OpFoldResult(off), sizes, strides);
+      off = b.create<arith::AddIOp>(loc, off, stride);
+      return v;
+    };
+    auto cst = [&](int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v).getResult(); };
+    wsViews.push_back(view({twp1, bsz, n, cst(dState)}));
+    for (Value v : tape.body)
+      wsViews.push_back(view({tw, bsz, n, cst(cast<RankedTensorType>(v.getType()).getDimSize(2))}));
+    if (withPrev)
+      wsViews.push_back(view({bsz, n, cst(dState)}));
+  }
   Value invBK = cotangent ? Value()
                           : b.create<arith::DivFOp>(loc, nn.cst(1.0),
                                                     nn.count(bsz, nn.dim(ys, 1))).getResult();
   auto winLoop = b.create<scf::ForOp>(
-      loc, c0, tw, c1, winInit, [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
+      loc, c0, fromTape ? c0 : tw, c1, winInit,
+      [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
         Loss ln(lb, ll, t, concat());
         IRMapping acts;
         Value k = lb.create<arith::AddIOp>(ll, nfree, w);
@@ -245,10 +296,38 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, bool cotangent) {
           ins->setAttr(kInPlaceAttr, lb.getUnitAttr());
           next.push_back(ins);
         }
+        if (toTape) {
+          Value p2 = lb.create<tensor::CollapseShapeOp>(
+              ll, *pred, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+          SmallVector<OpFoldResult> off{w, lb.getIndexAttr(0), lb.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sz{lb.getIndexAttr(1), bsz, n};
+          SmallVector<OpFoldResult> st1(3, lb.getIndexAttr(1));
+          next.push_back(lb.create<tensor::InsertSliceOp>(ll, p2, it.back(), off, sz, st1));
+        }
         lb.create<scf::YieldOp>(ll, next);
       });
   states = winLoop.getResult(1);
   SmallVector<Value> tapes(winLoop.getResults().drop_front(tape0));
+  if (toTape) {
+    if (failed(ok))
+      return failure();
+    // Predictions out; the states and tape into the workspace.
+    storeTensor(b, loc, tapes.pop_back_val(), f.getArgument(1));
+    storeTensor(b, loc, states, wsViews[0]);
+    for (auto [i, tp] : llvm::enumerate(tapes))
+      storeTensor(b, loc, tp, wsViews[1 + i]);
+    if (withPrev)
+      storeTensor(b, loc, yFreePrev, wsViews.back());
+    b.create<func::ReturnOp>(loc);
+    return success();
+  }
+  if (fromTape) {
+    states = memrefToTensor(b, loc, wsViews[0], statesTy);
+    for (size_t i = 0; i < tapes.size(); ++i)
+      tapes[i] = memrefToTensor(b, loc, wsViews[1 + i], tapes[i].getType());
+    if (withPrev)
+      yFreePrev = memrefToTensor(b, loc, wsViews.back(), stateTy);
+  }
 
   // The window, backward.
   Value coef;
@@ -436,6 +515,22 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
   return success();
 }
 
+/// What @M_forward_tape leaves in its workspace, per token of the batch
+/// (B n): W + 1 states of width `state`, W values of each `tape` width, and
+/// one more state where `previous`. Its size in elements is
+/// B n ((W + 1) state + W Σ tape + (previous ? state : 0)).
+llvm::json::Value ModelLowering::windowWorkspaceInfo() {
+  if (!vjp)
+    return nullptr;
+  llvm::json::Array widths;
+  for (Value v : tape.body)
+    widths.push_back(cast<RankedTensorType>(v.getType()).getDimSize(2));
+  return llvm::json::Object{
+      {"state", cast<RankedTensorType>(model.getLoop().getInput().getType()).getDimSize(2)},
+      {"tape", std::move(widths)},
+      {"previous", carriesPrevious()}};
+}
+
 llvm::json::Object ModelLowering::info() {
   LoopOp loop = model.getLoop();
   int64_t blocks = 0, total = table.numParams;
@@ -458,8 +553,11 @@ llvm::json::Object ModelLowering::info() {
       {key::kForward, (model.getSymName() + "_forward").str()},
       {key::kLossGrad, (model.getSymName() + "_loss_grad").str()},
       {key::kAdam, (model.getSymName() + "_adam").str()},
-      {key::kVjp, vjp ? llvm::json::Value((model.getSymName() + "_vjp").str())
-                      : llvm::json::Value(nullptr)},
+      {"forward_tape", vjp ? llvm::json::Value((model.getSymName() + "_forward_tape").str())
+                           : llvm::json::Value(nullptr)},
+      {"vjp_tape", vjp ? llvm::json::Value((model.getSymName() + "_vjp_tape").str())
+                       : llvm::json::Value(nullptr)},
+      {"window_workspace", windowWorkspaceInfo()},
       // The x dimension d; the tokens have d + 1 features under concat.
       {key::kPromptDim, tokenDim - (concat() ? 1 : 0)},
       {key::kTokenDim, tokenDim},

@@ -92,7 +92,7 @@ public:
   }
 
   LogicalResult emit(OpBuilder &b);
-  /// Emit @M_vjp (the pass's model-vjp option).
+  /// Emit @M_forward_tape and @M_vjp_tape (the pass's model-vjp option).
   bool vjp = true;
   llvm::json::Object info();
 
@@ -135,8 +135,12 @@ private:
   }
   /// Does the loop carry the previous state (a body that takes u_prev)?
   bool carriesPrevious() { return model.getLoop().takesPrevious(); }
-  /// @M_loss_grad, or with `cotangent` @M_vjp (ModelEntryPoints.cpp).
-  LogicalResult emitGradient(OpBuilder &b, bool cotangent);
+  /// @M_loss_grad, and the predictions' VJP in two halves that meet at the
+  /// window's tape: @M_forward_tape, @M_vjp_tape (ModelEntryPoints.cpp).
+  enum class GradientEntry { Loss, ForwardTape, VjpTape };
+  LogicalResult emitGradient(OpBuilder &b, GradientEntry kind);
+  /// The model info's "window_workspace" (null without @M_vjp_tape).
+  llvm::json::Value windowWorkspaceInfo();
   /// @M_solve(Z, theta, max, tol, preds[B, n], loops[B]): the loop run
   /// until every prompt halts (FixedPointEntryPoints.cpp).
   LogicalResult emitSolve(OpBuilder &b);

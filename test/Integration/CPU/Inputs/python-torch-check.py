@@ -86,7 +86,7 @@ params = model._ordered()
 def through(*ps):
     theta = torch.cat([p.detach().reshape(-1) for p in ps])
     z = model.tokens(xs, ys)
-    return ut._ModelFunction.apply(model, 4, 4, z, theta, *ps)[-1, :, 0::2]
+    return ut._ModelFunction.apply(model, 4, 4, True, z, theta, *ps)[-1, :, 0::2]
 
 
 ok = torch.autograd.gradcheck(through, tuple(p.detach().clone().requires_grad_(True)
