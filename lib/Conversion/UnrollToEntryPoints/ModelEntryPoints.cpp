@@ -218,18 +218,6 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
         SmallVector<OpFoldResult>{lb.getIndexAttr(1), bsz, n, lb.getIndexAttr(f)},
         SmallVector<OpFoldResult>(4, lb.getIndexAttr(1)));
   };
-  SmallVector<Value> winInit{yFree, states};
-  if (withPrev)
-    winInit.push_back(yFreePrev);
-  const unsigned tape0 = withPrev ? 3 : 2; // where the tapes start among the carried values
-  for (Value v : tape.body)
-    winInit.push_back(b.create<tensor::EmptyOp>(
-        loc, nn.tensorTy({kDyn, kDyn, kDyn, cast<RankedTensorType>(v.getType()).getDimSize(2)}),
-        ValueRange{tw, bsz, n}));
-  // @M_forward_tape also carries the window's predictions [W, B, n], last.
-  if (toTape)
-    winInit.push_back(
-        b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{tw, bsz, n}));
   // The workspace: the states [W + 1, B, n, D], each tape [W, B, n, F], and
   // the state before the window [B, n, D] where the body takes u_prev, back
   // to back, row-major.
@@ -263,6 +251,27 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
   Value invBK = cotangent ? Value()
                           : b.create<arith::DivFOp>(loc, nn.cst(1.0),
                                                     nn.count(bsz, nn.dim(ys, 1))).getResult();
+  SmallVector<Value> winInit{yFree, states};
+  if (withPrev)
+    winInit.push_back(yFreePrev);
+  const unsigned tape0 = withPrev ? 3 : 2; // where the tapes start among the carried values
+  // @M_forward_tape writes the tape in place in the workspace.
+  auto writable = [&](Value view, Type to) -> Value {
+    auto mt = cast<MemRefType>(view.getType());
+    Value v = b.create<bufferization::ToTensorOp>(
+        loc, RankedTensorType::get(mt.getShape(), mt.getElementType()), view, /*restrict=*/true,
+        /*writable=*/true);
+    return v.getType() == to ? v : b.create<tensor::CastOp>(loc, to, v).getResult();
+  };
+  for (auto [i, v] : llvm::enumerate(tape.body)) {
+    auto ty = nn.tensorTy({kDyn, kDyn, kDyn, cast<RankedTensorType>(v.getType()).getDimSize(2)});
+    winInit.push_back(toTape ? writable(wsViews[1 + i], ty)
+                             : b.create<tensor::EmptyOp>(loc, ty, ValueRange{tw, bsz, n}));
+  }
+  // @M_forward_tape also carries the window's predictions [W, B, n], last.
+  if (toTape)
+    winInit.push_back(
+        b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{tw, bsz, n}));
   auto winLoop = b.create<scf::ForOp>(
       loc, c0, fromTape ? c0 : tw, c1, winInit,
       [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
