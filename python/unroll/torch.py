@@ -14,6 +14,7 @@ import ctypes
 import json
 import os
 import struct
+import weakref
 
 import torch
 
@@ -164,6 +165,13 @@ class _Parameters(torch.nn.Module):
         return self
 
 
+class _Held:
+    """Workspaces a graph holds (weakly referenceable, unlike a list)."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+
+
 class _ModelFunction(torch.autograd.Function):
     """The last `window` iterations' predictions at every token, [T, B, 2k].
     Where a backward can come (`taped`), the forward is @M_forward_tape,
@@ -177,7 +185,10 @@ class _ModelFunction(torch.autograd.Function):
         ctx.save_for_backward(z, theta)
         ctx.workspaces = None
         if taped:
-            preds, ctx.workspaces = op._forward_tape(z, theta, loops, window)
+            preds, workspaces = op._forward_tape(z, theta, loops, window)
+            # Back to the model's pool when PyTorch frees the graph (and ctx).
+            ctx.workspaces = _Held(workspaces)
+            weakref.finalize(ctx.workspaces, op._ws_pool.extend, workspaces)
             return preds
         return op._forward(z, theta, loops)[loops - window:]
 
@@ -190,7 +201,7 @@ class _ModelFunction(torch.autograd.Function):
         # The workspaces stay with ctx (a retained graph may run this again);
         # PyTorch frees them with the graph.
         grad = ctx.op._vjp_tape(z, dpreds.contiguous(), theta, ctx.loops, ctx.window,
-                                ctx.workspaces)
+                                ctx.workspaces.tensors)
         return (None, None, None, None, None, None) + tuple(ctx.op._split(grad))
 
 
@@ -238,6 +249,7 @@ class Model(_Parameters):
         vt = self.library.entry(e["vjp_tape"])
         vt.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 2
         self._tape = (ft, vt, e["window_workspace"])
+        self._ws_pool = []
 
     def extra_repr(self):
         return "%s: model %s, %d parameters, d = %d, b = %d, %s" % (
@@ -293,9 +305,16 @@ class Model(_Parameters):
         return torch.cat(self._map(part, self._parts(z.shape[0])), dim=1)
 
     def _workspace(self, rows, tokens, window):
+        """A workspace of @M_forward_tape, from the pool of those a freed
+        graph gave back where one fits (a step's workspaces are large: fresh
+        ones would fault their pages in at every step)."""
         w = self._tape[2]
         per = (window + 1) * w["state"] + window * sum(w["tape"]) + (w["state"] if w["previous"] else 0)
-        return torch.empty(rows * tokens * per, dtype=self.dtype)
+        size = rows * tokens * per
+        for i, ws in enumerate(self._ws_pool):
+            if ws.numel() >= size:
+                return self._ws_pool.pop(i)[:size]
+        return torch.empty(size, dtype=self.dtype)
 
     def _forward_tape(self, z, theta, loops, window):
         ft = self._tape[0]
