@@ -47,9 +47,10 @@ def ConvertUnrollToEntryPoints : Pass<"convert-unroll-to-entry-points", "ModuleO
            "them for a GPT-2 block; about a quarter more block evaluations "
            "per training step)">,
     Option<"modelVjp", "model-vjp", "bool", /*default=*/"true",
-           "Give models @M_vjp, the vector-Jacobian product of their "
-           "predictions with any cotangent (python/unroll's autograd ops; "
-           "the GPU pipelines leave it out: its callers run on the CPU)">
+           "Give models @M_forward_tape and @M_vjp_tape, the vector-Jacobian "
+           "product of their predictions with any cotangent in two halves "
+           "that meet at the window's tape (python/unroll's autograd op; "
+           "the GPU pipelines leave them out: their callers run on the CPU)">
   ];
   let statistics = [
     Statistic<"numEnergies", "energies", "Number of energies lowered">,
