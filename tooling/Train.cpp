@@ -443,7 +443,7 @@ bool Trainer::loadTrainData() {
   const std::string &f = cfg_.trainData;
   TensorMap t;
   if (!readSafetensors(f, t, err_))
-    return die(err_), false;
+    return die("--train-data " + err_), false;
   const int64_t d = mi_[key::kPromptDim];
   auto bad = [&](const std::string &why) {
     die("--train-data " + f + ": " + why);
