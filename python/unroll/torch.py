@@ -188,7 +188,7 @@ class _ModelFunction(torch.autograd.Function):
             preds, workspaces = op._forward_tape(z, theta, loops, window)
             # Back to the model's pool when PyTorch frees the graph (and ctx).
             ctx.workspaces = _Held(workspaces)
-            weakref.finalize(ctx.workspaces, op._ws_pool.extend, workspaces)
+            weakref.finalize(ctx.workspaces, op._give_back, workspaces)
             return preds
         return op._forward(z, theta, loops)[loops - window:]
 
@@ -315,6 +315,11 @@ class Model(_Parameters):
             if ws.numel() >= size:
                 return self._ws_pool.pop(i)[:size]
         return torch.empty(size, dtype=self.dtype)
+
+    def _give_back(self, workspaces):
+        # At most one step's worth is kept (a forward per thread's part).
+        room = max(self.threads, 1) - len(self._ws_pool)
+        self._ws_pool.extend(workspaces[:max(room, 0)])
 
     def _forward_tape(self, z, theta, loops, window):
         ft = self._tape[0]
