@@ -430,11 +430,9 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       drawSamples(rng, A, mm, n, o.batch, o.snrDb, xs, batch.x);
       batch.y0.assign(o.batch * n, 0.0);
       auto [r0, r1] = mine(o.batch);
-      DescentInputs part = w.distributed() ? rowsOf(batch, r0, r1) : DescentInputs();
-      if (w.distributed())
-        partXs.assign(xs.begin() + r0 * n, xs.begin() + r1 * n);
-      bool ok = descendRows(m, e, w.distributed() ? part : batch, st.depth, threads,
-                            w.distributed() ? &partXs : &xs, tr, &grad, error);
+      partXs.assign(xs.begin() + r0 * n, xs.begin() + r1 * n);
+      bool ok = descendRows(m, e, rowsOf(batch, r0, r1), st.depth, threads, &partXs, tr, &grad,
+                            error);
       if (!together(ok, "step " + std::to_string(step + 1)))
         return false;
       w.allreduceSum(grad, "the gradient all-reduce of step " + std::to_string(step + 1));
