@@ -185,6 +185,49 @@ int predictCodes(const Model &m, const nlohmann::json &e, const OptimizationOpti
   return 0;
 }
 
+/// Opens metrics.jsonl for this run's rows: a fresh file, or on a resume
+/// (`keepThrough` > 0) the rows of steps up to keepThrough, rewritten
+/// atomically, with the rows a killed run wrote after its checkpoint gone.
+bool openMetrics(const std::string &path, int64_t keepThrough, std::ofstream &out,
+                 std::string &error) {
+  std::string kept;
+  if (keepThrough > 0) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+      if (!row.is_discarded() && row.value("step", (int64_t)0) <= keepThrough)
+        kept += line + "\n";
+    }
+  }
+  std::string dir = path.substr(0, path.find_last_of('/'));
+  if (!makeDirs(dir, error) || !writeFileAtomic(path, kept, error))
+    return false;
+  out.open(path, std::ios::app);
+  if (!out) {
+    error = path + ": cannot write";
+    return false;
+  }
+  return true;
+}
+
+/// The training curve: the held-out NMSE at each evaluation, one series per
+/// stage depth (stage-wise training descends one layer deeper per series).
+PlotSpec trainingPlot(const nlohmann::json &e, const nlohmann::json &history) {
+  PlotSpec spec;
+  spec.title = "learned unrolling @" + e[key::kName].get<std::string>() +
+               ": held-out NMSE during training";
+  spec.xLabel = "step";
+  spec.yLabel = "NMSE (dB) at the stage's depth";
+  for (const auto &h : history) {
+    std::string name = "layer " + std::to_string(h.value("depth", (int64_t)0));
+    if (spec.series.empty() || spec.series.back().name != name)
+      spec.series.push_back(Series{name, {}, {}});
+    spec.series.back().x.push_back(h.value("step", 0.0));
+    spec.series.back().y.push_back(h.value("held_out_nmse_db", 0.0));
+  }
+  return spec;
+}
+
 } // namespace
 
 /// A learned unrolling: fill the fixed parameters, initialize the trained
@@ -361,7 +404,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   // The schedule, every stage in order. Stage-wise, as the LISTA/ALISTA
   // reference code trains: for each layer t, first its own new parameters
   // alone at lr with the loss at layer t, then every parameter of layers ≤ t
-  // at 0.2 lr and 0.02 lr, a parameter of layer j's gradient scaled by
+  // at 0.2 lr and 0.02 lr, a parameter of layer j at that rate times
   // layer_decay^(t − j); the last layer's stages train the whole stack. End
   // to end: the whole stack at lr, then 0.2 lr and 0.02 lr.
   struct Stage {
@@ -390,7 +433,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       stages.push_back({layer + " all x0.02", depth, t, false, o.lr * decays[2], o.stageSteps});
     }
   }
-  // A stage's gradient scale per entry of θ (0: the entry stays).
+  // A stage's learning-rate scale per entry of θ (0: the entry stays).
   auto scaleOf = [&](const Stage &st) {
     std::vector<double> scale(val.theta.size(), 0.0);
     for (size_t i = 0; i < scale.size(); ++i)
@@ -406,19 +449,23 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   };
 
   // One stage: the library's compiled Adam (@E_adam) with fresh moments at
-  // the stage's rate on the entries with scale[i] > 0 (their gradients
-  // times scale[i]; the others have zero gradients and moments, so Adam
-  // leaves them), validated at the stage's depth every evalEvery steps. It
+  // the stage's rate on the entries with scale[i] > 0, each entry's step
+  // times scale[i] (the others have zero gradients and moments, so Adam
+  // leaves them). The scale goes on the step, not the gradient: Adam's
+  // m / √v does not see a gradient's scale, so a scaled gradient would move
+  // every layer at the full rate. Validated at the stage's depth every
+  // evalEvery steps. It
   // ends when the validation NMSE has not improved by 0.01 dB for
   // `patience` evaluations, after its most steps, or when the run's --steps
   // are spent, and keeps its best validated point.
   const Fault fault = Fault::fromEnvironment();
+  std::ofstream metrics; // the root's metrics.jsonl, when the run has --out
   auto runStage = [&](const Stage &st) -> bool {
     const std::vector<double> scale = scaleOf(st);
     AdamStep adam;
     adam.lr = st.lr;
     adam.step = 0;
-    std::vector<double> mom, vel;
+    std::vector<double> mom, vel, before;
     double best = 1e300, normSq = 0;
     std::vector<double> bestTheta = batch.theta;
     int sinceBest = 0;
@@ -435,23 +482,49 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
                             error);
       if (!together(ok, "step " + std::to_string(step + 1)))
         return false;
+      // The batch's squared error and squared code norm ride with the
+      // gradient in its all-reduce, for the step's row in metrics.jsonl.
+      double errSq = 0, codeSq = 0;
+      for (size_t i = 0; i < tr.y.size(); ++i) {
+        errSq += (tr.y[i] - partXs[i]) * (tr.y[i] - partXs[i]);
+        codeSq += partXs[i] * partXs[i];
+      }
+      grad.push_back(errSq);
+      grad.push_back(codeSq);
       w.allreduceSum(grad, "the gradient all-reduce of step " + std::to_string(step + 1));
+      codeSq = grad.back(), grad.pop_back();
+      errSq = grad.back(), grad.pop_back();
+      nlohmann::json row{{"step", step + 1},
+                         {"stage", st.name},
+                         {"depth", st.depth},
+                         {"lr", st.lr},
+                         {"loss", 0.5 * errSq},
+                         {"batch_nmse_db", 10.0 * std::log10(std::max(errSq, 1e-300) / codeSq)},
+                         {"elapsed_s", seconds(t0)}};
       for (size_t i = 0; i < grad.size(); ++i) {
         if (!std::isfinite(grad[i])) {
           error = "non-finite gradient at step " + std::to_string(step + 1) + " (" + st.name +
                   "; try a smaller --lr)";
           return false;
         }
-        grad[i] *= scale[i];
+        if (scale[i] == 0.0)
+          grad[i] = 0.0;
       }
       ++adam.step;
+      before = batch.theta;
       if (!energyAdamStep(m, e, adam, batch.theta, grad, mom, vel, normSq, error))
         return false;
+      // Adam's step is lr times a function of the moments alone: scaling
+      // it is a learning rate per entry.
+      for (size_t i = 0; i < scale.size(); ++i)
+        if (scale[i] != 1.0)
+          batch.theta[i] = before[i] + scale[i] * (batch.theta[i] - before[i]);
       if ((s + 1) % o.evalEvery == 0 || s + 1 == st.maxSteps || step + 1 == o.steps) {
         val.theta = batch.theta;
         double nmse;
         if (!heldOut(st.depth, nmse))
           return false;
+        row["held_out_nmse_db"] = nmse;
         history.push_back({{"step", step + 1},
                            {"stage", st.name},
                            {"depth", st.depth},
@@ -462,14 +535,18 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
                   "  %-22s step %7lld  lr %.1e  held-out NMSE at layer %2lld %8.2f dB  %7.1f s\n",
                   st.name.c_str(), (long long)step + 1, st.lr, (long long)st.depth, nmse,
                   seconds(t0));
-        if (nmse < best - 0.01) {
+        bool better = nmse < best - 0.01;
+        if (better)
           best = nmse, sinceBest = 0, bestTheta = batch.theta;
-        } else if (++sinceBest >= o.patience) {
+        if (!better && ++sinceBest >= o.patience) {
+          metrics << row.dump() << "\n";
           ++step;
           break;
         }
       }
+      metrics << row.dump() << "\n";
     }
+    metrics.flush();
     batch.theta = bestTheta;
     return true;
   };
@@ -581,6 +658,11 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       fprintf(stderr, "  resuming %s: its %zu stages are done (step %lld); evaluating\n",
               ckptDir.c_str(), stages.size(), (long long)step);
   }
+  // metrics.jsonl: one row per step (the root's; a resumed run keeps the
+  // rows up to its checkpoint's step and goes on after them).
+  if (firstStage < stages.size() && !o.out.empty() && w.root() &&
+      !openMetrics(o.out + "/metrics.jsonl", o.resume ? step : 0, metrics, error))
+    return 2;
   for (size_t i = firstStage; i < stages.size() && step < o.steps; ++i)
     if (!runStage(stages[i]) ||
         (!o.out.empty() && !together(!w.root() || saveStages(i + 1), "the checkpoint")))
@@ -654,6 +736,8 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     spec.series = {s};
     if (!writeSvg(o.out + "/sparse_coding.svg", spec, error))
       return 1;
+    if (!history.empty() && !writeSvg(o.out + "/training.svg", trainingPlot(e, history), error))
+      return 1;
   }
   if (o.json) {
     printf("%s\n", j.dump(2).c_str());
@@ -681,6 +765,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   for (int64_t k = 0; k <= layers; ++k)
     printf("%6lld  %14.2f  %16.8g\n", (long long)k, nmse[k], energy[k]);
   if (!o.out.empty())
-    printf("wrote %s/sparse_coding.{csv,json,svg}\n", o.out.c_str());
+    printf("wrote %s/sparse_coding.{csv,json,svg}%s\n", o.out.c_str(),
+           history.empty() ? "" : ", training.svg, metrics.jsonl");
   return 0;
 }

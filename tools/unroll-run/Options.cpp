@@ -366,8 +366,8 @@ FlagTable table(Options &o) {
            "improvement (default 5)",
            count("--patience", "patience", 1));
   t.option("--layer-decay", "R",
-           "stagewise: layer j's gradients are scaled by R^(t - j)\n"
-           "in layer t's stages (default 0.3, the reference's)",
+           "stagewise: layer j's learning rate is scaled by\n"
+           "R^(t - j) in layer t's stages (default 0.3, the reference's)",
            positive("--layer-decay", "layer_decay"));
 
   t.section("Energies");
