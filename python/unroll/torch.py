@@ -24,7 +24,11 @@ _DTYPE = {"f32": torch.float32, "f64": torch.float64}
 
 
 def _ref(t):
-    return ctypes.byref(memref(t.data_ptr(), tuple(t.shape)))
+    """A pointer to a descriptor of `t` for a library call. The descriptor
+    holds `t`, so a temporary tensor lives as long as the call's arguments."""
+    d = memref(t.data_ptr(), tuple(t.shape))
+    d.keep = t
+    return ctypes.byref(d)
 
 
 def _check(t, name, dtype, rank, shape=None):
@@ -217,7 +221,13 @@ class Model(_Parameters):
     [T, B, k] (default: the model's T) with gradient through those T alone,
     the first b − T run without it: P2's training, whose loss is the mean
     of their squared errors. The backward pass is the library's @M_vjp_tape.
-    Models with the interleaved encoding (P2's).
+
+    Either encoding: interleaved tokens (P2's: x_1, y_1, x_2, …, every point
+    predicted in one pass), or concat tokens (x_i, y_i) with the query
+    (x_k, 0) last, where every point's prediction is a pass over the prompt
+    cut after it (k passes, as ``unroll-run --predict`` does). ``query=True``
+    returns the last point's prediction alone, [B] or [T, B]: one pass in
+    either encoding, the concat encoding's training loss.
     """
 
     def __init__(self, path, model=None, seed=0, threads=None):
@@ -229,9 +239,10 @@ class Model(_Parameters):
         # does; the results depend on the count only through summation order.
         self.threads = max(1, int(threads if threads is not None else torch.get_num_threads()))
         e = self.entry
-        if e.get("encoding", "interleaved") != "interleaved":
-            raise UnrollError("model %r uses the %s encoding; unroll.torch.Model takes the "
-                              "interleaved one (P2's)" % (e["name"], e.get("encoding")))
+        self.encoding = e.get("encoding", "interleaved")
+        if self.encoding not in ("interleaved", "concat"):
+            raise UnrollError("model %r uses the %r encoding; unroll.torch.Model takes "
+                              "'interleaved' or 'concat'" % (e["name"], self.encoding))
         for k in ("forward", "forward_tape", "vjp_tape"):
             if not e.get(k):
                 raise UnrollError("%s: model %r has no @%s_%s (rebuild it with this unroll-opt)" % (
@@ -252,23 +263,30 @@ class Model(_Parameters):
         self._ws_pool = []
 
     def extra_repr(self):
-        return "%s: model %s, %d parameters, d = %d, b = %d, %s" % (
+        return "%s: model %s, %d parameters, d = %d, b = %d, %s encoding, %s" % (
             self.library.path, self.entry["name"], self.entry["num_params"], self.dim, self.loops,
-            self.library.element_type)
+            self.encoding, self.library.element_type)
 
     def tokens(self, xs, ys):
-        """P2's layout: x_1, [y_1, 0, …], x_2, … as Z [B, 2k, d]."""
+        """The prompt as the model reads it. Interleaved (P2's): x_1,
+        [y_1, 0, …], x_2, … as Z [B, 2k, d]. Concat: (x_i, y_i) for the
+        context and (x_k, 0) for the query, Z [B, k, d + 1]."""
         B, k, d = xs.shape
+        if self.encoding == "concat":
+            z = torch.zeros(B, k, d + 1, dtype=xs.dtype)
+            z[:, :, :d] = xs
+            z[:, :-1, d] = ys[:, :-1]
+            return z
         z = torch.zeros(B, 2 * k, d, dtype=xs.dtype)
         z[:, 0::2] = xs
         z[:, 1::2, 0] = ys
         return z
 
-    def forward(self, xs, ys, loops=None):
+    def forward(self, xs, ys, loops=None, query=False):
         loops = self.loops if loops is None else loops
-        return self.iterates(xs, ys, loops, window=loops)[-1]
+        return self.iterates(xs, ys, loops, window=loops, query=query)[-1]
 
-    def iterates(self, xs, ys, loops=None, window=None):
+    def iterates(self, xs, ys, loops=None, window=None, query=False):
         _check(xs, "xs", self.dtype, 3, (None, None, self.dim))
         _check(ys, "ys", self.dtype, 2, (xs.shape[0], xs.shape[1]))
         loops = self.loops if loops is None else int(loops)
@@ -276,15 +294,30 @@ class Model(_Parameters):
         if loops < 1 or window < 1:
             raise ValueError("loops and window must be >= 1, got loops = %d, window = %d" % (
                 loops, window))
-        if self.positions is not None and 2 * xs.shape[1] > self.positions:
+        k = xs.shape[1]
+        tokens = k if self.encoding == "concat" else 2 * k
+        if self.positions is not None and tokens > self.positions:
             raise ValueError("xs holds %d points: %d tokens, past the model's %d positions" % (
-                xs.shape[1], 2 * xs.shape[1], self.positions))
+                k, tokens, self.positions))
+        if k < 1:
+            raise ValueError("xs holds no points")
+        if self.encoding == "concat" and not query:
+            # Point i's prediction is the query's of the prompt cut after it.
+            return torch.stack([self._pass(xs[:, :i + 1], ys[:, :i + 1], loops, window)[:, :, i]
+                                for i in range(k)], dim=2)
+        preds = self._pass(xs, ys, loops, window)
+        if query:
+            return preds[:, :, -1 if self.encoding == "concat" else 2 * k - 2]
+        return preds[:, :, 0::2]
+
+    def _pass(self, xs, ys, loops, window):
+        """One call of the library on the prompt: every token's prediction
+        in the last `window` iterations, [T, B, tokens]."""
         z = self.tokens(xs.detach(), ys.detach())
         params = self._ordered()
         # Keep the window's tape for a backward only when one can come.
         taped = torch.is_grad_enabled() and any(q.requires_grad for q in params)
-        preds = _ModelFunction.apply(self, loops, window, taped, z, self._theta(), *params)
-        return preds[:, :, 0::2]
+        return _ModelFunction.apply(self, loops, window, taped, z, self._theta(), *params)
 
     def _parts(self, batch):
         n = min(self.threads, batch)

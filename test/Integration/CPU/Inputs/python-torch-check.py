@@ -4,11 +4,13 @@ PASS/FAIL/SKIP line per check and exits 1 if any fails.
   python-torch-check.py prepare DIR
       DIR/train.safetensors (400 linear-regression prompts of 5 points, d = 3)
       and DIR/prompts.safetensors (4 prompts) for the unroll-run runs
-  python-torch-check.py check DIR M64.so M32.so E.so INIT RUN
+  python-torch-check.py check DIR M64.so M32.so E.so INIT RUN C64.so
       M64/M32: the tiny looped model in f64/f32; E: optimization-energies;
       INIT: M64's checkpoint at step 0, RUN: after 50 steps of unroll-run's
       host Adam on DIR/train.safetensors (batch 8, lr 1e-3, window 4);
-      DIR/preds64.safetensors, DIR/preds32.safetensors: unroll-run --predict
+      DIR/preds64.safetensors, DIR/preds32.safetensors: unroll-run --predict;
+      C64: the tiny model with the concat encoding (f64), DIR/initc its
+      checkpoint at step 0, DIR/predsc.safetensors its unroll-run --predict
 """
 import json
 import os
@@ -39,7 +41,7 @@ import unroll  # noqa: E402
 import unroll.torch as ut  # noqa: E402
 from unroll.torch import _read_safetensors  # noqa: E402
 
-d, m64, m32, e_so, init, run = sys.argv[2:8]
+d, m64, m32, e_so, init, run, c64 = sys.argv[2:9]
 failed = []
 
 
@@ -177,6 +179,49 @@ check("state_dict has P2's names", list(m.state_dict())[:2] == ["_read_in.weight
       ", ".join(list(m.state_dict())[:3]) + ", ...")
 check("parameters are views of θ (zero-copy)", m._theta().data_ptr() == m._flat.data_ptr(),
       "optimizer steps update the buffer the library reads")
+
+# --- Model with the concat encoding ----------------------------------------
+# Every point's prediction is the query's of the prompt cut after it (one
+# library pass per point) against the runner's own cuts (unroll-run
+# --predict); query=True is the last point's alone, in one pass, and its
+# window loss and gradient are the library's training loss (@M_loss_grad).
+mc = ut.Model(c64).load_checkpoint(os.path.join(d, "initc", "checkpoint"))
+with torch.no_grad():
+    p = mc(prompts["xs"].contiguous(), prompts["ys"].contiguous())
+ref = _read_safetensors(os.path.join(d, "predsc.safetensors"))["preds"]
+err = float((p - ref).abs().max())
+check("Model (concat) forward vs unroll-run --predict", mc.encoding == "concat" and err <= 1e-6,
+      "max |Δ| = %.2e over %s predictions" % (err, tuple(p.shape)))
+with torch.no_grad():
+    q = mc(prompts["xs"].contiguous(), prompts["ys"].contiguous(), query=True)
+check("Model (concat) query=True is the last point's prediction",
+      tuple(q.shape) == (4,) and float((q - p[:, -1]).abs().max()) == 0.0, "shape %s" % (tuple(q.shape),))
+cxs, cys = torch.randn(2, 3, 3, dtype=torch.float64), torch.randn(2, 3, dtype=torch.float64)
+cparams = mc._ordered()
+
+
+def through_c(*ps):
+    theta = torch.cat([p.detach().reshape(-1) for p in ps])
+    return ut._ModelFunction.apply(mc, 3, 3, True, mc.tokens(cxs, cys), theta, *ps)[-1, :, -1]
+
+
+ok = torch.autograd.gradcheck(through_c, tuple(p.detach().clone().requires_grad_(True)
+                                               for p in cparams), eps=1e-6, atol=1e-6, rtol=1e-5)
+check("Model (concat) gradcheck (f64, every parameter, through 3 iterations)", ok,
+      "%d parameters" % mc.entry["num_params"])
+mc.zero_grad()
+loss = ((mc.iterates(cxs, cys, window=2, query=True) - cys[:, -1]) ** 2).mean()
+loss.backward()
+g = torch.cat([p.grad.reshape(-1) for p in cparams])
+lgc = unroll.Library(c64).entry(mc.entry["loss_grad"])
+lgc.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 2
+losses, grad = torch.zeros(2, dtype=torch.float64), torch.zeros(mc.entry["num_params"], dtype=torch.float64)
+lgc(ut._ref(mc.tokens(cxs, cys)), ut._ref(cys), ut._ref(mc._theta()), 3, 2, ut._ref(losses),
+    ut._ref(grad))
+err = float((g - grad).abs().max() / grad.abs().max())
+check("Model (concat) query window gradient vs @M_loss_grad (b 3, T 2)",
+      err < 1e-12 and abs(loss.item() - losses.mean().item()) < 1e-12 * abs(loss.item()),
+      "max |Δ|/max|g| = %.2e, loss %.6g vs %.6g" % (err, loss.item(), losses.mean().item()))
 
 # --- Descent: a learned unrolling (LISTA-CP) ------------------------------
 desc = ut.Descent(e_so, energy="lista_cp")
