@@ -7,7 +7,9 @@ descent Y_T = descend(Y_0, X; θ) with its gradient (@E_descend,
 as in unroll's checkpoints (dotted names become nested modules, so that
 ``state_dict()`` has P2's keys) and are views of one flat buffer θ, which
 the library reads in place: tensors pass by pointer, without a copy. The
-operations are ``torch.autograd.Function``s (PyTorch 1.13 and later).
+operations are ``torch.autograd.Function``s (PyTorch 1.13 and later), and
+where PyTorch has ``torch.library.custom_op`` (2.4 and later) registered
+operators (``_custom_ops``), which ``torch.compile`` treats as opaque.
 """
 import concurrent.futures
 import ctypes
@@ -18,7 +20,14 @@ import weakref
 
 import torch
 
+from . import _custom_ops
 from ._library import Library, UnrollError, memref
+
+# Where PyTorch has torch.library.custom_op (2.4 and later), Model and
+# Descent run as the registered operators unroll::model_window and
+# unroll::descend (opaque to torch.compile); else, and where this is set
+# to False, as the torch.autograd.Functions below. Both compute the same.
+CUSTOM_OPS = _custom_ops.AVAILABLE
 
 _DTYPE = {"f32": torch.float32, "f64": torch.float64}
 
@@ -29,6 +38,12 @@ def _ref(t):
     d = memref(t.data_ptr(), tuple(t.shape))
     d.keep = t
     return ctypes.byref(d)
+
+
+def _compiling():
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and hasattr(compiler, "is_compiling") and
+                compiler.is_compiling())
 
 
 def _check(t, name, dtype, rank, shape=None):
@@ -49,6 +64,8 @@ def _check(t, name, dtype, rank, shape=None):
         raise ValueError("%s is empty (shape %s)" % (name, tuple(t.shape)))
     if not t.is_contiguous():
         raise ValueError("%s is not contiguous; pass %s.contiguous()" % (name, name))
+    if _compiling():
+        return  # the values are not known while torch.compile traces
     bad = ~torch.isfinite(t.detach())
     if bad.any():
         at = tuple(int(i) for i in bad.nonzero()[0])
@@ -115,13 +132,13 @@ class _Parameters(torch.nn.Module):
     def _ordered(self):
         return [self._param(p["name"]) for p in self._entries]
 
-    def _theta(self):
-        """θ for the library: the flat buffer itself while every parameter is
-        still a view of it (the usual case: optimizers update in place),
-        else a copy gathered from the parameters."""
+    def _theta(self, params=None):
+        """θ for the library: the flat buffer itself while every parameter
+        (of `params`, default the module's) is still a view of it (the usual
+        case: optimizers update in place), else a copy gathered from them."""
         flat = self._flat
         base, size = flat.data_ptr(), flat.element_size()
-        params = self._ordered()
+        params = self._ordered() if params is None else params
         if all(q.dtype == flat.dtype and q.device == flat.device and q.is_contiguous() and
                q.data_ptr() == base + p["offset"] * size for p, q in zip(self._entries, params)):
             return flat
@@ -317,6 +334,9 @@ class Model(_Parameters):
         params = self._ordered()
         # Keep the window's tape for a backward only when one can come.
         taped = torch.is_grad_enabled() and any(q.requires_grad for q in params)
+        if CUSTOM_OPS:
+            return _custom_ops.model_window(_custom_ops.handle(self), loops, window, taped, z,
+                                            params)[0]
         return _ModelFunction.apply(self, loops, window, taped, z, self._theta(), *params)
 
     def _parts(self, batch):
@@ -337,13 +357,29 @@ class Model(_Parameters):
             return preds
         return torch.cat(self._map(part, self._parts(z.shape[0])), dim=1)
 
+    def _workspace_size(self, rows, tokens, window):
+        """The values of @M_forward_tape's workspace for `rows` prompts."""
+        w = self._tape[2]
+        per = (window + 1) * w["state"] + window * sum(w["tape"]) + (w["state"] if w["previous"] else 0)
+        return rows * tokens * per
+
+    def _workspace_parts(self, flat, batch, tokens, window):
+        """One buffer's slices, one workspace per part of the batch."""
+        out, at = [], 0
+        for b0, b1 in self._parts(batch):
+            size = self._workspace_size(b1 - b0, tokens, window)
+            out.append(flat[at:at + size])
+            at += size
+        return out
+
     def _workspace(self, rows, tokens, window):
         """A workspace of @M_forward_tape, from the pool of those a freed
         graph gave back where one fits (a step's workspaces are large: fresh
         ones would fault their pages in at every step)."""
-        w = self._tape[2]
-        per = (window + 1) * w["state"] + window * sum(w["tape"]) + (w["state"] if w["previous"] else 0)
-        size = rows * tokens * per
+        return self._pooled(self._workspace_size(rows, tokens, window))
+
+    def _pooled(self, size):
+        """`size` values from the pool (or fresh where none fits)."""
         for i, ws in enumerate(self._ws_pool):
             if ws.numel() >= size:
                 return self._ws_pool.pop(i)[:size]
@@ -354,15 +390,20 @@ class Model(_Parameters):
         room = max(self.threads, 1) - len(self._ws_pool)
         self._ws_pool.extend(workspaces[:max(room, 0)])
 
-    def _forward_tape(self, z, theta, loops, window):
+    def _forward_tape(self, z, theta, loops, window, flat=None):
+        """The window's predictions, and the workspaces (one per part of the
+        batch) holding its states and tape: from the pool, or slices of
+        `flat` (the custom op's output)."""
         ft = self._tape[0]
+        parts = self._parts(z.shape[0])
+        given = None if flat is None else self._workspace_parts(flat, z.shape[0], z.shape[1], window)
 
-        def part(b0, b1):
+        def part(i, b0, b1):
             preds = torch.empty(window, b1 - b0, z.shape[1], dtype=self.dtype)
-            ws = self._workspace(b1 - b0, z.shape[1], window)
+            ws = given[i] if given is not None else self._workspace(b1 - b0, z.shape[1], window)
             ft(_ref(z[b0:b1]), _ref(preds), _ref(theta), loops, window, _ref(ws))
             return preds, ws
-        out = self._map(part, self._parts(z.shape[0]))
+        out = self._map(part, [(i,) + p for i, p in enumerate(parts)])
         return torch.cat([p for p, _ in out], dim=1), [ws for _, ws in out]
 
     def _vjp_tape(self, z, dpreds, theta, loops, window, workspaces):
@@ -514,6 +555,8 @@ class Descent(_Parameters):
         iterations = self.iterations if iterations is None else int(iterations)
         if iterations < 1:
             raise ValueError("iterations must be >= 1, got %d" % iterations)
+        if CUSTOM_OPS:
+            return _custom_ops.descend(_custom_ops.handle(self), iterations, y0, x, self._ordered())
         return _DescentFunction.apply(self, iterations, y0, x, self._theta(), *self._ordered())
 
     def _check_inputs(self, y0, x):

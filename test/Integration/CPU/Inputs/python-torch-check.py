@@ -351,12 +351,110 @@ check("Descent: a Hopfield memory has rows of its own", bool((e[1:] <= e[:-1] + 
       "4 queries, 10 stored patterns; E: %.4f -> %.4f" % (float(e[0]), float(e[-1])))
 raises("not a tensor", TypeError, lambda: model(xs.numpy(), ys), ["xs", "torch.Tensor"])
 
-# --- PyTorch >= 2.4: torch.library.opcheck -----------------------------------
-if hasattr(torch, "library") and hasattr(torch.library, "opcheck"):
-    check("opcheck", False, "PyTorch %s has torch.library.opcheck: register the ops as custom_op "
-          "(not done)" % torch.__version__)
+# --- PyTorch >= 2.4: the registered operators -------------------------------
+from unroll import _custom_ops  # noqa: E402
+
+if _custom_ops.AVAILABLE and hasattr(torch.library, "opcheck"):
+    torch.manual_seed(5)
+    mo = ut.Model(m64)
+    desc = ut.Descent(e_so, energy="lista_cp")
+    with torch.no_grad():
+        desc.A.copy_(torch.randn(8, 12, dtype=torch.float64) / 8 ** 0.5)
+    xs, ys = torch.randn(2, 3, 3, dtype=torch.float64), torch.randn(2, 3, dtype=torch.float64)
+    y0, b = 0.1 * torch.randn(3, 12, dtype=torch.float64), torch.randn(3, 8, dtype=torch.float64)
+    h = _custom_ops.handle(mo)
+    z = mo.tokens(xs, ys)
+
+    def fresh(ps, grad=True):
+        return [p.detach().clone().requires_grad_(grad and p.requires_grad) for p in ps]
+
+    try:
+        torch.library.opcheck(torch.ops.unroll.model_window.default,
+                              (h, 4, 2, True, z, fresh(mo._ordered())))
+        torch.library.opcheck(torch.ops.unroll.model_window.default,
+                              (h, 4, 2, False, z, fresh(mo._ordered(), grad=False)))
+        hd = _custom_ops.handle(desc)
+        torch.library.opcheck(torch.ops.unroll.descend.default,
+                              (hd, 4, y0.clone().requires_grad_(), b.clone().requires_grad_(),
+                               fresh(desc._ordered())))
+        check("opcheck", True, "unroll::model_window (taped and not), unroll::descend; PyTorch %s"
+              % torch.__version__)
+    except Exception as e:  # noqa: BLE001
+        check("opcheck", False, "%s: %s" % (type(e).__name__, e))
+
+    def run(custom):
+        ut.CUSTOM_OPS = custom
+        mo.zero_grad()
+        loss = ((mo.iterates(xs, ys, window=2) - ys) ** 2).mean()
+        loss.backward()
+        desc.zero_grad()
+        yd = desc(y0, b)
+        (yd ** 2).sum().backward()
+        ut.CUSTOM_OPS = _custom_ops.AVAILABLE
+        return [loss.detach(), yd.detach()] + [p.grad.clone() for p in mo._ordered() + desc._ordered()
+                                               if p.grad is not None]
+
+    a, c = run(True), run(False)
+    err = max(float((u - v).abs().max()) for u, v in zip(a, c))
+    check("custom ops = autograd.Functions", len(a) == len(c) and err == 0.0,
+          "%d tensors (losses, Y_T, gradients), max |Δ| = %.1e" % (len(a), err))
+
+    # torch.compile(fullgraph=True): one graph, each call one opaque op;
+    # the loss and its gradient as in eager mode.
+    def step(xs, ys):
+        return ((mo.iterates(xs, ys, window=2) - ys) ** 2).mean()
+
+    try:
+        torch._dynamo.reset()
+        compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+        mo.zero_grad()
+        lc = compiled(xs, ys)
+        lc.backward()
+        gc = [p.grad.clone() for p in mo._ordered()]
+        mo.zero_grad()
+        le = step(xs, ys)
+        le.backward()
+        ge = [p.grad.clone() for p in mo._ordered()]
+        err = max(float((u - v).abs().max()) for u, v in zip(gc, ge))
+        check("torch.compile(fullgraph=True) of a training loss", err <= 1e-12 and
+              abs(lc.item() - le.item()) <= 1e-12 * abs(le.item()),
+              "aot_eager; loss %.6g vs %.6g, gradients max |Δ| %.1e" % (lc.item(), le.item(), err))
+    except Exception as e:  # noqa: BLE001
+        check("torch.compile(fullgraph=True) of a training loss", False,
+              "%s: %s" % (type(e).__name__, str(e)[:2000]))
+    # Two graphs alive at once hold two workspaces: neither may be reused
+    # before its backward (eager and compiled, against the Functions).
+    xs2, ys2 = torch.randn(2, 3, 3, dtype=torch.float64), torch.randn(2, 3, dtype=torch.float64)
+
+    def two(f, custom):
+        ut.CUSTOM_OPS = custom
+        mo.zero_grad()
+        l1, l2 = f(xs, ys), f(xs2, ys2)
+        f(xs2, ys); f(xs, ys2)  # more forwards, their graphs freed at once
+        (l1 + 2 * l2).backward()
+        ut.CUSTOM_OPS = _custom_ops.AVAILABLE
+        return [p.grad.clone() for p in mo._ordered()]
+
+    ref = two(step, False)
+    errs = [max(float((u - v).abs().max()) for u, v in zip(two(f, True), ref))
+            for f in (step, torch.compile(step, fullgraph=True, backend="aot_eager"))]
+    check("two graphs alive: each workspace kept until its backward", max(errs) <= 1e-12,
+          "eager %.1e, compiled %.1e (max |Δ| of the gradients)" % tuple(errs))
+    # The graph Dynamo captures holds the model as one unroll op.
+    seen = []
+
+    def record(gm, example_inputs):
+        seen.extend(str(n.target) for n in gm.graph.nodes if n.op == "call_function")
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(step, fullgraph=True, backend=record)(xs, ys)
+    ops = [t for t in seen if "unroll" in t]
+    check("the captured graph holds the model as one opaque op", len(ops) == 1,
+          "%s among %d calls" % (ops, len(seen)))
 else:
-    print("SKIP opcheck: PyTorch %s has no torch.library.opcheck (it came in 2.4)" % torch.__version__)
+    print("SKIP opcheck: PyTorch %s has no torch.library.custom_op and opcheck (they came in 2.4); "
+          "the ops run as torch.autograd.Functions" % torch.__version__)
 
 # --- offline install ---------------------------------------------------------
 import shutil  # noqa: E402
