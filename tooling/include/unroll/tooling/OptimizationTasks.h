@@ -32,13 +32,14 @@ struct OptimizationOptions {
   // Learned unrollings (energies with trainable parameters), trained with
   // Adam on fresh batches. "stagewise" (the reference code's schedule): for
   // each layer t, its new parameters at lr, then every parameter of layers
-  // <= t at 0.2 lr and 0.02 lr (gradients of layer j's scaled by
-  // layerDecay^(t - j)), each stage at most stageSteps steps. "end-to-end":
+  // <= t at 0.2 lr and 0.02 lr (layer j's rate times layerDecay^(t - j):
+  // 1 here, 0.3 in the reference code), each stage at most stageSteps
+  // steps. "end-to-end":
   // the whole stack at lr, 0.2 lr, 0.02 lr. A stage ends when the validation
   // NMSE has not improved for `patience` evaluations; the run, after `steps`.
   std::string training = "stagewise";
   int64_t steps = INT64_MAX, stageSteps = 2000, batch = 64, evalEvery = 100, patience = 5;
-  double lr = 5e-4, layerDecay = 0.3;
+  double lr = 5e-4, layerDecay = 1.0;
   bool json = false; // print the JSON report instead of the table
 };
 
