@@ -300,16 +300,10 @@ template <typename T>
 double adamStep(void *fn, const AdamStep &opt, std::vector<double> &theta,
                 const std::vector<double> &grad, std::vector<double> &mom,
                 std::vector<double> &vel) {
-  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *,
-                      MemRef<T, 1> *, MemRef<T, 1> *);
   std::vector<T> th = convert<T>(theta), g = convert<T>(grad), m = convert<T>(mom),
                  v = convert<T>(vel), hyper = adamHyper<T>(opt), partial(kAdamPartials);
-  const int64_t n = (int64_t)th.size();
-  auto tm = makeMemRef<T, 1>(th.data(), {n}), gm = makeMemRef<T, 1>(g.data(), {n}),
-       mm = makeMemRef<T, 1>(m.data(), {n}), vm = makeMemRef<T, 1>(v.data(), {n});
-  auto hm = makeMemRef<T, 1>(hyper.data(), {kAdamHyper});
-  auto pm = makeMemRef<T, 1>(partial.data(), {kAdamPartials});
-  reinterpret_cast<Fn>(fn)(&tm, &gm, &mm, &vm, &hm, &pm);
+  callCompiledAdam<T>(fn, th.data(), g.data(), m.data(), v.data(), (int64_t)th.size(),
+                      hyper.data(), partial.data());
   theta.assign(th.begin(), th.end());
   mom.assign(m.begin(), m.end());
   vel.assign(v.begin(), v.end());

@@ -347,13 +347,8 @@ void callLossGradFixedInto(const TokenLayout &L, void *fn, ReadOnlyFn ro, const 
 /// One @M_adam call on resident state with `hyper` and `partial` buffers
 /// (host or resident memory).
 template <typename T> void callAdamOn(void *fn, ResidentState &st, T *hyper, T *partial) {
-  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *,
-                      MemRef<T, 1> *, MemRef<T, 1> *);
-  auto vec = [&](void *p) { return makeMemRef<T, 1>(static_cast<T *>(p), {st.size}); };
-  auto th = vec(st.theta), g = vec(st.grad), m = vec(st.m), v = vec(st.v);
-  auto hm = makeMemRef<T, 1>(hyper, {kAdamHyper});
-  auto pm = makeMemRef<T, 1>(partial, {kAdamPartials});
-  reinterpret_cast<Fn>(fn)(&th, &g, &m, &v, &hm, &pm);
+  auto at = [](void *p) { return static_cast<T *>(p); };
+  callCompiledAdam<T>(fn, at(st.theta), at(st.grad), at(st.m), at(st.v), st.size, hyper, partial);
 }
 
 /// @M_loss_grad on resident state with prompts, targets and losses in the

@@ -535,8 +535,9 @@ class Descent(_Parameters):
         self.input_dim = e.get("input_dim")
         self.iterations = e["iterations"]
         # X pairs with Y row by row (measurements of codes, a center), except
-        # as a Hopfield memory (an lse term), which has rows of its own.
-        self._x_rows_free = any(t.get("op") == "lse" for t in e.get("terms", []))
+        # as a Hopfield memory, which has rows of its own (model info
+        # input_rows: "paired" or "own").
+        self._x_rows_free = e.get("input_rows", "paired") == "own"
         g = torch.Generator().manual_seed(seed)
         self._setup(e["params"], e["num_params"], self.dtype, g, lambda p: not p.get("fixed"))
         self._desc = self.library.entry(e["descend"])

@@ -375,9 +375,12 @@ llvm::json::Object EnergyLowering::info() {
   auto tok = energy.getTokenType();
   llvm::json::Array ps = table.toJson();
   PairwiseOp pw;
-  for (Value t : min.getTerms())
+  bool memory = false; // X is a memory of rows of its own (a Hopfield lse term)
+  for (Value t : min.getTerms()) {
     if (auto p = t.getDefiningOp<PairwiseOp>())
       pw = p;
+    memory |= (bool)t.getDefiningOp<LseOp>();
+  }
   std::string name = energy.getSymName().str();
   auto in = cast<RankedTensorType>(energy.getInput().getType());
   auto km = kernelAndMask(energy);
@@ -390,6 +393,9 @@ llvm::json::Object EnergyLowering::info() {
                                                   : llvm::json::Value(name + "_descend_vjp")},
       {"input_dim",
        in.isDynamicDim(1) ? llvm::json::Value(nullptr) : llvm::json::Value(in.getDimSize(1))},
+      // "paired": X's row i goes with Y's row i (measurements of a code, a
+      // prompt's tokens); "own": X is a memory Y's rows all read (lse).
+      {"input_rows", memory ? "own" : "paired"},
       {key::kWeights, firstStep() ? llvm::json::Value((energy.getSymName() + "_weights").str())
                                   : llvm::json::Value(nullptr)},
       {key::kAdam,

@@ -8,6 +8,8 @@
 #ifndef UNROLL_RUNTIME_ADAMSTEP_H
 #define UNROLL_RUNTIME_ADAMSTEP_H
 
+#include "unroll/runtime/MemRef.h"
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -31,6 +33,23 @@ template <typename T> std::vector<T> adamHyper(const AdamStep &opt) {
   double bc1 = 1 - std::pow(opt.beta1, (double)opt.step);
   double bc2 = 1 - std::pow(opt.beta2, (double)opt.step);
   return {T(opt.lr / bc1), T(std::sqrt(bc2)), T(opt.beta1), T(opt.beta2), T(opt.eps)};
+}
+
+/// One call of a library's compiled Adam (@M_adam, @E_adam) on n values of
+/// θ, their gradient and Adam's moments (updated in place), with a hyper
+/// buffer (adamHyper) and kAdamPartials partial sums of the squared
+/// gradient norm. The buffers are the caller's: host vectors, or a GPU
+/// library's resident memory.
+template <typename T>
+void callCompiledAdam(void *fn, T *theta, T *grad, T *mom, T *vel, int64_t n, T *hyper,
+                      T *partial) {
+  using Fn = void (*)(MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *, MemRef<T, 1> *,
+                      MemRef<T, 1> *, MemRef<T, 1> *);
+  auto th = makeMemRef<T, 1>(theta, {n}), g = makeMemRef<T, 1>(grad, {n}),
+       m = makeMemRef<T, 1>(mom, {n}), v = makeMemRef<T, 1>(vel, {n});
+  auto hm = makeMemRef<T, 1>(hyper, {kAdamHyper});
+  auto pm = makeMemRef<T, 1>(partial, {kAdamPartials});
+  reinterpret_cast<Fn>(fn)(&th, &g, &m, &v, &hm, &pm);
 }
 
 } // namespace unroll
