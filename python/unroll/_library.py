@@ -49,9 +49,11 @@ class Library:
     """A library built by ``unroll-translate`` (``compiled.so``).
 
     ``info`` is its model info (the dict ``unroll-run LIB --info`` prints);
-    ``models`` and ``energies`` map names to their entries. CPU libraries
-    run here; a GPU library raises ``UnrollError`` (python/unroll calls CPU
-    libraries only).
+    ``models`` and ``energies`` map names to their entries. A GPU library
+    (``--lower-to-gpu``) is opened only where a GPU can be used
+    (``unroll_gpu_init``): elsewhere ``UnrollError`` says why not. Its entry
+    points take host memory and copy to and from the GPU themselves;
+    ``device`` names the GPU (None for a CPU library).
     """
 
     def __init__(self, path):
@@ -68,18 +70,31 @@ class Library:
             raise UnrollError("%s: not an unroll library (it has no unroll_model_info)" % self.path)
         info_fn.restype = ctypes.c_char_p
         self.info = json.loads(info_fn().decode())
-        if self.info.get("target", "cpu") != "cpu":
-            raise UnrollError(
-                "%s is a %s library: python/unroll runs CPU libraries (build one with "
-                "unroll-opt --lower-to-cpu)" % (self.path, self.info.get("target")))
+        self.target = self.info.get("target", "cpu")
+        self.device = None
+        if self.target == "gpu":
+            init = self._lib.unroll_gpu_init
+            init.restype = ctypes.c_char_p
+            why = init()
+            if why is not None:
+                raise UnrollError(
+                    "%s is built for an NVIDIA GPU (%s), and no GPU can be used here: %s. Build "
+                    "a CPU library with unroll-opt --lower-to-cpu" % (
+                        self.path, self.info.get("chip", "?"), why.decode()))
+            device = self._lib.unroll_gpu_device
+            device.restype = ctypes.c_char_p
+            self.device = (device() or b"").decode()
+        elif self.target != "cpu":
+            raise UnrollError("%s: unknown target %r in its model info" % (self.path, self.target))
         self.element_type = self.info.get("element_type", "f64")
         self.itemsize = _ELEMENT[self.element_type]
         self.models = {m["name"]: m for m in self.info.get("models", [])}
         self.energies = {e["name"]: e for e in self.info.get("energies", [])}
 
     def __repr__(self):
-        return "unroll.Library(%r: %s, %s, models %s, energies %s)" % (
-            self.path, self.info.get("kind"), self.element_type, sorted(self.models),
+        return "unroll.Library(%r: %s, %s%s, models %s, energies %s)" % (
+            self.path, self.info.get("kind"), self.element_type,
+            ", on %s" % self.device if self.device else "", sorted(self.models),
             sorted(self.energies))
 
     def model(self, name=None):

@@ -51,7 +51,8 @@ def _check(t, name, dtype, rank, shape=None):
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s: expected a torch.Tensor, got %s" % (name, type(t).__name__))
     if t.device.type != "cpu":
-        raise ValueError("%s is on %s; this library runs on the CPU" % (name, t.device))
+        raise ValueError("%s is on %s; pass CPU tensors (a GPU library copies them to its GPU "
+                         "itself)" % (name, t.device))
     if t.dtype != dtype:
         raise TypeError("%s has dtype %s; the library computes in %s" % (name, t.dtype, dtype))
     if t.dim() != rank:
@@ -260,7 +261,13 @@ class Model(_Parameters):
         if self.encoding not in ("interleaved", "concat"):
             raise UnrollError("model %r uses the %r encoding; unroll.torch.Model takes "
                               "'interleaved' or 'concat'" % (e["name"], self.encoding))
-        for k in ("forward", "forward_tape", "vjp_tape"):
+        gpu = self.library.target == "gpu"
+        if gpu:
+            # A GPU library's calls must not overlap.
+            self.threads = 1
+        # The GPU pipelines emit no tape entry points: such a model runs
+        # without gradient.
+        for k in ("forward",) if gpu else ("forward", "forward_tape", "vjp_tape"):
             if not e.get(k):
                 raise UnrollError("%s: model %r has no @%s_%s (rebuild it with this unroll-opt)" % (
                     self.library.path, e["name"], e["name"], k))
@@ -272,11 +279,13 @@ class Model(_Parameters):
         self._setup(e["params"], e["num_params"], self.dtype, g, lambda p: True)
         self._fwd = self.library.entry(e["forward"])
         self._fwd.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
-        ft = self.library.entry(e["forward_tape"])
-        ft.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p]
-        vt = self.library.entry(e["vjp_tape"])
-        vt.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 2
-        self._tape = (ft, vt, e["window_workspace"])
+        self._tape = None
+        if e.get("forward_tape") and e.get("vjp_tape"):
+            ft = self.library.entry(e["forward_tape"])
+            ft.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p]
+            vt = self.library.entry(e["vjp_tape"])
+            vt.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 2
+            self._tape = (ft, vt, e["window_workspace"])
         self._ws_pool = []
 
     def extra_repr(self):
@@ -334,6 +343,12 @@ class Model(_Parameters):
         params = self._ordered()
         # Keep the window's tape for a backward only when one can come.
         taped = torch.is_grad_enabled() and any(q.requires_grad for q in params)
+        if taped and self._tape is None:
+            raise UnrollError(
+                "%s: model %r has no vector-Jacobian product (@%s_vjp_tape; the GPU pipelines "
+                "emit none), so it runs without gradient: call it under torch.no_grad() or with "
+                "requires_grad_(False) parameters, or build a CPU library to train it" % (
+                    self.library.path, self.entry["name"], self.entry["name"]))
         if CUSTOM_OPS:
             return _custom_ops.model_window(_custom_ops.handle(self), loops, window, taped, z,
                                             params)[0]
