@@ -11,7 +11,8 @@
 #          machine's Open MPI 4 libmpi.so.40)
 #          lib/cubins/: the paper config's kernels as cubins (for cuobjdump)
 #   gpu-check.sh, bench/torch-bench.py, bench/p2_torch.py (PyTorch peer, used
-#          only if the GPU machine has torch)
+#          only if the GPU machine has torch); python/unroll and
+#          python-gpu-vs-cpu.py (likewise)
 #
 #   scripts/gpu-bundle.sh [BUILD] [OUT]        (default: build out/gpu-bundle)
 # then copy OUT to the GPU machine and run  OUT/gpu-check.sh OUT RESULTS
@@ -29,6 +30,9 @@ if [ -f "$BUILD/lib/libunroll_mpi.so" ]; then
 fi
 cp "$SRC/scripts/gpu-check.sh" "$OUT/"
 cp "$SRC/bench/torch-bench.py" "$SRC/bench/p2_torch.py" "$OUT/bench/"
+# python/unroll and its GPU-vs-CPU check (run only where python3 has torch).
+rm -rf "$OUT/python" && mkdir -p "$OUT/python" && cp -r "$SRC/python/unroll" "$OUT/python/"
+cp "$SRC/scripts/python-gpu-vs-cpu.py" "$OUT/"
 
 build() { # build NAME SOURCE.mlir TARGET [=PIPELINE-OPTIONS]
   local name=$1 src=$2 target=$3; shift 3

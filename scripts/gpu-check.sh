@@ -58,6 +58,12 @@ check rows-f64-gradcheck "$BIN/unroll-model-check" --gradcheck "$LIB/rows_f64.gp
 check rows-f64-vs-cpu "$BIN/unroll-model-check" --against "$LIB/rows_f64.gpu.so" "$LIB/rows_f64.cpu.so" --points 6 --tol 1e-12
 check attention-tiles-f64-gradcheck "$BIN/unroll-model-check" --gradcheck "$LIB/tiles_f64.gpu.so" --points 11
 check attention-tiles-f64-vs-cpu "$BIN/unroll-model-check" --against "$LIB/tiles_f64.gpu.so" "$LIB/tiles_f64.cpu.so" --points 11 --tol 1e-12
+# python/unroll on a GPU library, where python3 has torch.
+if command -v python3 >/dev/null && python3 -c "import torch" 2>/dev/null; then
+  check python-gpu-vs-cpu env PYTHONPATH="$B/python" python3 "$B/python-gpu-vs-cpu.py" "$LIB/tiles_f64.gpu.so" "$LIB/tiles_f64.cpu.so" 1e-12
+else
+  log "no python3 with torch here: python-gpu-vs-cpu skipped"
+fi
 for e in transformer_energy custom_rho_energy residual_energy; do
   check "energy-$e" "$BIN/unroll-energy-check" --compare "$LIB/$e.gpu.so" --cases 20
 done
