@@ -394,16 +394,21 @@ class Model(_Parameters):
         return self._pooled(self._workspace_size(rows, tokens, window))
 
     def _pooled(self, size):
-        """`size` values from the pool (or fresh where none fits)."""
-        for i, ws in enumerate(self._ws_pool):
-            if ws.numel() >= size:
-                return self._ws_pool.pop(i)[:size]
-        return torch.empty(size, dtype=self.dtype)
+        """`size` values from the pool: the smallest buffer that fits, or a
+        fresh one where none does."""
+        fits = [i for i, ws in enumerate(self._ws_pool) if ws.numel() >= size]
+        if not fits:
+            return torch.empty(size, dtype=self.dtype)
+        i = min(fits, key=lambda i: self._ws_pool[i].numel())
+        return self._ws_pool.pop(i)[:size]
 
     def _give_back(self, workspaces):
-        # At most one step's worth is kept (a forward per thread's part).
-        room = max(self.threads, 1) - len(self._ws_pool)
-        self._ws_pool.extend(workspaces[:max(room, 0)])
+        # At most one step's worth is kept (a forward per thread's part):
+        # the largest buffers, so that a smaller batch (or more threads)
+        # once does not leave only buffers too small for the usual one.
+        pool = self._ws_pool + [w for w in workspaces]
+        pool.sort(key=lambda w: w.numel(), reverse=True)
+        self._ws_pool[:] = pool[:max(self.threads, 1)]
 
     def _forward_tape(self, z, theta, loops, window, flat=None):
         """The window's predictions, and the workspaces (one per part of the
@@ -411,11 +416,13 @@ class Model(_Parameters):
         `flat` (the custom op's output)."""
         ft = self._tape[0]
         parts = self._parts(z.shape[0])
-        given = None if flat is None else self._workspace_parts(flat, z.shape[0], z.shape[1], window)
+        # Taken here, not in the threads: the pool is a plain list.
+        given = (self._workspace_parts(flat, z.shape[0], z.shape[1], window) if flat is not None
+                 else [self._workspace(b1 - b0, z.shape[1], window) for b0, b1 in parts])
 
         def part(i, b0, b1):
             preds = torch.empty(window, b1 - b0, z.shape[1], dtype=self.dtype)
-            ws = given[i] if given is not None else self._workspace(b1 - b0, z.shape[1], window)
+            ws = given[i]
             ft(_ref(z[b0:b1]), _ref(preds), _ref(theta), loops, window, _ref(ws))
             return preds, ws
         out = self._map(part, [(i,) + p for i, p in enumerate(parts)])
