@@ -469,6 +469,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     double best = 1e300, normSq = 0;
     std::vector<double> bestTheta = batch.theta;
     int sinceBest = 0;
+    bool done = false; // no improvement for `patience` evaluations
     for (int64_t s = 0; s < st.maxSteps && step < o.steps; ++s, ++step) {
       if (fault.at("die", 0, step + 1))
         raise(SIGKILL); // the tests' crash mid-stage ($UNROLL_FAULT=die:0:STEP)
@@ -535,16 +536,16 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
                   "  %-22s step %7lld  lr %.1e  held-out NMSE at layer %2lld %8.2f dB  %7.1f s\n",
                   st.name.c_str(), (long long)step + 1, st.lr, (long long)st.depth, nmse,
                   seconds(t0));
-        bool better = nmse < best - 0.01;
-        if (better)
+        if (nmse < best - 0.01)
           best = nmse, sinceBest = 0, bestTheta = batch.theta;
-        if (!better && ++sinceBest >= o.patience) {
-          metrics << row.dump() << "\n";
-          ++step;
-          break;
-        }
+        else
+          done = ++sinceBest >= o.patience;
       }
       metrics << row.dump() << "\n";
+      if (done) {
+        ++step;
+        break;
+      }
     }
     metrics.flush();
     batch.theta = bestTheta;
