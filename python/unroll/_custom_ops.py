@@ -49,7 +49,11 @@ def _module(h):
 
 
 class _Held:
-    """What a graph node holds until it is freed (weakly referenceable)."""
+    """What a graph node holds until it is freed (weakly referenceable,
+    unlike a list): workspaces, here and in torch.py's Function."""
+
+    def __init__(self, tensors=()):
+        self.tensors = tensors
 
 
 def _flat_views(module, grad, params):

@@ -187,13 +187,6 @@ class _Parameters(torch.nn.Module):
         return self
 
 
-class _Held:
-    """Workspaces a graph holds (weakly referenceable, unlike a list)."""
-
-    def __init__(self, tensors):
-        self.tensors = tensors
-
-
 class _ModelFunction(torch.autograd.Function):
     """The last `window` iterations' predictions at every token, [T, B, 2k].
     Where a backward can come (`taped`), the forward is @M_forward_tape,
@@ -209,7 +202,7 @@ class _ModelFunction(torch.autograd.Function):
         if taped:
             preds, workspaces = op._forward_tape(z, theta, loops, window)
             # Back to the model's pool when PyTorch frees the graph (and ctx).
-            ctx.workspaces = _Held(workspaces)
+            ctx.workspaces = _custom_ops._Held(workspaces)
             weakref.finalize(ctx.workspaces, op._give_back, workspaces)
             return preds
         return op._forward(z, theta, loops)[loops - window:]
