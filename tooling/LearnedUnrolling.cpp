@@ -384,9 +384,9 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
 
   // Training: fresh samples from their own stream; the loss of a stage at
   // depth t is ½ Σ over the batch of ‖x_t − x*‖² (x_t: the output of layer
-  // t), the reference code's l2_loss. Adam ignores the loss's scale except
-  // through its ε, which a mean over the batch would reach 32x sooner at
-  // the small errors of deep layers.
+  // t), the reference code's l2_loss, or with --loss log, log Σ ‖x_t − x*‖².
+  // Adam ignores the l2 loss's scale except through its ε, which a mean over
+  // the batch would reach 32x sooner at the small errors of deep layers.
   std::mt19937_64 rng(o.seed + 1);
   DescentInputs batch = val;
   batch.rows = batch.xRows = o.batch;
@@ -405,8 +405,9 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   // reference code trains: for each layer t, first its own new parameters
   // alone at lr with the loss at layer t, then every parameter of layers ≤ t
   // at 0.2 lr and 0.02 lr, a parameter of layer j at that rate times
-  // layer_decay^(t − j); the last layer's stages train the whole stack. End
-  // to end: the whole stack at lr, then 0.2 lr and 0.02 lr.
+  // layer_decay^(t − j); the last layer's stages train the whole stack, and
+  // --finetune-steps adds the whole stack again at finetune_lr, 0.2 and 0.02
+  // times it. End to end: the whole stack at lr, then 0.2 lr and 0.02 lr.
   struct Stage {
     std::string name;
     int64_t depth;
@@ -432,6 +433,11 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       stages.push_back({layer + " all x0.2", depth, t, false, o.lr * decays[1], o.stageSteps});
       stages.push_back({layer + " all x0.02", depth, t, false, o.lr * decays[2], o.stageSteps});
     }
+    const std::pair<const char *, double> finetunes[] = {
+        {"fine-tune", 1.0}, {"fine-tune x0.2", 0.2}, {"fine-tune x0.02", 0.02}};
+    if (o.finetuneSteps > 0)
+      for (const auto &[name, d] : finetunes)
+        stages.push_back({name, layers, -1, false, o.finetuneLr * d, o.finetuneSteps});
   }
   // A stage's learning-rate scale per entry of θ (0: the entry stays).
   auto scaleOf = [&](const Stage &st) {
@@ -495,11 +501,17 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       w.allreduceSum(grad, "the gradient all-reduce of step " + std::to_string(step + 1));
       codeSq = grad.back(), grad.pop_back();
       errSq = grad.back(), grad.pop_back();
+      // The gradient is that of ½ Σ‖x_t − x*‖²; log Σ‖x_t − x*‖²'s is it
+      // times 2 / Σ‖x_t − x*‖² (over the whole batch, every rank's rows).
+      const bool logLoss = o.loss == "log";
+      if (logLoss && errSq > 0)
+        for (double &g : grad)
+          g *= 2.0 / errSq;
       nlohmann::json row{{"step", step + 1},
                          {"stage", st.name},
                          {"depth", st.depth},
                          {"lr", st.lr},
-                         {"loss", 0.5 * errSq},
+                         {"loss", logLoss ? std::log(std::max(errSq, 1e-300)) : 0.5 * errSq},
                          {"batch_nmse_db", 10.0 * std::log10(std::max(errSq, 1e-300) / codeSq)},
                          {"elapsed_s", seconds(t0)}};
       for (size_t i = 0; i < grad.size(); ++i) {
@@ -568,6 +580,9 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   training["stage_steps"] = o.stageSteps;
   training["patience"] = o.patience;
   training["layer_decay"] = o.layerDecay;
+  training["loss"] = o.loss;
+  training["finetune_steps"] = o.finetuneSteps;
+  training["finetune_lr"] = o.finetuneLr;
   training["lr"] = o.lr;
   training["batch"] = o.batch;
   training["seed"] = o.seed;
@@ -715,6 +730,9 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       {"stage_steps", o.stageSteps},
       {"patience", o.patience},
       {"layer_decay", o.layerDecay},
+      {"loss", o.loss},
+      {"finetune_steps", o.finetuneSteps},
+      {"finetune_lr", o.finetuneLr},
       {"train_seconds", trainSeconds},
       {"history", history},
       {"init_nmse_db", initNmse},

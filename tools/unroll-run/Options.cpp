@@ -370,6 +370,21 @@ FlagTable table(Options &o) {
            "R^(t - j) in layer t's stages (default 1; the reference\n"
            "code's 0.3 trains ALISTA to -47 dB where 1 gives -60)",
            positive("--layer-decay", "layer_decay"));
+  t.option("--loss", "l2|log",
+           "a batch's loss at layer t: log, log sum ||x_t - x*||^2\n"
+           "(default: each batch's step relative to its own error,\n"
+           "so deep layers train further), or l2, 1/2 sum\n"
+           "||x_t - x*||^2 (the reference code's)",
+           [&o](const std::string &v, std::string &err) {
+             return parseChoice("--loss", v, {"l2", "log"}, err) && (o.train["loss"] = v, true);
+           });
+  t.option("--finetune-steps", "N",
+           "stagewise: then the whole stack at the last layer,\n"
+           "at --finetune-lr, 0.2 and 0.02 times it, each stage at\n"
+           "most N steps (default 1500; 0: none)",
+           count("--finetune-steps", "finetune_steps", 0));
+  t.option("--finetune-lr", "LR", "the fine-tuning stages' first rate (default 2e-3)",
+           positive("--finetune-lr", "finetune_lr"));
 
   t.section("Energies");
   t.option("--energy", "NAME", "which energy of the library (default: the first)",

@@ -151,7 +151,8 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
       {"out", "string"},        {"steps", "count"},       {"batch", "integer"},
       {"seed", "count"},        {"dict_seed", "count"},   {"lr", "number"},
       {"log_every", "integer"}, {"training", "string"},   {"stage_steps", "integer"},
-      {"patience", "integer"},  {"layer_decay", "number"}};
+      {"patience", "integer"},  {"layer_decay", "number"},  {"loss", "string"},
+      {"finetune_steps", "count"}, {"finetune_lr", "number"}};
   auto check = [&](const nlohmann::json &j, const std::string &file) -> std::string {
     for (auto &[k, v] : j.items()) {
       std::string flag = "--" + k;
@@ -167,9 +168,12 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
                                     : v.is_number() && v.get<double>() > 0;
       if (k == "training")
         ok = v == "stagewise" || v == "end-to-end";
+      if (k == "loss")
+        ok = v == "l2" || v == "log";
       if (!ok)
         return where + " must be " +
                (k == "training"   ? std::string("\"stagewise\" or \"end-to-end\"")
+                : k == "loss"     ? std::string("\"l2\" or \"log\"")
                 : kind == "count" ? std::string("an integer >= 0")
                                   : "a positive " + kind) +
                ", got " + v.dump();
@@ -213,6 +217,15 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
   opt.batch = settings.value("batch", opt.batch);
   opt.lr = settings.value("lr", opt.lr);
   opt.layerDecay = settings.value("layer_decay", opt.layerDecay);
+  opt.loss = settings.value("loss", opt.loss);
+  opt.finetuneSteps = settings.value("finetune_steps", opt.finetuneSteps);
+  opt.finetuneLr = settings.value("finetune_lr", opt.finetuneLr);
+  if (opt.training == "end-to-end") {
+    if (settings.contains("finetune_steps") && opt.finetuneSteps > 0)
+      return die("--finetune-steps follows the stages of --training stagewise; end-to-end "
+                 "training already trains the whole stack (give --steps instead)");
+    opt.finetuneSteps = 0;
+  }
   opt.patience = settings.value("patience", opt.patience);
   opt.evalEvery = settings.value("log_every", opt.evalEvery);
   int rc = task == "hopfield" ? hopfieldStudy(m, *e, opt, err) : sparseCodingStudy(m, *e, opt, err);

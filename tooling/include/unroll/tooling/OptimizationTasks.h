@@ -30,16 +30,24 @@ struct OptimizationOptions {
   std::string corrupt = "mask"; // Hopfield queries: "mask" (half the entries) or "noise"
   std::string out;              // folder for CSV, JSON and SVG ("" = none)
   // Learned unrollings (energies with trainable parameters), trained with
-  // Adam on fresh batches. "stagewise" (the reference code's schedule): for
-  // each layer t, its new parameters at lr, then every parameter of layers
-  // <= t at 0.2 lr and 0.02 lr (layer j's rate times layerDecay^(t - j):
-  // 1 here, 0.3 in the reference code), each stage at most stageSteps
-  // steps. "end-to-end":
-  // the whole stack at lr, 0.2 lr, 0.02 lr. A stage ends when the validation
-  // NMSE has not improved for `patience` evaluations; the run, after `steps`.
-  std::string training = "stagewise";
+  // Adam on fresh batches.
+  // - "stagewise" (the reference code's schedule): for each layer t, its new
+  //   parameters at lr, then every parameter of layers <= t at 0.2 lr and
+  //   0.02 lr (layer j's rate times layerDecay^(t - j): 1 here, 0.3 in the
+  //   reference code), each stage at most stageSteps steps; then, with
+  //   finetuneSteps > 0, the whole stack at the last layer at finetuneLr,
+  //   0.2 and 0.02 times it, each at most finetuneSteps steps.
+  // - "end-to-end": the whole stack at lr, 0.2 lr, 0.02 lr.
+  // A stage ends when the held-out NMSE has not improved for `patience`
+  // evaluations; the run, after `steps`. A batch's loss at depth t is "log",
+  // log Σ ‖x_t − x*‖² (each batch's gradient relative to its own error, so
+  // that Adam's moments are not ruled by the rare batches whose codes the
+  // unrolling cannot recover), or "l2", ½ Σ ‖x_t − x*‖² (the reference
+  // code's).
+  std::string training = "stagewise", loss = "log";
   int64_t steps = INT64_MAX, stageSteps = 2000, batch = 64, evalEvery = 100, patience = 5;
-  double lr = 5e-4, layerDecay = 1.0;
+  int64_t finetuneSteps = 1500;
+  double lr = 5e-4, layerDecay = 1.0, finetuneLr = 2e-3;
   bool json = false; // print the JSON report instead of the table
 };
 
