@@ -7,19 +7,20 @@
 #   retrieval swept over beta.
 #   ONLY=sparse|hopfield runs one half; VARIANTS="alista ..." the learned
 #   unrollings to train; SNR_VARIANTS="alista ..." those also trained at 40 dB;
-#   E2E_VARIANTS those also trained end to end (E2E_STEPS steps, noiseless).
+#   E2E_VARIANTS those also trained end to end (E2E_STEPS steps, noiseless);
+#   an empty SNR_VARIANTS or E2E_VARIANTS ("") trains none.
 #   scripts/unrolled-optimization-study.sh BUILD OUT
 set -euo pipefail
 BUILD=${1:-build}
 OUT=${2:-docs/experiments/unrolled-optimization}
 ONLY=${ONLY:-all}
 VARIANTS=${VARIANTS:-alista tilista lista_cpss lista_cp lista}
-SNR_VARIANTS=${SNR_VARIANTS:-alista}
+SNR_VARIANTS=${SNR_VARIANTS-alista}
 STAGE_STEPS=${STAGE_STEPS:-alista=300 tilista=300 lista_cpss=60 lista_cp=30 lista=10}
 # The learned unrollings are reported on more samples than ISTA and FISTA
 # (their NMSE near -60 dB is set by rare codes; the first 1000 are the same).
 LEARNED_SAMPLES=${LEARNED_SAMPLES:-10000}
-E2E_VARIANTS=${E2E_VARIANTS:-lista_cpss}
+E2E_VARIANTS=${E2E_VARIANTS-lista_cpss}
 E2E_STEPS=${E2E_STEPS:-4000}
 BIN=$BUILD/bin
 TMP=$(mktemp -d)

@@ -368,7 +368,8 @@ FlagTable table(Options &o) {
   t.option("--layer-decay", "R",
            "stagewise: layer j's learning rate is scaled by\n"
            "R^(t - j) in layer t's stages (default 1; the reference\n"
-           "code's 0.3 trains ALISTA to -47 dB where 1 gives -60)",
+           "code's 0.3 trains ALISTA to -47 dB where 1 gives -60,\n"
+           "with --loss l2 and no fine-tune)",
            positive("--layer-decay", "layer_decay"));
   t.option("--loss", "l2|log",
            "a batch's loss at layer t: log, log sum ||x_t - x*||^2\n"

@@ -5,7 +5,7 @@ unroll-run --task sparse_coding --checkpoint, on two seeds' samples):
 
 Neither trained (steps 0); the NMSE at LAYER within 1 dB between the seeds;
 the NMSE at the last layer below BOUND dB on both. (Deep layers' NMSE near
--60 dB is set by a few codes whose support the selection misses, so it
+-60 dB and beyond is set by a few codes whose support the selection misses, so it
 varies by several dB between small sample sets; the middle layers' does not.)"""
 import json
 import sys
