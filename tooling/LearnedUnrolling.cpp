@@ -643,13 +643,20 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       error = "--resume: " + error;
       return 2;
     }
-    for (auto &[k, v] : training.items())
-      if (!c.contains(k) || c[k] != v) {
+    // A checkpoint written before a setting existed trained as its absence
+    // implies: the l2 loss, no fine-tune (whose rate then does not matter).
+    const nlohmann::json implied = {{"loss", "l2"}, {"finetune_steps", 0}};
+    for (auto &[k, v] : training.items()) {
+      nlohmann::json had = c.contains(k) ? c[k] : implied.value(k, nlohmann::json());
+      if (k == "finetune_lr" && !c.contains(k) && had.is_null() && o.finetuneSteps == 0)
+        continue;
+      if (had != v) {
         error = "--resume: " + stepDir + "/state.json was written with " + k + " = " +
-                (c.contains(k) ? c[k].dump() : std::string("(none)")) + ", this run has " +
+                (had.is_null() ? std::string("(none)") : had.dump()) + ", this run has " +
                 v.dump() + " (resume with the settings it was trained with)";
         return 2;
       }
+    }
     std::ifstream f(stepDir + "/state.json");
     nlohmann::json st = nlohmann::json::parse(f, nullptr, false);
     std::istringstream r(st.value("rng", std::string()));
