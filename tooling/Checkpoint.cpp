@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <fstream>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -319,6 +320,28 @@ bool unroll::loadParameters(const std::string &path, const nlohmann::json &info,
     return false;
   if (!t.empty()) {
     error = file + ": has tensor '" + t.begin()->first + "' that the model does not have";
+    return false;
+  }
+  return true;
+}
+
+bool unroll::openMetrics(const std::string &path, int64_t keepThrough, std::ofstream &out,
+                         std::string &error) {
+  std::string kept;
+  if (keepThrough > 0) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+      if (!row.is_discarded() && row.value("step", (int64_t)0) <= keepThrough)
+        kept += line + "\n";
+    }
+  }
+  std::string dir = path.substr(0, path.find_last_of('/'));
+  if (!makeDirs(dir, error) || !writeFileAtomic(path, kept, error))
+    return false;
+  out.open(path, std::ios::app);
+  if (!out) {
+    error = path + ": cannot write";
     return false;
   }
   return true;

@@ -185,31 +185,6 @@ int predictCodes(const Model &m, const nlohmann::json &e, const OptimizationOpti
   return 0;
 }
 
-/// Opens metrics.jsonl for this run's rows: a fresh file, or on a resume
-/// (`keepThrough` > 0) the rows of steps up to keepThrough, rewritten
-/// atomically, with the rows a killed run wrote after its checkpoint gone.
-bool openMetrics(const std::string &path, int64_t keepThrough, std::ofstream &out,
-                 std::string &error) {
-  std::string kept;
-  if (keepThrough > 0) {
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) {
-      nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
-      if (!row.is_discarded() && row.value("step", (int64_t)0) <= keepThrough)
-        kept += line + "\n";
-    }
-  }
-  std::string dir = path.substr(0, path.find_last_of('/'));
-  if (!makeDirs(dir, error) || !writeFileAtomic(path, kept, error))
-    return false;
-  out.open(path, std::ios::app);
-  if (!out) {
-    error = path + ": cannot write";
-    return false;
-  }
-  return true;
-}
-
 /// The training curve: the held-out NMSE at each evaluation, one series per
 /// stage depth (stage-wise training descends one layer deeper per series).
 PlotSpec trainingPlot(const nlohmann::json &e, const nlohmann::json &history) {

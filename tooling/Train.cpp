@@ -316,9 +316,8 @@ int Trainer::openOutputs(bool resume) {
     ok = makeDirs(cfg_.out, err_) &&
          writeFileAtomic(cfg_.out + "/config.json", cfg_.toJson().dump(2) + "\n", err_);
     if (ok) {
-      metrics_.open(cfg_.out + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
-      if (!metrics_)
-        err_ = cfg_.out + "/metrics.jsonl: cannot write", ok = false;
+      // A resumed run keeps the rows up to its checkpoint's step.
+      ok = openMetrics(cfg_.out + "/metrics.jsonl", resume ? st_.step : 0, metrics_, err_);
     }
     if (!ok)
       die(err_);
@@ -718,6 +717,9 @@ int Trainer::stopOnSignal() {
 bool Trainer::save() {
   toHost();
   st_.rng = rng_.save();
+  // The rows up to this step reach the file before the checkpoint that
+  // a resume keeps them by.
+  metrics_.flush();
   if (saveCheckpoint(ckptDir_, mi_, st_, cfg_.toJson(), err_))
     return true;
   fprintf(stderr,

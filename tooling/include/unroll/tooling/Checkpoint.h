@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,14 @@ bool writeFileAtomic(const std::string &path, const std::string &text, std::stri
 
 /// Creates `dir` and its parents; false with a message if it cannot.
 bool makeDirs(const std::string &dir, std::string &error);
+
+/// Opens a run's metrics.jsonl (one JSON row per step, "step" counting from
+/// 1) for appending: a fresh file, or on a resume (`keepThrough` > 0) the
+/// rows of steps up to keepThrough, the checkpoint's step, rewritten
+/// atomically, so that the rows a killed run wrote after its checkpoint
+/// are not there twice.
+bool openMetrics(const std::string &path, int64_t keepThrough, std::ofstream &out,
+                 std::string &error);
 
 } // namespace unroll
 
