@@ -371,7 +371,7 @@ FlagTable table(Options &o) {
            "code's 0.3 trains ALISTA to -47 dB where 1 gives -60,\n"
            "with --loss l2 and no fine-tune)",
            positive("--layer-decay", "layer_decay"));
-  t.option("--loss", "l2|log",
+  t.option("--loss", "log|l2",
            "a batch's loss at layer t: log, log sum ||x_t - x*||^2\n"
            "(default: each batch's step relative to its own error,\n"
            "so deep layers train further), or l2, 1/2 sum\n"
