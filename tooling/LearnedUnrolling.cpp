@@ -358,10 +358,11 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   };
 
   // Training: fresh samples from their own stream; the loss of a stage at
-  // depth t is ½ Σ over the batch of ‖x_t − x*‖² (x_t: the output of layer
-  // t), the reference code's l2_loss, or with --loss log, log Σ ‖x_t − x*‖².
-  // Adam ignores the l2 loss's scale except through its ε, which a mean over
-  // the batch would reach 32x sooner at the small errors of deep layers.
+  // depth t is log Σ over the batch of ‖x_t − x*‖² (x_t: the output of
+  // layer t; --loss log, the default), or ½ Σ ‖x_t − x*‖², the reference
+  // code's l2_loss (--loss l2). Adam ignores the l2 loss's scale except
+  // through its ε, which a mean over the batch would reach 32x sooner at
+  // the small errors of deep layers.
   std::mt19937_64 rng(o.seed + 1);
   DescentInputs batch = val;
   batch.rows = batch.xRows = o.batch;
@@ -623,7 +624,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     const nlohmann::json implied = {{"loss", "l2"}, {"finetune_steps", 0}};
     for (auto &[k, v] : training.items()) {
       nlohmann::json had = c.contains(k) ? c[k] : implied.value(k, nlohmann::json());
-      if (k == "finetune_lr" && !c.contains(k) && had.is_null() && o.finetuneSteps == 0)
+      if (k == "finetune_lr" && !c.contains(k) && o.finetuneSteps == 0)
         continue;
       if (had != v) {
         error = "--resume: " + stepDir + "/state.json was written with " + k + " = " +
