@@ -221,6 +221,8 @@ bool checkDescent(const Model &m, const nlohmann::json &e, const DescentInputs &
 
 bool unroll::runEnergyDescent(const Model &m, const nlohmann::json &e, const DescentInputs &in,
                               int64_t iterations, EnergyTrace &out, std::string &error) {
+  if (isUnrollingOfModel(e))
+    return runModelDescent(m, e, in, iterations, out, error);
   if (!checkDescent(m, e, in, iterations, "descend", error))
     return false;
   void *fn = lookupEntry(m, e, "descend", error);
@@ -237,6 +239,8 @@ bool unroll::energyDescentVJP(const Model &m, const nlohmann::json &e, const Des
                               int64_t iterations, const std::vector<double> &dyT,
                               std::vector<double> &dy0, std::vector<double> &dx,
                               std::vector<double> &grad, std::string &error) {
+  if (isUnrollingOfModel(e))
+    return modelDescentVJP(m, e, in, iterations, dyT, dy0, dx, grad, error);
   if (!checkDescent(m, e, in, iterations, "descend_vjp", error))
     return false;
   if (dyT.size() != in.y0.size() || iterations < 1) {

@@ -278,8 +278,10 @@ bool unroll::validateModelInfo(const nlohmann::json &info, const std::string &pa
             !k.object(key::kFixedPoint) || !k.string(key::kEncoding))
           return false;
         if (m.contains(key::kEncoding) && m[key::kEncoding] != "interleaved" &&
-            m[key::kEncoding] != "concat")
-          return k.fail(key::kEncoding, "\"interleaved\" or \"concat\"");
+            m[key::kEncoding] != "concat" && m[key::kEncoding] != "dense")
+          return k.fail(key::kEncoding, "\"interleaved\", \"concat\" or \"dense\"");
+        if (!k.integer(key::kOutputs, 1, kMaxCount))
+          return false;
         if (m.contains(key::kEnergy) && m[key::kEnergy].is_object() &&
             !Keys{m[key::kEnergy], k.where + ", energy", error}.string(key::kTrace))
           return false;

@@ -64,6 +64,12 @@ const nlohmann::json *unroll::findModel(const Model &m, const std::string &name,
 
 bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &error) {
   info_ = &info;
+  if (info.value(key::kEncoding, "") == "dense") {
+    error = m.path() + ": model '" + info.value(key::kName, "?") +
+            "' has encoding(dense) (predictions [B, n, F] against targets, e.g. a learned "
+            "unrolling's codes); the in-context tasks need interleaved or concat tokens";
+    return false;
+  }
   forward_ = m.entry(info.value(key::kForward, ""));
   lossGrad_ = m.entry(info.value(key::kLossGrad, ""));
   if (!forward_ || !lossGrad_) {

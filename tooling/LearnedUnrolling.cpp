@@ -81,10 +81,13 @@ DescentInputs rowsOf(const DescentInputs &in, int64_t r0, int64_t r1) {
 /// ½ Σ ‖Y_k − target‖² for the parameters) in near-equal row slices, one
 /// thread each: the rows are independent samples, so this is the one-thread
 /// result up to the order of the sums. `tr.y` holds the rows in order,
-/// `tr.energies` and `grad` the sums over the slices.
+/// `tr.energies` and `grad` the sums over the slices. An unrolling written as
+/// a model computes the energies only where `energies` asks for them, and
+/// a training step in one forward and backward pass (modelDescentGrad).
 bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &in, int64_t k,
                  int threads, const std::vector<double> *target, EnergyTrace &tr,
-                 std::vector<double> *grad, std::string &error) {
+                 std::vector<double> *grad, std::string &error, bool energies = true) {
+  const bool ofModel = isUnrollingOfModel(e);
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, in.rows));
   struct Slice {
     DescentInputs in;
@@ -98,7 +101,13 @@ bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &i
     Slice &sl = slices[p];
     int64_t r0 = in.rows * p / parts, r1 = in.rows * (p + 1) / parts;
     sl.in = rowsOf(in, r0, r1);
-    if (!runEnergyDescent(m, e, sl.in, k, sl.tr, sl.error))
+    if (ofModel && grad) {
+      std::vector<double> t(target->begin() + r0 * in.cols, target->begin() + r1 * in.cols);
+      sl.ok = modelDescentGrad(m, e, sl.in, k, t, sl.tr, sl.grad, sl.error);
+      return;
+    }
+    if (ofModel ? !runModelDescent(m, e, sl.in, k, sl.tr, sl.error, energies && !grad)
+                : !runEnergyDescent(m, e, sl.in, k, sl.tr, sl.error))
       return;
     if (grad) {
       sl.dy.resize(sl.tr.y.size());
@@ -126,7 +135,7 @@ bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &i
     tr.y.insert(tr.y.end(), sl.tr.y.begin(), sl.tr.y.end());
     if (tr.energies.empty())
       tr.energies.assign(sl.tr.energies.size(), 0.0);
-    for (size_t i = 0; i < tr.energies.size(); ++i)
+    for (size_t i = 0; i < tr.energies.size() && i < sl.tr.energies.size(); ++i)
       tr.energies[i] += sl.tr.energies[i];
     if (grad)
       for (size_t i = 0; i < grad->size(); ++i)
@@ -171,7 +180,7 @@ int predictCodes(const Model &m, const nlohmann::json &e, const OptimizationOpti
   d.y0.assign(d.rows * n, 0.0);
   d.theta = theta;
   EnergyTrace tr;
-  if (!descendRows(m, e, d, layers, threads, nullptr, tr, nullptr, error))
+  if (!descendRows(m, e, d, layers, threads, nullptr, tr, nullptr, error, /*energies=*/false))
     return 1;
   TensorMap out;
   out["x"] = {{d.rows, n}, tr.y};
@@ -321,14 +330,15 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     part.y0.assign(part.rows * n, 0.0);
     EnergyTrace tr;
     std::vector<double> sums(3, 0.0); // squared error, squared code norm, energy
-    bool ok = part.rows == 0 || descendRows(m, e, part, k, threads, nullptr, tr, nullptr, error);
+    bool ok = part.rows == 0 ||
+              descendRows(m, e, part, k, threads, nullptr, tr, nullptr, error, energy != nullptr);
     if (ok && part.rows > 0) {
       for (size_t i = 0; i < tr.y.size(); ++i) {
         double c = codes[r0 * n + i];
         sums[0] += (tr.y[i] - c) * (tr.y[i] - c);
         sums[1] += c * c;
       }
-      sums[2] = tr.energies.back();
+      sums[2] = tr.energies.empty() ? 0.0 : tr.energies.back();
     }
     if (!together(ok, "a validation at layer " + std::to_string(k)))
       return false;

@@ -99,7 +99,7 @@ LogicalResult DifferentiatePass::differentiate(EnergyOp energy) {
 LogicalResult DifferentiatePass::differentiate(ModelOp model) {
   Block &body = model.getBody().front();
   LoopOp loop = model.getLoop();
-  Type tokens = loop.getInput().getType();
+  Type tokens = loop.getStateType(), input = loop.getInput().getType();
   Type predTy = model.getOutput().getPredictions().getType();
 
   SmallVector<Operation *> embedOps, headOps;
@@ -172,7 +172,7 @@ LogicalResult DifferentiatePass::differentiate(ModelOp model) {
     Block *rev = new Block();
     model.getEmbedReverse().push_back(rev);
     Value z = rev->addArgument(model.getPrompt().getType(), model.getLoc());
-    Value dp = rev->addArgument(tokens, loop.getLoc());
+    Value dp = rev->addArgument(input, loop.getLoc());
     OpBuilder b = OpBuilder::atBlockEnd(rev);
     IRMapping map;
     map.map(model.getPrompt(), z);

@@ -343,7 +343,10 @@ FlagTable table(Options &o) {
          "  uninterrupted run would). --checkpoint C evaluates trained parameters on\n"
          "  --seed's samples without training; with --predict, --input FILE ('b'\n"
          "  [B, m], the measurements) and --output FILE, it writes their codes after\n"
-         "  the last layer ('x' [B, n]) and the dictionary they are codes for ('A').");
+         "  the last layer ('x' [B, n]) and the dictionary they are codes for ('A').\n"
+         "  A learned unrolling written as a model (examples/alista_model.mlir: a loop\n"
+         "  that reads b as data, encoding(dense)) runs the same way on the model's\n"
+         "  entry points; its checkpoints are the energy form's.");
   t.option("--dict-seed", "S",
            "sparse coding: seed of the dictionary A (default 0);\n"
            "--seed draws the samples, so a trained unrolling is\n"

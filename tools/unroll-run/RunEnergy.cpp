@@ -134,7 +134,18 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
 
 int unroll::runOptimization(const Options &o, const Model &m, const std::string &task) {
   std::string err;
-  const nlohmann::json *e = findEnergy(m, o.energy, err);
+  // A learned unrolling written as a model (examples/alista_model.mlir) runs
+  // as the energy it descends, on the model's entry points.
+  nlohmann::json ofModel;
+  const nlohmann::json *e = nullptr;
+  if (m.info().value(key::kKind, "") == "model" && task == "sparse_coding") {
+    const nlohmann::json *mi = findModel(m, o.modelName, err);
+    if (!mi || !unrollingOfModel(*mi, ofModel, err))
+      return die(m.path() + ": " + err);
+    e = &ofModel;
+  } else {
+    e = findEnergy(m, o.energy, err);
+  }
   if (!e)
     return die(err + " (--task " + task + " runs an energy with schedule " +
                (task == "hopfield" ? "cccp" : "ista") + ")");

@@ -78,7 +78,7 @@ static int runMain(int argc, char **argv) {
   std::string task = o.task.empty() ? (kind == "energy" ? "energy" : "icl_linear") : o.task;
   bool training = !o.info && !o.predict && o.checkpoint.empty() &&
                   ((kind == "model" && task.rfind("icl_", 0) == 0 && o.evalLoops.empty()) ||
-                   (kind == "energy" && task == "sparse_coding"));
+                   task == "sparse_coding");
   if (world().distributed() && !training) {
     // Only training is data-parallel: rank 0 does the rest alone.
     if (!world().root())

@@ -72,7 +72,7 @@ LogicalResult ModelLowering::emitSolve(OpBuilder &b) {
   func::FuncOp f = makeEntry(
       b, loc, (model.getSymName() + "_solve").str(),
       {dynMemref(3, t), dynMemref(1, t), b.getI64Type(), t, dynMemref(2, t), dynMemref(1, t)});
-  Loss nn(b, loc, t, concat());
+  Loss nn(b, loc, t, encoding());
   Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}, {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), model.getPrompt().getType());
   FailureOr<Value> pOr = embed(b, z, ctx);
@@ -172,7 +172,7 @@ LogicalResult ModelLowering::emitFixedGrad(OpBuilder &b) {
   func::FuncOp f = makeEntry(b, loc, (model.getSymName() + "_loss_grad_fixed").str(),
                              {dynMemref(3, t), dynMemref(2, t), dynMemref(1, t), i64, i64, t, t,
                               dynMemref(1, t), dynMemref(1, t), dynMemref(1, t)});
-  Loss nn(b, loc, t, concat());
+  Loss nn(b, loc, t, encoding());
   Ctx ctx{paramTensors(b, loc, f.getArgument(2), table, t), {}, {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), model.getPrompt().getType());
   Value ys = memrefToTensor(b, loc, f.getArgument(1), nn.tensorTy({kDyn, kDyn}));

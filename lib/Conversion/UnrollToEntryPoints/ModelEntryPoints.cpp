@@ -43,22 +43,25 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
   emitAdam(b, loc, name, t);
   if (EnergyOp energy = loopEnergy(); energy && failed(emitEnergyTrace(b, energy)))
     return failure();
-  if (failed(emitSolve(b)))
+  // A loop that reads its input as data has no fixed-point entry points
+  // (the verifier refuses until(...) and the fixed-point gradients there).
+  bool fixedPoint = !model.getLoop().readsData();
+  if (fixedPoint && failed(emitSolve(b)))
     return failure();
-  if (model.getLoop().hasInputInjection() && failed(emitFixedGrad(b)))
+  if (fixedPoint && model.getLoop().hasInputInjection() && failed(emitFixedGrad(b)))
     return failure();
   auto promptTy = model.getPrompt().getType();
-  auto stateTy = cast<RankedTensorType>(model.getLoop().getInput().getType());
+  RankedTensorType stateTy = stateType();
   LoopOp loop = model.getLoop();
   Type i64 = b.getI64Type();
   auto idx = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
 
-  // @M_forward(Z, theta, b, preds[b, B, n])
+  // @M_forward(Z, theta, b, preds[b, B, n F]) (F = 1 but with encoding(dense))
   {
     OpBuilder::InsertionGuard g(b);
     func::FuncOp f = makeEntry(b, loc, (name + "_forward").str(),
                                {dynMemref(3, t), dynMemref(1, t), i64, dynMemref(3, t)});
-    Loss nn(b, loc, t, concat());
+    Loss nn(b, loc, t, encoding());
     Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}};
     Value z = memrefToTensor(b, loc, f.getArgument(0), promptTy);
     FailureOr<Value> p = embed(b, z, ctx);
@@ -67,7 +70,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
     Value nb = idx(f.getArgument(2));
     Value c0 = b.create<arith::ConstantIndexOp>(loc, 0),
           c1 = b.create<arith::ConstantIndexOp>(loc, 1);
-    Value bsz = nn.dim(z, 0), n = nn.dim(z, 1);
+    Value bsz = nn.dim(z, 0), n = predWidth(b, loc, nn.dim(z, 1));
     Value preds0 =
         b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{nb, bsz, n});
     LogicalResult ok = success();
@@ -77,7 +80,7 @@ LogicalResult ModelLowering::emit(OpBuilder &b) {
       init.push_back(init[0]);
     auto forLoop = b.create<scf::ForOp>(
         loc, c0, nb, c1, init, [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
-          Loss ln(lb, ll, t, concat());
+          Loss ln(lb, ll, t, encoding());
           Value u = inject(ln, it[0], *p);
           Value uPrev = carriesPrevious() ? inject(ln, it[2], *p) : Value();
           FailureOr<SmallVector<Value>> y =
@@ -131,8 +134,9 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
   StringRef name = model.getSymName();
   Type t = elem();
   auto promptTy = model.getPrompt().getType();
-  auto stateTy = cast<RankedTensorType>(model.getLoop().getInput().getType());
+  RankedTensorType stateTy = stateType();
   LoopOp loop = model.getLoop();
+  auto inputTy = cast<RankedTensorType>(loop.getInput().getType());
   Type i64 = b.getI64Type();
   auto idx = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
   OpBuilder::InsertionGuard g(b);
@@ -142,7 +146,7 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
           ? makeEntry(b, loc, (name + "_loss_grad").str(), {m3, m2, m1, i64, i64, m1, m1})
       : toTape ? makeEntry(b, loc, (name + "_forward_tape").str(), {m3, m3, m1, i64, i64, m1})
                : makeEntry(b, loc, (name + "_vjp_tape").str(), {m3, m3, m1, i64, i64, m1, m1});
-  Loss nn(b, loc, t, concat());
+  Loss nn(b, loc, t, encoding());
   Ctx ctx{paramTensors(b, loc, f.getArgument(2), table, t), {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), promptTy);
   // ys [B, k] (the loss's targets), or the predictions' cotangent [W, B, n]
@@ -162,7 +166,7 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
   FailureOr<Value> pOr = embed(b, z, ctx);
   if (failed(pOr))
     return failure();
-  Value p = nn.castTo(*pOr, stateTy);
+  Value p = nn.castTo(*pOr, inputTy);
   LogicalResult ok = success();
   auto fail = [&](OpBuilder &lb, Location ll, ValueRange it) {
     ok = failure();
@@ -178,7 +182,7 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
   auto freeLoop = b.create<scf::ForOp>(
       loc, c0, fromTape ? c0 : nfree, c1, freeInit,
       [&](OpBuilder &lb, Location ll, Value k, ValueRange it) {
-        Loss ln(lb, ll, t, concat());
+        Loss ln(lb, ll, t, encoding());
         Value uPrev = withPrev ? inject(ln, it[1], p) : Value();
         FailureOr<SmallVector<Value>> y =
             run(lb, loop.getBody(), bodyArgs(inject(ln, it[0], p), p, k, uPrev), ctx);
@@ -268,14 +272,15 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
     winInit.push_back(toTape ? writable(wsViews[1 + i], ty)
                              : b.create<tensor::EmptyOp>(loc, ty, ValueRange{tw, bsz, n}));
   }
-  // @M_forward_tape also carries the window's predictions [W, B, n], last.
+  // @M_forward_tape also carries the window's predictions [W, B, n F], last.
+  Value nPred = predWidth(b, loc, n);
   if (toTape)
-    winInit.push_back(
-        b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}), ValueRange{tw, bsz, n}));
+    winInit.push_back(b.create<tensor::EmptyOp>(loc, nn.tensorTy({kDyn, kDyn, kDyn}),
+                                                ValueRange{tw, bsz, nPred}));
   auto winLoop = b.create<scf::ForOp>(
       loc, c0, fromTape ? c0 : tw, c1, winInit,
       [&](OpBuilder &lb, Location ll, Value w, ValueRange it) {
-        Loss ln(lb, ll, t, concat());
+        Loss ln(lb, ll, t, encoding());
         IRMapping acts;
         Value k = lb.create<arith::AddIOp>(ll, nfree, w);
         Value uPrev = withPrev ? inject(ln, it[2], p) : Value();
@@ -309,7 +314,7 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
           Value p2 = lb.create<tensor::CollapseShapeOp>(
               ll, *pred, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
           SmallVector<OpFoldResult> off{w, lb.getIndexAttr(0), lb.getIndexAttr(0)};
-          SmallVector<OpFoldResult> sz{lb.getIndexAttr(1), bsz, n};
+          SmallVector<OpFoldResult> sz{lb.getIndexAttr(1), bsz, nPred};
           SmallVector<OpFoldResult> st1(3, lb.getIndexAttr(1));
           next.push_back(lb.create<tensor::InsertSliceOp>(ll, p2, it.back(), off, sz, st1));
         }
@@ -347,15 +352,16 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
   }
   Value grad0 = nn.full(nn.tensorTy({table.numParams}), {}, 0.0);
   Value zerosP = nn.fullLike(p, 0.0);
+  Value zerosY = loop.readsData() ? nn.fullLike(yFree, 0.0) : zerosP;
   Injection inj = loop.getInjection();
   // Carried: (gradient, dY for Y_{w+1}, dP[, dY for Y_w from the step
   // after, which took it as u_prev]).
-  SmallVector<Value> backInit{grad0, zerosP, zerosP};
+  SmallVector<Value> backInit{grad0, zerosY, zerosP};
   if (withPrev)
-    backInit.push_back(zerosP);
+    backInit.push_back(zerosY);
   auto backLoop = b.create<scf::ForOp>(
       loc, c0, tw, c1, backInit, [&](OpBuilder &lb, Location ll, Value i, ValueRange it) {
-        Loss ln(lb, ll, t, concat());
+        Loss ln(lb, ll, t, encoding());
         Ctx c{ctx.params, it[0], it[2]};
         Value w = lb.create<arith::SubIOp>(ll, lb.create<arith::SubIOp>(ll, tw, c1), i);
         auto extract = [&](Value at) {
@@ -375,13 +381,13 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
           return fail(lb, ll, it);
         Value dpred;
         if (cotangent) {
-          // dpreds[w] [B, n] as the head's [B, n, 1].
+          // dpreds[w] [B, n F] as the head's [B, n, F].
           SmallVector<OpFoldResult> off{w, lb.getIndexAttr(0), lb.getIndexAttr(0)};
           SmallVector<OpFoldResult> sz{lb.getIndexAttr(1), ln.dim(ys, 1), ln.dim(ys, 2)};
           SmallVector<OpFoldResult> st(3, lb.getIndexAttr(1));
           Value row = lb.create<tensor::ExtractSliceOp>(ll, ln.tensorTy({kDyn, kDyn}), ys, off, sz, st);
           dpred = ln.castTo(lb.create<tensor::ExpandShapeOp>(
-                                ll, ln.tensorTy({kDyn, kDyn, 1}), row,
+                                ll, ln.tensorTy({kDyn, kDyn, outputs()}), row,
                                 ArrayRef<ReassociationIndices>{{0}, {1, 2}}),
                             pred->getType());
         } else {
@@ -428,14 +434,14 @@ LogicalResult ModelLowering::emitGradient(OpBuilder &b, GradientEntry kind) {
           next[1] = ln.castTo(ln.add(dyNext, it[3]), stateTy);
           next.push_back(throughInjection((*du)[1], yprev2));
         }
-        next[2] = ln.castTo(dp, stateTy);
+        next[2] = ln.castTo(dp, inputTy);
         lb.create<scf::YieldOp>(ll, next);
       });
   if (failed(ok))
     return failure();
   Value dp = backLoop.getResult(2);
   ctx.grad = backLoop.getResult(0);
-  if (inj == Injection::none) {
+  if (inj == Injection::none && !loop.readsData()) {
     // Y_0 = P (and Y_{-1} = Y_0): if the window reaches back to it, P gets
     // the state's gradient.
     Value whole = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, nfree, c0);
@@ -460,11 +466,11 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
   Location loc = model.getLoc();
   Type t = elem(), i64 = b.getI64Type();
   LoopOp loop = model.getLoop();
-  auto stateTy = cast<RankedTensorType>(loop.getInput().getType());
+  RankedTensorType stateTy = stateType();
   func::FuncOp f =
       makeEntry(b, loc, (model.getSymName() + "_energy_trace").str(),
                 {dynMemref(3, t), dynMemref(1, t), i64, dynMemref(2, t), dynMemref(2, t)});
-  Loss nn(b, loc, t, concat());
+  Loss nn(b, loc, t, encoding());
   Ctx ctx{paramTensors(b, loc, f.getArgument(1), table, t), {}, {}};
   Value z = memrefToTensor(b, loc, f.getArgument(0), model.getPrompt().getType());
   FailureOr<Value> p = embed(b, z, ctx);
@@ -495,7 +501,7 @@ LogicalResult ModelLowering::emitEnergyTrace(OpBuilder &b, EnergyOp energy) {
     init.push_back(y0);
   auto forLoop = b.create<scf::ForOp>(
       loc, c0, nb, c1, init, [&](OpBuilder &lb, Location ll, Value tIdx, ValueRange it) {
-        Loss ln(lb, ll, t, concat());
+        Loss ln(lb, ll, t, encoding());
         Value u = ln.castTo(inject(ln, it[0], *p), stateTy);
         Value uPrev = withPrev ? ln.castTo(inject(ln, it[3], *p), stateTy) : Value();
         FailureOr<Value> eu = energyOf(lb, energy, u, *p, ctx);
@@ -535,7 +541,7 @@ llvm::json::Value ModelLowering::windowWorkspaceInfo() {
   for (Value v : tape.body)
     widths.push_back(cast<RankedTensorType>(v.getType()).getDimSize(2));
   return llvm::json::Object{
-      {"state", cast<RankedTensorType>(model.getLoop().getInput().getType()).getDimSize(2)},
+      {"state", stateType().getDimSize(2)},
       {"tape", std::move(widths)},
       {"previous", carriesPrevious()}};
 }
@@ -568,17 +574,21 @@ llvm::json::Object ModelLowering::info() {
                        : llvm::json::Value(nullptr)},
       {"window_workspace", windowWorkspaceInfo()},
       // The x dimension d; the tokens have d + 1 features under concat.
-      {key::kPromptDim, tokenDim - (concat() ? 1 : 0)},
+      {key::kPromptDim, tokenDim - (encoding() == Encoding::concat ? 1 : 0)},
       {key::kTokenDim, tokenDim},
       {key::kEncoding, stringifyEncoding(model.getEncoding()).str()},
-      {"width", cast<RankedTensorType>(loop.getInput().getType()).getDimSize(2)},
+      {"width", stateType().getDimSize(2)},
+      // Features per prediction (preds are [b, B, n outputs]); 1 but with
+      // encoding(dense).
+      {key::kOutputs, outputs()},
       {"layers", layers},
       {"heads", heads},
       {key::kIterations, loop.getIterations()},
       {key::kWindow, loop.getWindow()},
       {"injection", stringifyInjection(loop.getInjection()).str()},
       {"window_activations", tape.empty() ? "recomputed" : "stored"},
-      {key::kFixedPoint, fixedPointInfo()},
+      {key::kFixedPoint, loop.readsData() ? llvm::json::Value(nullptr)
+                                          : llvm::json::Value(fixedPointInfo())},
       {key::kNumParams, table.numParams},
       {"param_counts", llvm::json::Object{{"total", total}, {"blocks_and_ln_f", blocks}}},
       {key::kParams, table.toJson()}};

@@ -116,6 +116,15 @@ Value ModelLowering::inject(TokenEmitter &nn, Value y, Value p) {
 }
 
 Value ModelLowering::initState(TokenEmitter &nn, Value p) {
+  if (model.getLoop().readsData()) {
+    // Y_0 = 0 of the state's type, with P's batch and token sizes.
+    RankedTensorType st = stateType();
+    SmallVector<Value> dyn;
+    for (int64_t i = 0; i < st.getRank(); ++i)
+      if (st.isDynamicDim(i))
+        dyn.push_back(nn.dim(p, i));
+    return nn.full(st, dyn, 0.0);
+  }
   switch (model.getLoop().getInjection()) {
   case Injection::add:
     return nn.fullLike(p, 0.0);
@@ -136,7 +145,7 @@ FailureOr<Value> ModelLowering::step(OpBuilder &b, Location loc, Value y, Value 
           bodyArgs(inject(nn, y, p), p, k, yPrev ? inject(nn, yPrev, p) : Value()), ctx, acts);
   if (failed(out))
     return failure();
-  return nn.castTo((*out)[0], loop.getInput().getType());
+  return nn.castTo((*out)[0], stateType());
 }
 
 FailureOr<Value> ModelLowering::energyOf(OpBuilder &b, EnergyOp energy, Value y, Value x,

@@ -17,25 +17,37 @@
 namespace mlir::unroll::lowering {
 
 /// The training loss at the predicted positions (interleaved: the x
-/// tokens; concat: the query, the last token), and what entry points add
-/// around the block (injection, initial states).
+/// tokens; concat: the query, the last token; dense: every entry), and what
+/// entry points add around the block (injection, initial states).
 struct Loss : TokenEmitter {
-  Loss(OpBuilder &b, Location loc, Type t, bool concat = false)
-      : TokenEmitter(b, loc, t), concat(concat) {}
-  bool concat;
+  Loss(OpBuilder &b, Location loc, Type t, Encoding encoding = Encoding::interleaved)
+      : TokenEmitter(b, loc, t), concat(encoding == Encoding::concat),
+        dense(encoding == Encoding::dense) {}
+  bool concat, dense;
 
   /// Σ_{b,i} (pred[b, 2i, 0] − ys[b, i])² as a scalar (concat: Σ_b of the
-  /// query's, pred[b, n − 1, 0] against ys[b, n − 1]).
+  /// query's, pred[b, n − 1, 0] against ys[b, n − 1]; dense: Σ_{b,i,f} of
+  /// pred[b, i, f] against ys[b, i F + f]).
   Value sqErr(Value pred, Value ys) {
     Value init =
         b.create<linalg::FillOp>(loc, cst(0.0),
                                  b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{}, t).getResult())
             .getResult(0);
+    auto scalar = AffineMap::get(dense ? 3 : 2, 0, {}, b.getContext());
+    if (dense) {
+      Value r = generic({pred, ys}, {id(3), denseTargets(pred)}, init, scalar, iters("rrr"),
+                        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                          Value e = nb.create<arith::SubFOp>(l, a[0], a[1]);
+                          return nb.create<arith::AddFOp>(l, a[2],
+                                                          nb.create<arith::MulFOp>(l, e, e));
+                        });
+      return b.create<tensor::ExtractOp>(loc, r, ValueRange{});
+    }
     Value last = concat ? lastToken(ys) : Value();
     AffineMap predMap = concat ? map(2, {d(0), d(1), c(0)}) : map(2, {d(0), d(1) * 2, c(0)});
     Value zero = cst(0.0);
-    Value r = generic({pred, ys}, {predMap, id(2)}, init, AffineMap::get(2, 0, {}, b.getContext()),
-                      iters("rr"), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    Value r = generic({pred, ys}, {predMap, id(2)}, init, scalar, iters("rr"),
+                      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                         Value e = nb.create<arith::SubFOp>(l, a[0], a[1]);
                         Value sq = nb.create<arith::MulFOp>(l, e, e);
                         if (concat)
@@ -45,9 +57,15 @@ struct Loss : TokenEmitter {
     return b.create<tensor::ExtractOp>(loc, r, ValueRange{});
   }
   /// dpred[b, j, 0] = coef (pred − ys[b, j/2]) at even j, 0 at odd j (concat:
-  /// at the query alone).
+  /// at the query alone; dense: dpred[b, i, f] = coef (pred − ys[b, i F + f])).
   Value sqErrVJP(Value pred, Value ys, Value coef) {
     Value zero = cst(0.0);
+    if (dense)
+      return generic({pred, ys}, {id(3), denseTargets(pred)}, fullLike(pred, 0.0), id(3),
+                     iters("ppp"), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                       return nb.create<arith::MulFOp>(l, coef,
+                                                       nb.create<arith::SubFOp>(l, a[0], a[1]));
+                     });
     Value last = concat ? lastToken(ys) : Value();
     AffineMap ysMap = concat ? map(3, {d(0), d(1)}) : map(3, {d(0), d(1).floorDiv(2)});
     return generic({pred, ys}, {id(3), ysMap}, fullLike(pred, 0.0), id(3), iters("ppp"),
@@ -67,13 +85,19 @@ struct Loss : TokenEmitter {
                      return nb.create<arith::SelectOp>(l, at, g, zero);
                    });
   }
-  /// How many predictions the loss averages: B k (concat: B).
+  /// How many predictions the loss averages: B k (concat: B; dense: B n F,
+  /// ys's size).
   Value count(Value bsz, Value k) {
     Value n = concat ? bsz : b.create<arith::MulIOp>(loc, bsz, k).getResult();
     return b.create<arith::SIToFPOp>(loc, t, b.create<arith::IndexCastOp>(loc, b.getI64Type(), n));
   }
 
 private:
+  /// (b, i, f) -> (b, i F + f): dense targets [B, n F] for predictions [B, n, F].
+  AffineMap denseTargets(Value pred) {
+    int64_t f = cast<RankedTensorType>(pred.getType()).getDimSize(2);
+    return map(3, {d(0), d(1) * f + d(2)});
+  }
   Value lastToken(Value ys) {
     return b.create<arith::SubIOp>(loc, dim(ys, 1), b.create<arith::ConstantIndexOp>(loc, 1));
   }
@@ -106,7 +130,13 @@ private:
   };
 
   Type elem() { return cast<RankedTensorType>(model.getPrompt().getType()).getElementType(); }
-  bool concat() { return model.getEncoding() == Encoding::concat; }
+  Encoding encoding() { return model.getEncoding(); }
+  /// The state's type (the loop's result; P's unless the loop reads data).
+  RankedTensorType stateType() { return model.getLoop().getStateType(); }
+  /// Features per prediction: 1, or F with encoding(dense).
+  int64_t outputs() {
+    return cast<RankedTensorType>(model.getOutput().getPredictions().getType()).getDimSize(2);
+  }
   LogicalResult emitOp(OpBuilder &b, Operation &op, IRMapping &map, Ctx &ctx);
   /// Runs a region's single block on `args`, returning the yielded values.
   /// `map` (optional) may hold values already known and receives every value
@@ -125,6 +155,12 @@ private:
       map.map(p.getResult(), ctx.params[table.indexOf(p.getName())]);
   }
   Value initState(TokenEmitter &nn, Value p);
+  /// The width of a prompt's predictions, n F, for n tokens.
+  Value predWidth(OpBuilder &b, Location loc, Value n) {
+    if (outputs() == 1)
+      return n;
+    return b.create<arith::MulIOp>(loc, n, b.create<arith::ConstantIndexOp>(loc, outputs()));
+  }
   /// The loop body's arguments for the state `u`: (u), (u, P), (u, P, k)
   /// or (u, P, k, u_prev), as many as the body takes (k: the iteration
   /// index, u_prev: the previous iteration's input).

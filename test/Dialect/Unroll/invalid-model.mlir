@@ -127,7 +127,7 @@ unroll.model @body_args {
 ^bb0(%Z: tensor<?x?x2xf32>):
   %w = unroll.param "w" : tensor<1x2xf32>
   %b = unroll.param "b" : tensor<1xf32>
-  // expected-error@+1 {{'unroll.loop' op expected the body to take the state 'tensor<?x?x2xf32>', optionally then the loop's input P, the iteration index (index) and the previous iteration's input u_prev}}
+  // expected-error@+1 {{'unroll.loop' op expected the body to take the state 'tensor<?x?x2xf32>', optionally then the loop's input P 'tensor<?x?x2xf32>', the iteration index (index) and the previous iteration's input u_prev}}
   %Y = unroll.loop %Z iterations(2) window(1) injection(add) : tensor<?x?x2xf32> {
   ^bb0(%u: tensor<?x?x2xf32>, %p: tensor<?x?x2xf32>, %q: tensor<?x?x2xf32>):
     unroll.yield %u : tensor<?x?x2xf32>

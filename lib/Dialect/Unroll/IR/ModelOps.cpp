@@ -160,8 +160,10 @@ LogicalResult ModelOp::verifyRegions() {
   if (loops != 1)
     return emitOpError() << "expected exactly one 'unroll.loop', got " << loops;
   auto out = getOutput().getPredictions().getType();
-  if (out.isDynamicDim(2) || out.getDimSize(2) != 1)
-    return emitOpError() << "expected predictions [B, n, 1], got " << out;
+  if (getEncoding() == Encoding::dense ? out.isDynamicDim(2)
+                                       : out.isDynamicDim(2) || out.getDimSize(2) != 1)
+    return emitOpError() << "expected predictions [B, n, "
+                         << (getEncoding() == Encoding::dense ? "F" : "1") << "], got " << out;
   // The head must depend on the loop's result, not on values before it other
   // than parameters (it is re-run on every iterate the loss sees).
   LoopOp loop = getLoop();
@@ -184,19 +186,23 @@ LogicalResult LoopOp::verifyRegions() {
     return emitOpError() << "expected window T <= iterations b, got T = " << getWindow()
                          << " > b = " << getIterations();
   Block &b = getBody().front();
-  Type in = getInput().getType();
+  Type in = getInput().getType(), state = getStateType();
   unsigned na = b.getNumArguments();
   bool typesOk = na >= 1 && na <= 4;
   for (unsigned i = 0; typesOk && i < na; ++i)
-    typesOk = i == 2 ? b.getArgument(i).getType().isIndex() : b.getArgument(i).getType() == in;
+    typesOk = i == 2   ? b.getArgument(i).getType().isIndex()
+              : i == 1 ? b.getArgument(i).getType() == in
+                       : b.getArgument(i).getType() == state;
   if (!typesOk)
-    return emitOpError() << "expected the body to take the state " << in
-                         << ", optionally then the loop's input P, the iteration index (index) "
-                            "and the previous iteration's input u_prev";
+    return emitOpError() << "expected the body to take the state " << state
+                         << ", optionally then the loop's input P " << in
+                         << ", the iteration index (index) and the previous iteration's input "
+                            "u_prev";
   auto y = b.empty() ? YieldOp() : dyn_cast<YieldOp>(b.back());
-  if (!y || y.getValues().size() != 1 || y.getValues()[0].getType() != getInput().getType())
-    return emitOpError() << "expected the body to yield the next state of type "
-                         << getInput().getType();
+  if (!y || y.getValues().size() != 1 || y.getValues()[0].getType() != state)
+    return emitOpError() << "expected the body to yield the next state of type " << state;
+  if (readsData() && failed(verifyDataInput()))
+    return failure();
   for (Operation &op : b.without_terminator())
     if (!isModelStepOp(&op, /*inLoop=*/true))
       return op.emitOpError() << "is not supported in a loop body (supported: " << kSupported
@@ -212,6 +218,30 @@ LogicalResult LoopOp::verifyRegions() {
       return emitOpError() << "expected the reverse region to yield du"
                            << (takesPrevious() ? " and du_prev" : "");
   }
+  return success();
+}
+
+/// A loop whose state differs from its input: Y_0 = 0 and P is data that
+/// every iteration reads.
+LogicalResult LoopOp::verifyDataInput() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  RankedTensorType state = getStateType();
+  if (getInjection() != Injection::none)
+    return emitOpError() << "expected injection(none) for a state " << state
+                         << " of another type than its input " << in
+                         << " (injection(" << stringifyInjection(getInjection())
+                         << ") needs one type)";
+  if (getBody().getNumArguments() < 2)
+    return emitOpError() << "expected the body to take the input P (its second argument): a "
+                            "state of another type starts at 0 and reads P as data";
+  if (state.getElementType() != in.getElementType() || state.getShape()[0] != in.getShape()[0] ||
+      state.getShape()[1] != in.getShape()[1])
+    return emitOpError() << "expected a state with the input's element type, batch and token "
+                            "sizes, got "
+                         << state << " for " << in;
+  if (getHaltTol() || getGradientMode() != GradientMode::bptt)
+    return emitOpError() << "expected no until(...) and gradient(bptt) for a loop that reads its "
+                            "input as data (its fixed-point entry points take one type)";
   return success();
 }
 

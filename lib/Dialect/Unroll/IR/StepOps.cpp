@@ -82,6 +82,15 @@ LogicalResult DescendOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!tok.isDynamicDim(0))
     return emitOpError() << "expected @" << getEnergy()
                          << " to take any number of tokens (its Y is " << tok << ")";
+  // X: the energy's input on the batch, of Y's type or (a loop reading data)
+  // [B, n, m] for an energy whose input has m features of its own.
+  auto in = cast<RankedTensorType>(energy.getInput().getType());
+  auto x = cast<RankedTensorType>(getX().getType());
+  if (x != y && (in.isDynamicDim(1) || x.getElementType() != y.getElementType() ||
+                 x.isDynamicDim(2) || x.getDimSize(2) != in.getDimSize(1) ||
+                 x.getShape()[0] != y.getShape()[0] || x.getShape()[1] != y.getShape()[1]))
+    return emitOpError() << "expected X to be Y's " << y << " or the batch of @" << getEnergy()
+                         << "'s input " << in << " (with Y's batch and token sizes), got " << x;
   if (getPrev() && getPrev().getType() != getY().getType())
     return emitOpError() << "expected 'prev' of type " << getY().getType() << ", got "
                          << getPrev().getType();

@@ -70,6 +70,36 @@ static void printGradient(OpAsmPrinter &p, Operation *, GradientModeAttr mode, F
     p.printAttributeWithoutType(damping);
   }
 }
+
+//===----------------------------------------------------------------------===//
+// unroll.loop's `: type(P) [-> type(Y)]` and unroll.descend's
+// `: type(Y) [, type(X)]`: the second type only where it differs.
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseStateType(OpAsmParser &p, Type &state, Type input) {
+  state = input;
+  if (succeeded(p.parseOptionalArrow()))
+    return p.parseType(state);
+  return success();
+}
+
+static void printStateType(OpAsmPrinter &p, Operation *, Type state, Type input) {
+  if (state != input)
+    p << "-> " << state;
+}
+
+static ParseResult parseInputType(OpAsmParser &p, Type &x, Type y) {
+  x = y;
+  if (succeeded(p.parseOptionalComma()))
+    return p.parseType(x);
+  return success();
+}
+
+static void printInputType(OpAsmPrinter &p, Operation *, Type x, Type y) {
+  if (x != y)
+    p << ", " << x;
+}
+
 #include "unroll/Dialect/Unroll/IR/UnrollInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES

@@ -46,6 +46,30 @@ bool energyDescentVJP(const Model &m, const nlohmann::json &energy, const Descen
 
 const nlohmann::json *findEnergy(const Model &m, const std::string &name, std::string &error);
 
+/// A learned unrolling written as a model (encoding(dense), a loop that
+/// reads its input as data and descends an energy: examples/alista_model.mlir)
+/// as the energy-shaped entry the optimization tasks take: the energy's
+/// name, schedule and terms with the model's parameters and entry points.
+/// runEnergyDescent, energyDescentVJP and energyAdamStep on it run the
+/// model's @M_forward and @M_energy_trace, @M_forward_tape and @M_vjp_tape
+/// (the cotangent at the last layer), and @M_adam (runtime/UnrollingModel.cpp).
+bool unrollingOfModel(const nlohmann::json &model, nlohmann::json &out, std::string &error);
+bool isUnrollingOfModel(const nlohmann::json &energy);
+/// (withEnergies false: out.energies stays empty, one pass fewer.)
+bool runModelDescent(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
+                     int64_t iterations, EnergyTrace &out, std::string &error,
+                     bool withEnergies = true);
+bool modelDescentVJP(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
+                     int64_t iterations, const std::vector<double> &dyT, std::vector<double> &dy0,
+                     std::vector<double> &dx, std::vector<double> &grad, std::string &error);
+
+/// Training's step on a model: x_k (out.y, no energies) and the gradient of
+/// ½ Σ ‖x_k − target‖² for the parameters, in one forward and one backward
+/// pass (the energy form takes one more: its descent, then its VJP's).
+bool modelDescentGrad(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
+                      int64_t iterations, const std::vector<double> &target, EnergyTrace &out,
+                      std::vector<double> &grad, std::string &error);
+
 /// Whether the library has the energy's compiled Adam (@E_adam: a
 /// differentiated energy with trained parameters).
 bool hasEnergyAdam(const Model &m, const nlohmann::json &energy);

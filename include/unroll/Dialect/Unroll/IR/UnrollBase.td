@@ -90,7 +90,8 @@ def Unroll_KernelKind : I32EnumAttr<"KernelKind", "kernel of a kernel energy", [
 
 def Unroll_Encoding : I32EnumAttr<"Encoding", "how a prompt becomes tokens", [
     I32EnumAttrCase<"interleaved", 0>, // P2: x_1, (y_1, 0, ...), x_2, ... [B, 2k, d]
-    I32EnumAttrCase<"concat", 1>       // (x_i, y_i), the query (x_q, 0) last [B, k, d + 1]
+    I32EnumAttrCase<"concat", 1>,      // (x_i, y_i), the query (x_q, 0) last [B, k, d + 1]
+    I32EnumAttrCase<"dense", 2>        // data Z; every prediction [B, n, F] has a target
   ]> {
   let cppNamespace = "::mlir::unroll";
 }

@@ -23,8 +23,9 @@ def Unroll_ModelOp : Unroll_Op<"model", [Symbol, IsolatedFromAbove, NoTerminator
     The body takes the prompt tokens Z [B, n, d] (batch B and length n are
     run-time sizes) and contains, in order: parameters, the read-in ops
     computing P, exactly one `unroll.loop`, the read-out ("head") ops, and
-    `unroll.output` with the predictions [B, n, 1]. The head is applied to
-    every iterate of the loop that the loss sees (P2: the last T).
+    `unroll.output` with the predictions [B, n, 1] ([B, n, F] with
+    encoding(dense)). The head is applied to every iterate of the loop that
+    the loss sees (P2: the last T).
 
     `--unroll-differentiate` fills `head_reverse` (Y, dpred) -> dY and
     `embed_reverse` (Z, dP) with vector-Jacobian products; the loop gets its
@@ -33,7 +34,10 @@ def Unroll_ModelOp : Unroll_Op<"model", [Symbol, IsolatedFromAbove, NoTerminator
     `encoding` says how a prompt of k points becomes Z: `interleaved` (P2:
     x_1, (y_1, 0, …), x_2, …, Z [B, 2k, d], the predictions read at the x
     tokens) or `concat` (tokens (x_i, y_i) and the query (x_k, 0) last,
-    Z [B, k, d + 1], the prediction read at the query).
+    Z [B, k, d + 1], the prediction read at the query) or `dense` (Z is
+    data of any shape, and every entry of the predictions [B, n, F] has a
+    target: the loss is their mean squared error against targets
+    [B, n·F], e.g. a learned unrolling's codes against the true ones).
 
     ```mlir
     unroll.model @tiny {
@@ -65,18 +69,26 @@ def Unroll_ModelOp : Unroll_Op<"model", [Symbol, IsolatedFromAbove, NoTerminator
 }
 
 def Unroll_OutputOp : Unroll_Op<"output", [Terminator, HasParent<"ModelOp">]> {
-  let summary = "the model's predictions [B, n, 1]";
+  let summary = "the model's predictions [B, n, 1] ([B, n, F] with encoding(dense))";
   let arguments = (ins TokenBatch:$predictions);
   let assemblyFormat = "$predictions attr-dict `:` type($predictions)";
 }
 
-def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
+def Unroll_LoopOp : Unroll_Op<"loop"> {
   let summary = "apply a weight-shared block b times with input injection";
   let description = [{
     With P = `input` and M the body (u -> next Y):
     `add`: Y_0 = 0, Y_t = M(Y_{t-1} + P) (P2); `none`: Y_0 = P,
     Y_t = M(Y_{t-1}) (weight tying); `mul`: Y_0 = 1, Y_t = M(Y_{t-1} * P).
-    The result is Y_b. `iterations` is the default b (the runtime may run
+    The result is Y_b.
+
+    A loop whose state has another type than its input (`: type(P) ->
+    type(Y)`, with injection(none) and a body that takes P) starts from
+    Y_0 = 0 and reads P as data: a learned unrolling's measurements, with
+    the codes as its state (examples/alista_model.mlir). The state and P
+    share the batch and token sizes.
+
+    `iterations` is the default b (the runtime may run
     more or fewer); the loss sees the last `window` = T iterates, the first
     b - T run without gradient. An L-layer model is a loop with
     iterations(1) window(1) injection(none) whose body holds L blocks.
@@ -134,12 +146,13 @@ def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
     (`until` `(` `tol` `=` $halt_tol^ `,` `max` `=` $halt_max `)`)?
     (`gradient` `(` custom<Gradient>($gradient, $gradient_tol, $gradient_max, $phantom_steps,
                                       $damping)^ `)`)?
-    attr-dict `:` type($input) $body
+    attr-dict `:` type($input) custom<StateType>(type($result), ref(type($input))) $body
     (`reverse` $reverse^)?
   }];
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     LogicalResult verifyFixedPoint();
+    LogicalResult verifyDataInput();
     /// The gradient mode, bptt unless the op names another.
     GradientMode getGradientMode() {
       return getGradient() ? *getGradient() : GradientMode::bptt;
@@ -150,6 +163,12 @@ def Unroll_LoopOp : Unroll_Op<"loop", [AllTypesMatch<["input", "result"]>]> {
     bool hasInputInjection() {
       return getInjection() != Injection::none || getBody().getNumArguments() >= 2;
     }
+    /// The state's type (the result's; P's unless the loop reads P as data).
+    ::mlir::RankedTensorType getStateType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getResult().getType());
+    }
+    /// The loop reads P as data: its state has another type and starts at 0.
+    bool readsData() { return getResult().getType() != getInput().getType(); }
     /// The body takes the iteration index (its third argument).
     bool takesIteration() { return getBody().getNumArguments() >= 3; }
     /// The body takes the previous iteration's input (its fourth argument).

@@ -366,13 +366,15 @@ def Unroll_PickOp : Unroll_Op<"pick", [DeclareOpInterfaceMethods<Unroll_VJPOpInt
 }
 
 def Unroll_DescendOp : Unroll_Op<"descend", [Pure, AttrSizedOperandSegments,
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>, AllTypesMatch<["y", "x", "result"]>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>, AllTypesMatch<["y", "result"]>]> {
   let summary = "descent steps of an energy on a batch of token matrices";
   let description = [{
     `steps` iterations of the derived steps of the energy `@energy` (its
     `steps` region), applied to every prompt of a token batch Y [B, n, d]
     with input X [B, n, d] (for an energy without a center term any tensor
-    of Y's type; usually the loop's P). This is how a model's loop body
+    of Y's type; usually the loop's P). An energy whose input has its own
+    width (sparse coding's measurements X [n, m] beside the codes Y [n, d])
+    takes X [B, n, m]: a loop that reads P as data. This is how a model's loop body
     descends an energy: the energy's parameters become the model's (by
     name), its center term ½‖Y − X‖² with X the loop's injected input P makes
     the gradient step an input injection, and `--unroll-inline-descent`
@@ -390,6 +392,8 @@ def Unroll_DescendOp : Unroll_Op<"descend", [Pure, AttrSizedOperandSegments,
     %y = unroll.descend @icl_energy(%u, %p) steps(1) : tensor<?x?x64xf32>
     %y = unroll.descend @icl_cg(%u, %p) iteration %k prev %v : tensor<?x?x6xf32>
            : tensor<?x?x6xf32>
+    %x = unroll.descend @alista(%u, %b) iteration %k
+           : tensor<?x?x500xf32>, tensor<?x?x250xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$energy, TokenBatch:$y, TokenBatch:$x,
@@ -399,6 +403,7 @@ def Unroll_DescendOp : Unroll_Op<"descend", [Pure, AttrSizedOperandSegments,
   let assemblyFormat = [{
     $energy `(` $y `,` $x `)` (`steps` `(` $steps^ `)`)? (`iteration` $iteration^)?
     (`prev` $prev^ `:` type($prev))? attr-dict `:` type($y)
+    custom<InputType>(type($x), ref(type($y)))
   }];
 }
 
