@@ -67,7 +67,8 @@ bool ModelRunner::init(const Model &m, const nlohmann::json &info, std::string &
   if (info.value(key::kEncoding, "") == "dense") {
     error = m.path() + ": model '" + info.value(key::kName, "?") +
             "' has encoding(dense) (predictions [B, n, F] against targets, e.g. a learned "
-            "unrolling's codes); the in-context tasks need interleaved or concat tokens";
+            "unrolling's codes); the in-context tasks need interleaved or concat tokens (a "
+            "learned unrolling runs with --task sparse_coding)";
     return false;
   }
   forward_ = m.entry(info.value(key::kForward, ""));

@@ -41,7 +41,8 @@ void *entryOf(const Model &m, const nlohmann::json &mv, const char *which, std::
 }
 
 template <typename T>
-void forward(void *fwd, void *trace, const DescentInputs &in, int64_t k, EnergyTrace &out) {
+void forward(void *fwd, void *trace, const DescentInputs &in, int64_t k, bool everyLayer,
+             EnergyTrace &out) {
   using Fwd = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 3> *);
   using Trace = void (*)(MemRef<T, 3> *, MemRef<T, 1> *, int64_t, MemRef<T, 2> *, MemRef<T, 2> *);
   std::vector<T> z = convert<T>(in.x), theta = convert<T>(in.theta);
@@ -53,6 +54,8 @@ void forward(void *fwd, void *trace, const DescentInputs &in, int64_t k, EnergyT
     auto pm = makeMemRef<T, 3>(preds.data(), {k, in.rows, in.cols});
     reinterpret_cast<Fwd>(fwd)(&zm, &tm, k, &pm);
     std::copy(preds.end() - in.rows * in.cols, preds.end(), out.y.begin());
+    if (everyLayer)
+      out.layers.assign(preds.begin(), preds.end());
   }
   out.energies.clear();
   if (!trace)
@@ -177,7 +180,7 @@ bool unroll::isUnrollingOfModel(const nlohmann::json &energy) { return energy.co
 
 bool unroll::runModelDescent(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
                              int64_t iterations, EnergyTrace &out, std::string &error,
-                             bool withEnergies) {
+                             bool withEnergies, bool everyLayer) {
   const nlohmann::json &mv = energy[kOfModel];
   if (!checkModelDescent(m, mv, in, iterations, error))
     return false;
@@ -186,9 +189,9 @@ bool unroll::runModelDescent(const Model &m, const nlohmann::json &energy, const
   if (!fwd || (withEnergies && !trace))
     return false;
   if (isF32(m))
-    forward<float>(fwd, trace, in, iterations, out);
+    forward<float>(fwd, trace, in, iterations, everyLayer, out);
   else
-    forward<double>(fwd, trace, in, iterations, out);
+    forward<double>(fwd, trace, in, iterations, everyLayer, out);
   return true;
 }
 

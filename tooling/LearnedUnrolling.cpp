@@ -83,10 +83,12 @@ DescentInputs rowsOf(const DescentInputs &in, int64_t r0, int64_t r1) {
 /// result up to the order of the sums. `tr.y` holds the rows in order,
 /// `tr.energies` and `grad` the sums over the slices. An unrolling written as
 /// a model computes the energies only where `energies` asks for them, and
-/// a training step in one forward and backward pass (modelDescentGrad).
+/// a training step in one forward and backward pass (modelDescentGrad);
+/// with `everyLayer` (a model) `tr.layers` holds every layer's rows.
 bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &in, int64_t k,
                  int threads, const std::vector<double> *target, EnergyTrace &tr,
-                 std::vector<double> *grad, std::string &error, bool energies = true) {
+                 std::vector<double> *grad, std::string &error, bool energies = true,
+                 bool everyLayer = false) {
   const bool ofModel = isUnrollingOfModel(e);
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, in.rows));
   struct Slice {
@@ -106,7 +108,7 @@ bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &i
       sl.ok = modelDescentGrad(m, e, sl.in, k, t, sl.tr, sl.grad, sl.error);
       return;
     }
-    if (ofModel ? !runModelDescent(m, e, sl.in, k, sl.tr, sl.error, energies && !grad)
+    if (ofModel ? !runModelDescent(m, e, sl.in, k, sl.tr, sl.error, energies && !grad, everyLayer)
                 : !runEnergyDescent(m, e, sl.in, k, sl.tr, sl.error))
       return;
     if (grad) {
@@ -127,11 +129,21 @@ bool descendRows(const Model &m, const nlohmann::json &e, const DescentInputs &i
   tr = EnergyTrace();
   if (grad)
     grad->assign(in.theta.size(), 0.0);
+  if (everyLayer)
+    tr.layers.assign(k * in.rows * in.cols, 0.0);
+  int64_t row = 0;
   for (Slice &sl : slices) {
     if (!sl.ok) {
       error = sl.error;
       return false;
     }
+    // Every layer's rows [k, slice rows, cols] into their place in [k, rows, cols].
+    const int64_t rows = sl.in.rows;
+    for (int64_t l = 0; l < k && everyLayer; ++l)
+      std::copy(sl.tr.layers.begin() + l * rows * in.cols,
+                sl.tr.layers.begin() + (l + 1) * rows * in.cols,
+                tr.layers.begin() + (l * in.rows + row) * in.cols);
+    row += rows;
     tr.y.insert(tr.y.end(), sl.tr.y.begin(), sl.tr.y.end());
     if (tr.energies.empty())
       tr.energies.assign(sl.tr.energies.size(), 0.0);
@@ -351,6 +363,40 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   // NMSE per layer on the reported samples (`val`: --samples of --seed).
   auto validate = [&](int64_t k, double &nmse, double &energy) {
     return measure(val, valXs, k, nmse, &energy);
+  };
+  // ... at every layer 0 … K: an energy descends to each depth in turn; a
+  // model gives every layer's codes, and their energies, in one pass.
+  auto validateAll = [&](std::vector<double> &nmse, std::vector<double> &energy) {
+    if (!isUnrollingOfModel(e)) {
+      for (int64_t k = 0; k <= layers; ++k)
+        if (!validate(k, nmse[k], energy[k]))
+          return false;
+      return true;
+    }
+    auto [r0, r1] = mine(val.rows);
+    DescentInputs part = rowsOf(val, r0, r1);
+    part.y0.assign(part.rows * n, 0.0);
+    EnergyTrace tr;
+    // Per layer: squared error, squared code norm, energy.
+    std::vector<double> sums(3 * (layers + 1), 0.0);
+    bool ok = part.rows == 0 || descendRows(m, e, part, layers, threads, nullptr, tr, nullptr,
+                                            error, /*energies=*/true, /*everyLayer=*/true);
+    for (int64_t k = 0; ok && part.rows > 0 && k <= layers; ++k) {
+      for (int64_t i = 0; i < part.rows * n; ++i) {
+        double c = valXs[r0 * n + i], x = k == 0 ? 0.0 : tr.layers[(k - 1) * part.rows * n + i];
+        sums[3 * k] += (x - c) * (x - c);
+        sums[3 * k + 1] += c * c;
+      }
+      sums[3 * k + 2] = tr.energies[k];
+    }
+    if (!together(ok, "the validation of every layer"))
+      return false;
+    w.allreduceSum(sums, "the validation's sums per layer");
+    for (int64_t k = 0; k <= layers; ++k) {
+      nmse[k] = 10.0 * std::log10(std::max(sums[3 * k], 1e-300) / sums[3 * k + 1]);
+      energy[k] = sums[3 * k + 2];
+    }
+    return true;
   };
   // The stages choose their best point on samples of their own (1000, from
   // a stream of their own), so that the reported NMSE is not the one the
@@ -680,9 +726,8 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   double trainSeconds = seconds(t0);
 
   std::vector<double> nmse(layers + 1), energy(layers + 1);
-  for (int64_t k = 0; k <= layers; ++k)
-    if (!validate(k, nmse[k], energy[k]))
-      return 1;
+  if (!validateAll(nmse, energy))
+    return 1;
   if (!w.root())
     return 0; // the root reports
   std::ostringstream csv;

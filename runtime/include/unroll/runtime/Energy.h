@@ -21,6 +21,7 @@ struct EnergyInputs {
 struct EnergyTrace {
   std::vector<double> energies; // E(Y_0) … E(Y_iterations)
   std::vector<double> y;        // Y_iterations, n × d
+  std::vector<double> layers;   // Y_1 … Y_iterations, where asked (runModelDescent)
 };
 
 /// The model-info entry of the energy named `name` (the first if empty);
@@ -55,10 +56,12 @@ const nlohmann::json *findEnergy(const Model &m, const std::string &name, std::s
 /// (the cotangent at the last layer), and @M_adam (runtime/UnrollingModel.cpp).
 bool unrollingOfModel(const nlohmann::json &model, nlohmann::json &out, std::string &error);
 bool isUnrollingOfModel(const nlohmann::json &energy);
-/// (withEnergies false: out.energies stays empty, one pass fewer.)
+/// (withEnergies false: out.energies stays empty, one pass fewer;
+/// everyLayer: out.layers holds every layer's codes, [iterations, rows, cols],
+/// from the same pass.)
 bool runModelDescent(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
                      int64_t iterations, EnergyTrace &out, std::string &error,
-                     bool withEnergies = true);
+                     bool withEnergies = true, bool everyLayer = false);
 bool modelDescentVJP(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
                      int64_t iterations, const std::vector<double> &dyT, std::vector<double> &dy0,
                      std::vector<double> &dx, std::vector<double> &grad, std::string &error);
