@@ -197,16 +197,33 @@ bool unroll::runModelDescent(const Model &m, const nlohmann::json &energy, const
 
 namespace {
 
-/// The entry points of the gradient, and the workspace per row (one token):
-/// k + 1 states, k tapes, one more state where the body takes the previous
-/// iterate (docs/abi.md).
-bool gradientEntries(const Model &m, const nlohmann::json &mv, int64_t k, void *&ft, void *&vt,
-                     int64_t &perRow, std::string &error) {
-  ft = entryOf(m, mv, "forward_tape", error);
-  vt = ft ? entryOf(m, mv, "vjp_tape", error) : nullptr;
+/// @M_forward_tape + @M_vjp_tape for k layers, the cotangent at the last
+/// one: dyT where given, else x_k − target (`y` then receives x_k). The
+/// workspace per row (one token): k + 1 states, k tapes, one more state
+/// where the body takes the previous iterate (docs/abi.md).
+bool lastLayerGradient(const Model &m, const nlohmann::json &energy, const DescentInputs &in,
+                       int64_t k, const std::vector<double> *dyT,
+                       const std::vector<double> *target, std::vector<double> *y,
+                       std::vector<double> &grad, std::string &error) {
+  const nlohmann::json &mv = energy[kOfModel];
+  if (!checkModelDescent(m, mv, in, k, error))
+    return false;
+  if ((int64_t)(dyT ? dyT : target)->size() != in.rows * in.cols || k < 1) {
+    error = std::string(dyT ? "the cotangent" : "the target") +
+            " must have the codes' size and iterations >= 1";
+    return false;
+  }
+  void *ft = entryOf(m, mv, "forward_tape", error);
+  void *vt = ft ? entryOf(m, mv, "vjp_tape", error) : nullptr;
+  if (!vt)
+    return false;
   int64_t state = mv["state"], tape = mv["tape"];
-  perRow = (k + 1) * state + k * tape + (mv.value("previous", false) ? state : 0);
-  return vt != nullptr;
+  int64_t perRow = (k + 1) * state + k * tape + (mv.value("previous", false) ? state : 0);
+  if (isF32(m))
+    gradient<float>(ft, vt, perRow, in, k, dyT, target, y, grad);
+  else
+    gradient<double>(ft, vt, perRow, in, k, dyT, target, y, grad);
+  return true;
 }
 
 } // namespace
@@ -215,21 +232,8 @@ bool unroll::modelDescentVJP(const Model &m, const nlohmann::json &energy, const
                              int64_t iterations, const std::vector<double> &dyT,
                              std::vector<double> &dy0, std::vector<double> &dx,
                              std::vector<double> &grad, std::string &error) {
-  const nlohmann::json &mv = energy[kOfModel];
-  if (!checkModelDescent(m, mv, in, iterations, error))
+  if (!lastLayerGradient(m, energy, in, iterations, &dyT, nullptr, nullptr, grad, error))
     return false;
-  if ((int64_t)dyT.size() != in.rows * in.cols || iterations < 1) {
-    error = "the cotangent must have the codes' size and iterations >= 1";
-    return false;
-  }
-  void *ft, *vt;
-  int64_t perRow;
-  if (!gradientEntries(m, mv, iterations, ft, vt, perRow, error))
-    return false;
-  if (isF32(m))
-    gradient<float>(ft, vt, perRow, in, iterations, &dyT, nullptr, nullptr, grad);
-  else
-    gradient<double>(ft, vt, perRow, in, iterations, &dyT, nullptr, nullptr, grad);
   // x_0 = 0 is no input, and the measurements are data: neither gets one.
   dy0.assign(in.y0.size(), 0.0);
   dx.assign(in.x.size(), 0.0);
@@ -240,21 +244,6 @@ bool unroll::modelDescentGrad(const Model &m, const nlohmann::json &energy,
                               const DescentInputs &in, int64_t iterations,
                               const std::vector<double> &target, EnergyTrace &out,
                               std::vector<double> &grad, std::string &error) {
-  const nlohmann::json &mv = energy[kOfModel];
-  if (!checkModelDescent(m, mv, in, iterations, error))
-    return false;
-  if ((int64_t)target.size() != in.rows * in.cols || iterations < 1) {
-    error = "the target must have the codes' size and iterations >= 1";
-    return false;
-  }
-  void *ft, *vt;
-  int64_t perRow;
-  if (!gradientEntries(m, mv, iterations, ft, vt, perRow, error))
-    return false;
   out.energies.clear();
-  if (isF32(m))
-    gradient<float>(ft, vt, perRow, in, iterations, nullptr, &target, &out.y, grad);
-  else
-    gradient<double>(ft, vt, perRow, in, iterations, nullptr, &target, &out.y, grad);
-  return true;
+  return lastLayerGradient(m, energy, in, iterations, nullptr, &target, &out.y, grad, error);
 }
