@@ -6,6 +6,14 @@
 //   unroll-opt lista_cpss.mlir --lower-to-cpu -o lista_cpss.lowered.mlir
 //   unroll-translate lista_cpss.lowered.mlir -o lista_cpss.so
 //   unroll-run lista_cpss.so --task sparse_coding --out out/lista_cpss
+//
+// @lista_cpss_model is the same unrolling as a model: a loop whose state is the
+// code x [B, 1, 500] (x_0 = 0) and whose input, the measurement b
+// [B, 1, 250], it reads as data; iteration k descends the energy with its
+// layer-k step. With encoding(dense) the predictions are the codes and the
+// loss is their mean squared error over the last `window` layers.
+// `--task sparse_coding` trains the model form (one forward and one backward
+// pass a step); `--energy lista_cpss` trains the energy form. They share checkpoints.
 unroll.energy @lista_cpss {
 ^bb0(%Y: tensor<?x500xf32>, %X: tensor<?x250xf32>):
   %A = unroll.param "A" fixed : tensor<250x500xf32>
@@ -21,4 +29,15 @@ unroll.energy @lista_cpss {
   %x = unroll.lista_step %Y, %X, %A, %W gamma %g theta %t layer %k support
          : tensor<?x500xf32>, tensor<?x250xf32>, tensor<250x500xf32>, tensor<16x250x500xf32>, tensor<16xf32>
   unroll.yield %x : tensor<?x500xf32>
+}
+
+unroll.model @lista_cpss_model encoding(dense) {
+^bb0(%B: tensor<?x?x250xf32>):
+  %X = unroll.loop %B iterations(16) window(16) injection(none)
+         : tensor<?x?x250xf32> -> tensor<?x?x500xf32> {
+  ^bb0(%x: tensor<?x?x500xf32>, %b: tensor<?x?x250xf32>, %k: index):
+    %next = unroll.descend @lista_cpss(%x, %b) iteration %k : tensor<?x?x500xf32>, tensor<?x?x250xf32>
+    unroll.yield %next : tensor<?x?x500xf32>
+  }
+  unroll.output %X : tensor<?x?x500xf32>
 }

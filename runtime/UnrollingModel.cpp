@@ -1,9 +1,10 @@
 //===- UnrollingModel.cpp - a learned unrolling written as a model -------===//
 //
 // A dense model whose loop reads its input as data and descends an energy
-// (examples/alista_model.mlir) is a learned unrolling. The optimization
-// tasks take it as the energy-shaped entry unrollingOfModel builds; the
-// descent, its gradient and Adam then run on the model's entry points:
+// (examples/alista.mlir's @alista_model) is a learned unrolling. The
+// optimization tasks take it as the energy-shaped entry unrollingOfModel
+// builds; the descent, its gradient and Adam then run on the model's entry
+// points:
 //
 //   the codes after k layers   @M_forward(Z = b [rows, 1, m], theta, k)
 //   E(x_0) … E(x_k)            @M_energy_trace, summed over the rows
@@ -146,7 +147,7 @@ bool unroll::unrollingOfModel(const nlohmann::json &model, nlohmann::json &out,
     why = "@M_forward_tape and @M_vjp_tape (a CPU library)";
   if (why) {
     error = "model '" + name + "' is not a learned unrolling: it needs " + why +
-            " (examples/alista_model.mlir is one)";
+            " (examples/alista.mlir's @alista_model is one)";
     return false;
   }
   // The energy's own entry (schedule, terms, name: a checkpoint names the

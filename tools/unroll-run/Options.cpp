@@ -344,9 +344,10 @@ FlagTable table(Options &o) {
          "  --seed's samples without training; with --predict, --input FILE ('b'\n"
          "  [B, m], the measurements) and --output FILE, it writes their codes after\n"
          "  the last layer ('x' [B, n]) and the dictionary they are codes for ('A').\n"
-         "  A learned unrolling written as a model (examples/alista_model.mlir: a loop\n"
-         "  that reads b as data, encoding(dense)) runs the same way on the model's\n"
-         "  entry points; its checkpoints are the energy form's.");
+         "  A learned unrolling written as a model too (the examples' @alista_model: a\n"
+         "  loop that reads b as data, encoding(dense)) runs the same way on the model's\n"
+         "  entry points, one forward and one backward pass a step; --energy NAME runs\n"
+         "  the energy form instead. The two forms share checkpoints.");
   t.option("--dict-seed", "S",
            "sparse coding: seed of the dictionary A (default 0);\n"
            "--seed draws the samples, so a trained unrolling is\n"

@@ -134,11 +134,16 @@ bool makeInputs(const Options &o, const nlohmann::json &e, EnergyInputs &in, int
 
 int unroll::runOptimization(const Options &o, const Model &m, const std::string &task) {
   std::string err;
-  // A learned unrolling written as a model (examples/alista_model.mlir) runs
-  // as the energy it descends, on the model's entry points.
+  // A learned unrolling written as a model (examples/alista.mlir's
+  // @alista_model) runs as the energy it descends, on the model's entry
+  // points; --energy NAME runs the energy form instead.
   nlohmann::json ofModel;
   const nlohmann::json *e = nullptr;
-  if (m.info().value(key::kKind, "") == "model" && task == "sparse_coding") {
+  if (!o.energy.empty() && !o.modelName.empty())
+    return die("--energy and --model both pick what --task " + task +
+               " runs: give one (--energy: the energy form of a learned unrolling, --model: "
+               "its model form)");
+  if (m.info().value(key::kKind, "") == "model" && task == "sparse_coding" && o.energy.empty()) {
     const nlohmann::json *mi = findModel(m, o.modelName, err);
     if (!mi || !unrollingOfModel(*mi, ofModel, err))
       return die(m.path() + ": " + err);

@@ -48,9 +48,10 @@ bool energyDescentVJP(const Model &m, const nlohmann::json &energy, const Descen
 const nlohmann::json *findEnergy(const Model &m, const std::string &name, std::string &error);
 
 /// A learned unrolling written as a model (encoding(dense), a loop that
-/// reads its input as data and descends an energy: examples/alista_model.mlir)
-/// as the energy-shaped entry the optimization tasks take: the energy's
-/// name, schedule and terms with the model's parameters and entry points.
+/// reads its input as data and descends an energy: examples/alista.mlir's
+/// @alista_model) as the energy-shaped entry the optimization tasks take:
+/// the energy's name, schedule and terms with the model's parameters and
+/// entry points.
 /// runEnergyDescent, energyDescentVJP and energyAdamStep on it run the
 /// model's @M_forward and @M_energy_trace, @M_forward_tape and @M_vjp_tape
 /// (the cotangent at the last layer), and @M_adam (runtime/UnrollingModel.cpp).

@@ -1,4 +1,4 @@
-"""ALISTA as an unroll.model (examples/alista_model.mlir) against ALISTA's
+"""ALISTA as an unroll.model (examples/alista.mlir's @alista_model) against ALISTA's
 layers written again here in NumPy, through the library's C entry points:
 
   forward   @M_forward's code after every layer vs the NumPy layers (f32)

@@ -85,8 +85,8 @@ def Unroll_LoopOp : Unroll_Op<"loop"> {
     A loop whose state has another type than its input (`: type(P) ->
     type(Y)`, with injection(none) and a body that takes P) starts from
     Y_0 = 0 and reads P as data: a learned unrolling's measurements, with
-    the codes as its state (examples/alista_model.mlir). The state and P
-    share the batch and token sizes.
+    the codes as its state (examples/alista.mlir's @alista_model). The
+    state and P share the batch and token sizes.
 
     `iterations` is the default b (the runtime may run
     more or fewer); the loss sees the last `window` = T iterates, the first
