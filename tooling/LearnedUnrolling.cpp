@@ -492,22 +492,35 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   // leaves them). The scale goes on the step, not the gradient: Adam's
   // m / √v does not see a gradient's scale, so a scaled gradient would move
   // every layer at the full rate. Validated at the stage's depth every
-  // evalEvery steps. It
-  // ends when the validation NMSE has not improved by 0.01 dB for
-  // `patience` evaluations, after its most steps, or when the run's --steps
-  // are spent, and keeps its best validated point.
+  // evalEvery steps. It ends when the validation NMSE has not improved by
+  // 0.01 dB for `patience` evaluations, after its most steps, or when the
+  // run's --steps are spent, and keeps its best validated point, which may
+  // be its start: a stage whose rate is too high for the unrolling (the
+  // fine-tune's for a LISTA-CP(SS)) leaves the parameters as it found them.
   const Fault fault = Fault::fromEnvironment();
   std::ofstream metrics; // the root's metrics.jsonl, when the run has --out
+  // The held-out NMSE of batch.theta at a depth, when known (depth >= 0):
+  // the next stage at that depth starts from it without measuring it again.
+  struct {
+    int64_t depth = -1;
+    double nmse = 0;
+  } start;
   auto runStage = [&](const Stage &st) -> bool {
     const std::vector<double> scale = scaleOf(st);
     AdamStep adam;
     adam.lr = st.lr;
     adam.step = 0;
     std::vector<double> mom, vel, before;
-    double best = 1e300, normSq = 0;
+    double best = start.nmse, normSq = 0;
+    if (start.depth != st.depth) {
+      val.theta = batch.theta;
+      if (!heldOut(st.depth, best))
+        return false;
+    }
+    const double startNmse = best;
     std::vector<double> bestTheta = batch.theta;
     int sinceBest = 0;
-    bool done = false; // no improvement for `patience` evaluations
+    bool done = false, improved = false; // done: no improvement for `patience` evaluations
     for (int64_t s = 0; s < st.maxSteps && step < o.steps; ++s, ++step) {
       if (fault.at("die", 0, step + 1))
         raise(SIGKILL); // the tests' crash mid-stage ($UNROLL_FAULT=die:0:STEP)
@@ -581,7 +594,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
                   st.name.c_str(), (long long)step + 1, st.lr, (long long)st.depth, nmse,
                   seconds(t0));
         if (nmse < best - 0.01)
-          best = nmse, sinceBest = 0, bestTheta = batch.theta;
+          best = nmse, sinceBest = 0, bestTheta = batch.theta, improved = true;
         else
           done = ++sinceBest >= o.patience;
       }
@@ -592,7 +605,14 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       }
     }
     metrics.flush();
+    if (!improved && w.root())
+      fprintf(stderr,
+              "  %-22s no evaluation improved on the stage's start (%.2f dB at layer %lld): "
+              "keeping it\n",
+              st.name.c_str(), startNmse, (long long)st.depth);
     batch.theta = bestTheta;
+    start.depth = st.depth;
+    start.nmse = best;
     return true;
   };
   // The trained parameters alone, for their checkpoint: the fixed ones (A,
