@@ -18,8 +18,11 @@
 #include "unroll/tooling/Tasks.h"
 
 #include "unroll/runtime/ModelInfo.h"
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <malloc.h>
 #include <new>
 #include <string>
 
@@ -34,6 +37,19 @@ extern "C" const char *unroll_gpu_device(void);
 static int runMain(int argc, char **argv);
 
 int main(int argc, char **argv) {
+  // A training step allocates parameter-sized vectors (conversions, slices,
+  // gradients) and frees them again, every step. glibc maps each one of
+  // more than its mmap threshold afresh and unmaps it on free, so every step
+  // faulted its pages in again: on a virtual machine that was most of a
+  // 2-million-parameter learned unrolling's step (bench/malloc-policy.sh).
+  // The heap serves them instead and keeps what is freed for the next step.
+  // (ASan's allocator ignores this; UNROLL_MALLOC=glibc keeps glibc's own
+  // policy, the benchmark's peer.)
+  const char *policy = getenv("UNROLL_MALLOC");
+  if (!policy || strcmp(policy, "glibc") != 0) {
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  }
   // Under mpirun or srun this process is one rank of a job (a no-op
   // otherwise); finish() ends it with the others, or ends the job when this
   // rank failed alone.
