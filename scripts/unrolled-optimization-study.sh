@@ -3,8 +3,9 @@
 #   sparse coding, m = 250, n = 500, 1000 validation samples: ISTA and FISTA
 #   (1000 iterations, both compiled schedules) and the 16-layer learned
 #   unrollings, trained stage-wise (--stage-steps per stage: STAGE_STEPS,
-#   "name=N ..."), noiseless and at SNR 40 dB (SNR_VARIANTS); modern Hopfield
-#   retrieval swept over beta.
+#   "name=N ...", and SNR_STAGE_STEPS at 40 dB), noiseless and at SNR 40 dB
+#   (SNR_VARIANTS); modern Hopfield retrieval swept over beta. Each training
+#   runs on one thread (UNROLL_THREADS=1).
 #   ONLY=sparse|hopfield runs one half; VARIANTS="alista ..." the learned
 #   unrollings to train; SNR_VARIANTS="alista ..." those also trained at 40 dB;
 #   E2E_VARIANTS those also trained end to end (E2E_STEPS steps, noiseless);
@@ -15,8 +16,9 @@ BUILD=${1:-build}
 OUT=${2:-docs/experiments/unrolled-optimization}
 ONLY=${ONLY:-all}
 VARIANTS=${VARIANTS:-alista tilista lista_cpss lista_cp lista}
-SNR_VARIANTS=${SNR_VARIANTS-alista}
-STAGE_STEPS=${STAGE_STEPS:-alista=300 tilista=300 lista_cpss=60 lista_cp=30 lista=10}
+SNR_VARIANTS=${SNR_VARIANTS-alista tilista lista_cpss lista_cp lista}
+STAGE_STEPS=${STAGE_STEPS:-alista=300 tilista=300 lista_cpss=200 lista_cp=100 lista=30}
+SNR_STAGE_STEPS=${SNR_STAGE_STEPS:-alista=300 tilista=300 lista_cpss=100 lista_cp=100 lista=30}
 # The learned unrollings are reported on more samples than ISTA and FISTA
 # (their NMSE near -60 dB is set by rare codes; the first 1000 are the same).
 LEARNED_SAMPLES=${LEARNED_SAMPLES:-10000}
@@ -30,8 +32,8 @@ compile() { # compile NAME SRC
   "$BIN"/unroll-opt "$2" --lower-to-cpu -o "$TMP/$1.mlir"
   "$BIN"/unroll-translate "$TMP/$1.mlir" -o "$TMP/$1.so"
 }
-stageSteps() { # stageSteps NAME
-  for kv in $STAGE_STEPS; do [ "${kv%%=*}" = "$1" ] && { echo "${kv#*=}"; return; }; done
+stageSteps() { # stageSteps NAME SPEC
+  for kv in $2; do [ "${kv%%=*}" = "$1" ] && { echo "${kv#*=}"; return; }; done
   echo 500
 }
 if [ "$ONLY" != hopfield ]; then
@@ -42,11 +44,12 @@ if [ "$ONLY" != hopfield ]; then
     mkdir -p "$dir"
     "$BIN"/unroll-run "$TMP/sparse_coding.so" --task sparse_coding "${flags[@]}" --out "$dir/ista" | tee "$dir/ista.txt"
     "$BIN"/unroll-run "$TMP/sparse_coding.so" --task sparse_coding --energy fista "${flags[@]}" --out "$dir/fista" | tee "$dir/fista.txt"
-    vs=$VARIANTS; [ $snr != none ] && vs=$SNR_VARIANTS
+    vs=$VARIANTS; steps=$STAGE_STEPS
+    [ $snr != none ] && { vs=$SNR_VARIANTS; steps=$SNR_STAGE_STEPS; }
     for v in $vs; do
       [ -f "$TMP/$v.so" ] || compile $v examples/$v.mlir
-      "$BIN"/unroll-run "$TMP/$v.so" --task sparse_coding "${flags[@]}" --stage-steps "$(stageSteps $v)" \
-        --samples "$LEARNED_SAMPLES" \
+      UNROLL_THREADS=1 "$BIN"/unroll-run "$TMP/$v.so" --task sparse_coding "${flags[@]}" \
+        --stage-steps "$(stageSteps $v "$steps")" --samples "$LEARNED_SAMPLES" \
         --log-every 100 --out "$dir/$v" 2>&1 | tee "$dir/$v.txt"
     done
     # End-to-end beside stage-wise, where the stages' budget is short.
