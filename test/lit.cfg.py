@@ -19,6 +19,7 @@ config.substitutions.append(("%unroll_scripts", os.path.join(config.unroll_src_r
 config.substitutions.append(("%unroll_src", config.unroll_src_root))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%unroll_lib", os.path.join(config.unroll_obj_root, "lib")))
+config.substitutions.append(("%unroll_bin", config.unroll_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CC"])
 llvm_config.use_default_substitutions()
