@@ -616,14 +616,17 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     return true;
   };
   // The trained parameters alone, for their checkpoint: the fixed ones (A,
-  // ALISTA's W) are the task's, drawn again from --dict-seed.
+  // ALISTA's W) are the task's, drawn again from --dict-seed (or read again
+  // from --dictionary: the checkpoint keeps its fingerprint).
   nlohmann::json trainedInfo = e;
   trainedInfo[key::kParams] = nlohmann::json::array();
   for (const auto &p : e[key::kParams])
     if (!p.value(key::kFixed, false) && p[key::kOffset].get<int64_t>() != aOff)
       trainedInfo[key::kParams].push_back(p);
+  const nlohmann::json dictionary = dictionaryIdentity(o, A);
   nlohmann::json problem{{"task", "sparse_coding"}, {"energy", e[key::kName]}, {"m", mm}, {"n", n},
-                         {"dict_seed", o.dictSeed}, {"lambda", lambda}};
+                         {"lambda", lambda}};
+  problem.update(dictionary);
   // What a resumed run must share with the run it continues: the problem,
   // and everything that decides the stages and their samples (--steps may
   // grow).
@@ -656,6 +659,8 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     config["stages_done"] = done;
     config["stages"] = stages.size();
     config["history"] = history;
+    if (!o.dictionary.empty())
+      config["dictionary_file"] = o.dictionary; // for messages; the fingerprint decides
     return saveCheckpoint(ckptDir, trainedInfo, state, config, error);
   };
   auto loadParams = [&](const std::string &stepDir) {
@@ -675,14 +680,14 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     std::string stepDir;
     if (!checkpointConfig(o.checkpoint, c, stepDir, error))
       return 2;
-    for (const char *k : {"energy", "m", "n", "dict_seed", "lambda"})
+    for (const char *k : {"energy", "m", "n", "lambda"})
       if (c.contains(k) && c[k] != problem[k]) {
         error = stepDir + "/state.json: trained with " + k + " = " + c[k].dump() +
-                ", this run has " + problem[k].dump() +
-                (std::string(k) == "dict_seed" ? " (pass --dict-seed " + c[k].dump() + ")"
-                                               : std::string());
+                ", this run has " + problem[k].dump();
         return 2;
       }
+    if (!sameDictionary(c, dictionary, stepDir + "/state.json", error))
+      return 2;
     if (!loadParams(stepDir))
       return 2;
     if (o.predict)
@@ -698,7 +703,11 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     // A checkpoint written before a setting existed trained as its absence
     // implies: the l2 loss, no fine-tune (whose rate then does not matter).
     const nlohmann::json implied = {{"loss", "l2"}, {"finetune_steps", 0}};
+    if (!sameDictionary(c, dictionary, "--resume: " + stepDir + "/state.json", error))
+      return 2;
     for (auto &[k, v] : training.items()) {
+      if (dictionary.contains(k))
+        continue; // compared above
       nlohmann::json had = c.contains(k) ? c[k] : implied.value(k, nlohmann::json());
       if (k == "finetune_lr" && !c.contains(k) && o.finetuneSteps == 0)
         continue;
@@ -784,7 +793,8 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       {"lr", o.lr},
       {"training", o.checkpoint.empty() ? nlohmann::json(o.training) : nlohmann::json(nullptr)},
       {"checkpoint", o.checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.checkpoint)},
-      {"dict_seed", o.dictSeed},
+      {"dict_seed", o.dictionary.empty() ? nlohmann::json(o.dictSeed) : nlohmann::json(nullptr)},
+      {"dictionary", o.dictionary.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.dictionary)},
       {"stage_steps", o.stageSteps},
       {"patience", o.patience},
       {"layer_decay", o.layerDecay},
@@ -821,9 +831,9 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     return 0;
   }
   printf("learned unrolling @%s: m = %lld, n = %lld, %lld layers, %lld trained parameters, "
-         "dictionary seed %llu, sample seed %llu\n",
+         "%s, sample seed %llu\n",
          e[key::kName].get<std::string>().c_str(), (long long)mm, (long long)n, (long long)layers,
-         (long long)numTrained, (unsigned long long)o.dictSeed, (unsigned long long)o.seed);
+         (long long)numTrained, dictionaryName(o).c_str(), (unsigned long long)o.seed);
   if (o.checkpoint.empty())
     printf("trained %s: %lld steps of batch %lld in %.1f s%s%s%s\n", o.training.c_str(),
            (long long)step, (long long)o.batch, trainSeconds,

@@ -8,8 +8,10 @@
 
 #include "unroll/runtime/ModelInfo.h"
 #include "unroll/tooling/Checkpoint.h"
+#include "unroll/tooling/Safetensors.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 namespace key = ::unroll::info;
@@ -55,6 +57,99 @@ double termValue(const nlohmann::json &e, const char *op, const char *key) {
     if (t.value("op", "") == op && t.contains(key))
       return t[key].get<double>();
   return 0;
+}
+
+bool problemDictionary(const OptimizationOptions &o, int64_t mm, int64_t n,
+                       std::vector<double> &A, std::string &error) {
+  if (o.dictionary.empty()) {
+    std::seed_seq dictSeq{uint32_t(o.dictSeed), uint32_t(o.dictSeed >> 32), 0xd1c7u};
+    std::mt19937_64 rng(dictSeq);
+    std::normal_distribution<double> N01(0.0, 1.0);
+    A.resize(mm * n);
+    for (double &v : A)
+      v = N01(rng) / std::sqrt((double)mm);
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t i = 0; i < mm; ++i)
+        s += A[i * n + j] * A[i * n + j];
+      for (int64_t i = 0; i < mm; ++i)
+        A[i * n + j] /= std::sqrt(s);
+    }
+    return true;
+  }
+  TensorMap t;
+  if (!readSafetensors(o.dictionary, t, error))
+    return false;
+  auto it = t.find("A");
+  std::string want = "[" + std::to_string(mm) + ", " + std::to_string(n) + "]";
+  if (it == t.end()) {
+    error = o.dictionary + ": has no tensor 'A' (the dictionary, " + want + ")";
+    return false;
+  }
+  const Tensor &a = it->second;
+  if (a.shape != std::vector<int64_t>{mm, n}) {
+    error = o.dictionary + ": tensor 'A' has shape " + nlohmann::json(a.shape).dump() +
+            ", the energy's dictionary is " + want + " (m measurements, n code entries)";
+    return false;
+  }
+  if (!checkFinite(a, o.dictionary + ": tensor 'A'", error))
+    return false;
+  for (int64_t j = 0; j < n; ++j) {
+    bool zero = true;
+    for (int64_t i = 0; i < mm && zero; ++i)
+      zero = a.data[i * n + j] == 0.0;
+    if (zero) {
+      error = o.dictionary + ": column " + std::to_string(j) +
+              " of tensor 'A' is zero (code entry " + std::to_string(j) +
+              " would not show in b = A x)";
+      return false;
+    }
+  }
+  A = a.data;
+  return true;
+}
+
+nlohmann::json dictionaryIdentity(const OptimizationOptions &o, const std::vector<double> &A) {
+  if (o.dictionary.empty())
+    return {{"dict_seed", o.dictSeed}};
+  // FNV-1a over the values' bytes: the same for an F32 and an F64 file of
+  // the same values.
+  uint64_t h = 1469598103934665603ull;
+  for (double v : A) {
+    unsigned char b[sizeof v];
+    std::memcpy(b, &v, sizeof v);
+    for (unsigned char c : b)
+      h = (h ^ c) * 1099511628211ull;
+  }
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  return {{"dictionary_fingerprint", hex}};
+}
+
+bool sameDictionary(const nlohmann::json &c, const nlohmann::json &identity,
+                    const std::string &where, std::string &error) {
+  bool cFile = c.contains("dictionary_fingerprint"), file = identity.contains("dictionary_fingerprint");
+  if (!cFile && !c.contains("dict_seed"))
+    return true; // a checkpoint from before either was recorded
+  std::string trained = cFile ? "the dictionary in " + c.value("dictionary_file", std::string("a file")) +
+                                    " (fingerprint " + c["dictionary_fingerprint"].get<std::string>() + ")"
+                              : "dictionary seed " + c["dict_seed"].dump();
+  if (cFile == file &&
+      (cFile ? c["dictionary_fingerprint"] == identity["dictionary_fingerprint"]
+             : c["dict_seed"] == identity["dict_seed"]))
+    return true;
+  error = where + ": trained on " + trained + ", this run has " +
+          (file ? "a dictionary file with fingerprint " +
+                      identity["dictionary_fingerprint"].get<std::string>()
+                : "dictionary seed " + identity["dict_seed"].dump()) +
+          (cFile ? " (pass --dictionary with the file it was trained on)"
+                 : " (pass --dict-seed " + c["dict_seed"].dump() + ")");
+  return false;
+}
+
+std::string dictionaryName(const OptimizationOptions &o) {
+  return o.dictionary.empty() ? "dictionary seed " + std::to_string(o.dictSeed)
+                              : "dictionary " + o.dictionary;
 }
 
 /// λ_max(AᵀA) by a long power method (independent of the compiled step's).

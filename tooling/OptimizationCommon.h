@@ -34,6 +34,20 @@ double termValue(const nlohmann::json &e, const char *op, const char *key);
 double lipschitz(const std::vector<double> &A, int64_t mm, int64_t n);
 /// ALISTA's W: argmin ‖WᵀA‖_F subject to diag(WᵀA) = 1, column by column.
 std::vector<double> analyticWeight(const std::vector<double> &A, int64_t mm, int64_t n);
+/// The problem's dictionary A [mm, n]: o.dictionary's tensor 'A' where given
+/// (as it is; its shape, finite values and nonzero columns checked), else
+/// A_ij ~ N(0, 1/m) with unit columns from --dict-seed's own stream.
+bool problemDictionary(const OptimizationOptions &o, int64_t mm, int64_t n,
+                       std::vector<double> &A, std::string &error);
+/// Which dictionary a run has, as its checkpoint records it: {"dict_seed": S},
+/// or for a file {"dictionary_fingerprint": a hash of A's values as f64}.
+nlohmann::json dictionaryIdentity(const OptimizationOptions &o, const std::vector<double> &A);
+/// Whether a checkpoint's config `c` (`where`: its state.json) was trained on
+/// the dictionary `identity` names; else an error that says what to pass.
+bool sameDictionary(const nlohmann::json &c, const nlohmann::json &identity,
+                    const std::string &where, std::string &error);
+/// For reports: "dictionary seed S" or "dictionary FILE".
+std::string dictionaryName(const OptimizationOptions &o);
 /// Draws `count` samples of the problem: x* (Bernoulli(0.1) × N(0, 1)) and
 /// b = A x*, plus Gaussian noise at `snrDb` dB when snrDb >= 0.
 void drawSamples(std::mt19937_64 &rng, const std::vector<double> &A, int64_t mm, int64_t n,

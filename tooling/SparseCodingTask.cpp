@@ -67,22 +67,13 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
   int64_t aOff = 0;
   if (!paramOffset(e, "lsq", "dict", aOff, error))
     return 2;
-  // A_ij ~ N(0, 1/m), columns scaled to unit norm, from the dictionary's own
-  // stream (--dict-seed); then the validation set from --seed's (the same
-  // for every energy of these sizes and seeds).
-  std::seed_seq dictSeq{uint32_t(o.dictSeed), uint32_t(o.dictSeed >> 32), 0xd1c7u};
-  std::mt19937_64 dictRng(dictSeq), rng(o.seed);
-  std::normal_distribution<double> N01(0.0, 1.0);
-  std::vector<double> A(mm * n);
-  for (double &v : A)
-    v = N01(dictRng) / std::sqrt((double)mm);
-  for (int64_t j = 0; j < n; ++j) {
-    double s = 0;
-    for (int64_t i = 0; i < mm; ++i)
-      s += A[i * n + j] * A[i * n + j];
-    for (int64_t i = 0; i < mm; ++i)
-      A[i * n + j] /= std::sqrt(s);
-  }
+  // The dictionary (--dictionary's, or drawn from --dict-seed's stream),
+  // then the validation set from --seed's (the same for every energy of
+  // these sizes and seeds).
+  std::vector<double> A;
+  if (!problemDictionary(o, mm, n, A, error))
+    return 2;
+  std::mt19937_64 rng(o.seed);
   std::vector<double> xs, b;
   drawSamples(rng, A, mm, n, samples, o.snrDb, xs, b);
   double xsNorm = 0;
@@ -199,6 +190,8 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
                    {"snr_db", o.snrDb >= 0 ? nlohmann::json(o.snrDb) : nlohmann::json(nullptr)},
                    {"iterations", ks},
                    {"seed", o.seed},
+                   {"dict_seed", o.dictionary.empty() ? nlohmann::json(o.dictSeed) : nlohmann::json(nullptr)},
+                   {"dictionary", o.dictionary.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.dictionary)},
                    {"lipschitz", L},
                    {"nmse_db", nmse},
                    {"energy", energy},
@@ -231,11 +224,12 @@ int unroll::sparseCodingStudy(const Model &m, const nlohmann::json &e, const Opt
     printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  printf("sparse coding @%s (%s): m = %lld, n = %lld, lambda = %g, %lld samples, %s, seed %llu\n",
+  printf("sparse coding @%s (%s): m = %lld, n = %lld, lambda = %g, %lld samples, %s, seed %llu%s\n",
          e[key::kName].get<std::string>().c_str(), upper.c_str(), (long long)mm, (long long)n,
          lambda, (long long)samples,
          o.snrDb >= 0 ? ("SNR " + std::to_string((int)o.snrDb) + " dB").c_str() : "noiseless",
-         (unsigned long long)o.seed);
+         (unsigned long long)o.seed,
+         o.dictionary.empty() ? "" : (", " + dictionaryName(o)).c_str());
   printf("%10s  %10s  %16s\n", "iteration", "NMSE dB", "energy");
   auto rows = tableRows(iters);
   for (size_t i = 0; i < ks.size(); ++i)

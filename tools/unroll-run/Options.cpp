@@ -353,6 +353,12 @@ FlagTable table(Options &o) {
            "--seed draws the samples, so a trained unrolling is\n"
            "checked on fresh samples of the same problem",
            count("--dict-seed", "dict_seed", 0));
+  t.option("--dictionary", "FILE",
+           "sparse coding: the dictionary A from FILE ('A' [m, n]\n"
+           "in a .safetensors, F32 or F64, used as it is) instead\n"
+           "of --dict-seed's; a checkpoint remembers its values,\n"
+           "so evaluating it needs the same file",
+           key("dictionary"));
   t.option("--training", "stagewise|end-to-end",
            "stagewise (default, as the LISTA/ALISTA reference\n"
            "code): layer t's new parameters at lr with the loss\n"

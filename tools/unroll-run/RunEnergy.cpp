@@ -168,7 +168,7 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
       {"seed", "count"},        {"dict_seed", "count"},   {"lr", "number"},
       {"log_every", "integer"}, {"training", "string"},   {"stage_steps", "integer"},
       {"patience", "integer"},  {"layer_decay", "number"},  {"loss", "string"},
-      {"finetune_steps", "count"}, {"finetune_lr", "number"}};
+      {"finetune_steps", "count"}, {"finetune_lr", "number"}, {"dictionary", "string"}};
   auto check = [&](const nlohmann::json &j, const std::string &file) -> std::string {
     for (auto &[k, v] : j.items()) {
       std::string flag = "--" + k;
@@ -214,6 +214,12 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
   opt.out = settings.value("out", "out/" + task);
   opt.seed = settings.value("seed", opt.seed);
   opt.dictSeed = settings.value("dict_seed", opt.dictSeed);
+  opt.dictionary = settings.value("dictionary", opt.dictionary);
+  if (!opt.dictionary.empty() && settings.contains("dict_seed"))
+    return die("--dictionary reads the dictionary from " + opt.dictionary +
+               "; --dict-seed draws one: pass one of them");
+  if (!opt.dictionary.empty() && task == "hopfield")
+    return die("--dictionary does not apply to --task hopfield (it stores random patterns)");
   opt.checkpoint = o.checkpoint;
   opt.resume = o.resume;
   opt.predict = o.predict;

@@ -1,10 +1,13 @@
 """unroll-run --task sparse_coding --predict against NumPy.
 
   predict-codes.py gen OUT B m SEED        measurements 'b' [B, m] ~ N(0, 1)
-  predict-codes.py check CKPT IN OUT       OUT's codes 'x' are LISTA-CP's layers
+  predict-codes.py check CKPT IN OUT [DICT]
+                                           OUT's codes 'x' are LISTA-CP's layers
                                            x' = soft(x + γ_k W_kᵀ(b − A x), θ_k)
                                            from x = 0 with the checkpoint's f64
                                            parameters and OUT's dictionary 'A'
+                                           (with DICT: DICT's 'A', which OUT's
+                                           must equal)
 """
 import os
 import sys
@@ -27,6 +30,11 @@ W, gamma, theta = p["master.W"], p["master.gamma"], p["master.theta"]
 b = read(inp)["b"]
 o = read(out)
 A, x = o["A"], o["x"]
+if len(sys.argv) > 5:
+    given = read(sys.argv[5])["A"]
+    if given.shape != A.shape or np.any(given != A):
+        sys.exit(f"{out}: its dictionary 'A' is not {sys.argv[5]}'s")
+    A = given
 ref = np.zeros((b.shape[0], A.shape[1]))
 for k in range(len(gamma)):
     v = ref + gamma[k] * (b - ref @ A.T) @ W[k]

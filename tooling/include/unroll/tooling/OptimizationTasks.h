@@ -19,6 +19,7 @@ namespace unroll {
 struct OptimizationOptions {
   uint64_t seed = 0;            // validation samples, training batches, initialization
   uint64_t dictSeed = 0;        // sparse coding: the dictionary A (the problem itself)
+  std::string dictionary;       // sparse coding: A from this file ('A' [m, n]) instead
   std::string checkpoint;       // sparse coding: evaluate these trained parameters
   bool resume = false;          // sparse coding: go on from out/checkpoint
   bool predict = false;         // sparse coding, with checkpoint: codes for `input`
