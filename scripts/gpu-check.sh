@@ -14,10 +14,15 @@
 # TRAIN_LIMIT (the short training run, 150), PEER_LIMIT (each PyTorch peer,
 # 120), DEADLINE (after this many seconds the remaining stages are skipped
 # and logged as such, 900). A check that hangs is killed and FAILs with 124.
-# PEERS: which PyTorch peers to run, "0 1" (eager, torch.compile).
+# PEERS: which PyTorch peers to run, as COMPILE:PRECISION (torch-bench.py's
+# arguments), default "0:fp32 1:fp32 max-autotune:tf32 max-autotune:bf16":
+# eager and torch.compile in FP32, torch.compile(mode="max-autotune") with
+# TF32 matmuls and under bf16 autocast. AUTOTUNE_LIMIT (each max-autotune
+# peer, whose compilation times kernels: 200).
 set -uo pipefail
 CHECK_LIMIT=${CHECK_LIMIT:-120}; TRAIN_LIMIT=${TRAIN_LIMIT:-150}
 PEER_LIMIT=${PEER_LIMIT:-120}; DEADLINE=${DEADLINE:-900}
+AUTOTUNE_LIMIT=${AUTOTUNE_LIMIT:-200}
 late() { # late STAGE: true (and logged) once DEADLINE has passed
   [ "$SECONDS" -lt "$DEADLINE" ] && return 1
   log "skipped: $1 (DEADLINE=$DEADLINE s passed)"
@@ -134,11 +139,21 @@ row "unroll GPU (FP32, no CUDA graph)" "$LIB/looped_gpt2.gpu.so" --points 41 --r
 row "unroll CPU ($(nproc) threads)" "$LIB/looped_gpt2.cpu.so" --points 41 --repeats 3 --threads "$(nproc)"
 PY=$(command -v python3 || true)
 if [ -n "$PY" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  for compiled in ${PEERS:-0 1}; do
-    late "PyTorch (compile=$compiled)" && continue
-    t=$(cd "$B/bench" && timeout "$PEER_LIMIT" "$PY" torch-bench.py 20 256 8 1 203 20 15 41 64 "$REPEATS" 1 cuda $compiled 2>>"$R/summary.txt") \
-      && rows+=("{\"name\": \"PyTorch $( [ $compiled = 1 ] && echo torch.compile || echo eager )\", \"r\": $t}") \
-      || log "PyTorch (compile=$compiled) failed; see summary"
+  for peer in ${PEERS:-0:fp32 1:fp32 max-autotune:tf32 max-autotune:bf16}; do
+    compiled=${peer%%:*}; precision=fp32
+    [ "$peer" != "$compiled" ] && precision=${peer#*:}
+    case $compiled in
+      0) name="PyTorch eager" limit=$PEER_LIMIT ;;
+      1) name="PyTorch torch.compile" limit=$PEER_LIMIT ;;
+      *) name="PyTorch torch.compile $compiled" limit=$AUTOTUNE_LIMIT ;;
+    esac
+    case $precision in
+      fp32) name="$name (FP32)" ;; tf32) name="$name (TF32)" ;; bf16) name="$name (bf16 autocast)" ;;
+    esac
+    late "$name" && continue
+    t=$(cd "$B/bench" && timeout "$limit" "$PY" torch-bench.py 20 256 8 1 203 20 15 41 64 "$REPEATS" 1 cuda "$compiled" "$precision" 2>>"$R/summary.txt") \
+      && rows+=("{\"name\": \"$name\", \"r\": $t}") \
+      || log "$name failed (status $?); see summary"
   done
 else
   log "no python3 with CUDA-enabled torch here: PyTorch peer skipped"
