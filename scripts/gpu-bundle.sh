@@ -28,7 +28,7 @@ done
 if [ -f "$BUILD/lib/libunroll_mpi.so" ]; then
   cp "$BUILD/lib/libunroll_mpi.so" "$OUT/lib/"
 fi
-cp "$SRC/scripts/gpu-check.sh" "$OUT/"
+cp "$SRC/scripts/gpu-check.sh" "$SRC/scripts/compare-loss-curves.sh" "$OUT/"
 cp "$SRC/bench/torch-bench.py" "$SRC/bench/p2_torch.py" "$OUT/bench/"
 # python/unroll and its GPU-vs-CPU check (run only where python3 has torch).
 rm -rf "$OUT/python" && mkdir -p "$OUT/python" && cp -r "$SRC/python/unroll" "$OUT/python/"
@@ -51,6 +51,8 @@ for m in looped_gpt2 looped_gpt2_small; do
 done
 # The paper config with its matrix products on TF32 tensor cores.
 build looped_gpt2_tf32 "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA precision=tf32"
+# ... and on bf16 ones (operands rounded to bf16, f32 accumulation).
+build looped_gpt2_bf16 "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA precision=bf16"
 # ... and with the MLP's GELU in cuBLASLt's GELU_AUX_BIAS epilogue (opt-in
 # until this check shows cuBLASLt's GELU is the model's tanh GELU).
 build looped_gpt2_gelu "$SRC/examples/looped_gpt2.mlir" gpu "=cuda-path=$CUDA gelu-epilogue=1"

@@ -54,6 +54,7 @@ check() { # check NAME COMMAND... : runs it, records the last lines and PASS/FAI
 log "tests"
 check paper-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41
 check paper-tf32-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_tf32.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41 --tol 3e-3
+check paper-bf16-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_bf16.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41 --tol 2e-2
 check paper-gelu-epilogue-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_gelu.gpu.so" "$LIB/looped_gpt2.cpu.so" --batch 8 --points 41
 check small-vs-cpu "$BIN/unroll-model-check" --against "$LIB/looped_gpt2_small.gpu.so" "$LIB/looped_gpt2_small.cpu.so" --batch 16 --points 11
 check paper-vs-reference "$BIN/unroll-model-check" --forward "$LIB/looped_gpt2.gpu.so" --batch 4 --points 41 --perturb 0
@@ -88,6 +89,10 @@ check fixed-point-f64 "$BIN/unroll-fixed-point-check" "$LIB/contractive_block.gp
 check train-100-gpu "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-gpu"
 check train-100-cpu "$BIN/unroll-run" "$LIB/looped_gpt2.cpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-cpu"
 check train-100-match "$BIN/unroll-model-check" --compare-checkpoints "$R/train-gpu/checkpoint" "$R/train-cpu/checkpoint"
+# bf16 matrix products: the loss curve of 100 steps tracks the FP32 CPU one.
+rm -rf "$R/train-bf16"
+check train-100-bf16-gpu "$BIN/unroll-run" "$LIB/looped_gpt2_bf16.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --out "$R/train-bf16"
+check train-100-bf16-curve "$B/compare-loss-curves.sh" "$R/train-bf16/metrics.jsonl" "$R/train-cpu/metrics.jsonl" 1e-2
 # CUDA graph replay must be bit-identical to running every call directly.
 rm -rf "$R/train-gpu-nograph"
 check train-100-gpu-nograph "$BIN/unroll-run" "$LIB/looped_gpt2.gpu.so" --steps 100 --batch 8 --adam-eps 1e-3 --eval-prompts 0 --log-every 25 --gpu-graphs off --out "$R/train-gpu-nograph"
@@ -134,6 +139,7 @@ row() { # row NAME UNROLL-BENCH-ARGS...: one benchmark row, unless late or faili
 }
 row "unroll GPU (FP32)" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS"
 row "unroll GPU (TF32)" "$LIB/looped_gpt2_tf32.gpu.so" --points 41 --repeats "$REPEATS"
+row "unroll GPU (bf16 GEMMs)" "$LIB/looped_gpt2_bf16.gpu.so" --points 41 --repeats "$REPEATS"
 row "unroll GPU (FP32, GELU epilogue)" "$LIB/looped_gpt2_gelu.gpu.so" --points 41 --repeats "$REPEATS"
 row "unroll GPU (FP32, no CUDA graph)" "$LIB/looped_gpt2.gpu.so" --points 41 --repeats "$REPEATS" --gpu-graphs off
 row "unroll CPU ($(nproc) threads)" "$LIB/looped_gpt2.cpu.so" --points 41 --repeats 3 --threads "$(nproc)"

@@ -6,7 +6,8 @@
 // strides, transposes and accumulation that the cuBLASLt path in
 // runtime/gpu/Blas.cpp receives). With UNROLL_GEMM_TF32 the f32 operands are
 // rounded to TF32 first (10-bit mantissa, to nearest, ties away from zero:
-// cvt.rna.tf32.f32), as tensor cores do.
+// cvt.rna.tf32.f32), as tensor cores do; with UNROLL_GEMM_BF16 to bf16
+// (8-bit mantissa, to nearest even: cvt.rn.bf16.f32).
 //
 //===----------------------------------------------------------------------===//
 #include "unroll/runtime/GpuKernels.h"
@@ -21,6 +22,15 @@ float toTF32(float x) {
   std::memcpy(&bits, &x, 4);
   if ((bits & 0x7f800000u) != 0x7f800000u) // finite: round the low 13 bits away
     bits = (bits + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+float toBF16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) // finite: the low 16 bits, to nearest even
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
   std::memcpy(&x, &bits, 4);
   return x;
 }
@@ -43,7 +53,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
           int64_t sBk, int64_t sBn, T *C, int64_t sCm, int64_t sCn, int64_t accumulate,
           int64_t flags, const T *bias, T *D) {
   bool tf32 = sizeof(T) == 4 && (flags & UNROLL_GEMM_TF32);
-  auto in = [&](T v) { return tf32 ? T(toTF32(float(v))) : v; };
+  bool bf16 = sizeof(T) == 4 && (flags & UNROLL_GEMM_BF16);
+  auto in = [&](T v) { return tf32 ? T(toTF32(float(v))) : bf16 ? T(toBF16(float(v))) : v; };
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       T acc = 0;

@@ -51,7 +51,8 @@ struct Heuristic {
   int reserved[4];
 };
 constexpr int CUDA_R_32F = 0, CUDA_R_64F = 1;
-constexpr int COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, COMPUTE_64F = 70;
+constexpr int COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77, COMPUTE_32F_FAST_16BF = 75,
+              COMPUTE_64F = 70;
 constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POINTER = 8,
               DESC_EPILOGUE_AUX_POINTER = 11, DESC_EPILOGUE_AUX_LD = 12;
 constexpr int32_t EPILOGUE_BIAS = 4, EPILOGUE_GELU_AUX = 160, EPILOGUE_GELU_AUX_BIAS = 164,
@@ -185,6 +186,7 @@ const Prepared &prepare(bool f32, int64_t flags, const GemmPlan &p, const void *
   int type = f32 ? CUDA_R_32F : CUDA_R_64F;
   int compute = !f32                         ? COMPUTE_64F
                 : (flags & UNROLL_GEMM_TF32) ? COMPUTE_32F_FAST_TF32
+                : (flags & UNROLL_GEMM_BF16) ? COMPUTE_32F_FAST_16BF
                                              : COMPUTE_32F;
   Prepared r;
   if (Status s = gLt.descCreate(&r.desc, compute, type))
@@ -292,7 +294,10 @@ void gemm(int64_t M, int64_t N, int64_t K, const T *A, int64_t sAm, int64_t sAk,
   if (token >= 0) {
     char name[96];
     snprintf(name, sizeof name, "cublasLt %s %lldx%lldx%lld%s%s", sizeof(T) == 4 ? "f32" : "f64",
-             (long long)M, (long long)N, (long long)K, (flags & UNROLL_GEMM_TF32) ? " tf32" : "",
+             (long long)M, (long long)N, (long long)K,
+             (flags & UNROLL_GEMM_TF32)   ? " tf32"
+             : (flags & UNROLL_GEMM_BF16) ? " bf16"
+                                          : "",
              (flags & UNROLL_GEMM_GELU_AUX) ? " gelu"
              : (flags & UNROLL_GEMM_DGELU)  ? " dgelu"
                                             : "");

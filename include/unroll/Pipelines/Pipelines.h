@@ -69,8 +69,10 @@ struct LowerToGPUOptions : public FrontEndOptions<LowerToGPUOptions> {
                             llvm::cl::init(256)};
   Option<std::string> precision{
       *this, "precision",
-      llvm::cl::desc("Matrix products (cuBLASLt): f32 (FP32 compute, as PyTorch with TF32 off) "
-                     "or tf32 (TF32 tensor cores, f32 accumulation)"),
+      llvm::cl::desc("Matrix products (cuBLASLt): f32 (FP32 compute, as PyTorch with TF32 off), "
+                     "tf32 (TF32 tensor cores, f32 accumulation) or bf16 (operands rounded to "
+                     "bf16 on tensor cores, f32 accumulation; activations, weights and Adam "
+                     "stay f32)"),
       llvm::cl::init("f32")};
   Option<bool> geluEpilogue{
       *this, "gelu-epilogue",

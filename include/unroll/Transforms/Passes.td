@@ -434,14 +434,16 @@ def UnrollGPUGemm : Pass<"unroll-gpu-gemm", "ModuleOp"> {
     dimensions collapse into one, so a weight gradient is one GEMM with
     K = batch x tokens). A zero fill right before is dropped (the call
     overwrites). `precision=tf32` computes the f32 products on TF32 tensor
-    cores. With `gelu-epilogue`, a GELU (marked unroll.gelu) of a
+    cores, `precision=bf16` on bf16 ones (operands rounded to bf16, f32
+    accumulation; activations and weights stay f32). With `gelu-epilogue`, a GELU (marked unroll.gelu) of a
     row-major, overwritten C right after the contraction moves into the
     call: cuBLASLt's GELU_AUX(_BIAS) epilogue writes GELU(C) to the GELU's
     output and keeps the pre-activation in C.
   }];
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
-           "f32 (FP32 compute, the default) or tf32 (TF32 tensor cores, f32 accumulation)">,
+           "f32 (FP32 compute, the default), tf32 (TF32 tensor cores, f32 accumulation) "
+           "or bf16 (bf16 operands on tensor cores, f32 accumulation)">,
     Option<"geluEpilogue", "gelu-epilogue", "bool", /*default=*/"false",
            "Fold GELU into the preceding GEMM's epilogue (cuBLASLt GELU_AUX)">
   ];

@@ -25,8 +25,8 @@ struct Gemm : public mlir::unroll::impl::UnrollGPUGemmBase<Gemm> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (precision != "f32" && precision != "tf32") {
-      getOperation().emitError() << "unroll-gpu-gemm: precision must be f32 or tf32, got '"
+    if (precision != "f32" && precision != "tf32" && precision != "bf16") {
+      getOperation().emitError() << "unroll-gpu-gemm: precision must be f32, tf32 or bf16, got '"
                                  << precision << "'";
       return signalPassFailure();
     }
@@ -34,7 +34,9 @@ struct Gemm : public mlir::unroll::impl::UnrollGPUGemmBase<Gemm> {
     mlir::unroll::ContractionCall call;
     call.name = [](bool f32) { return std::string(::unroll::abi::gpuGemmName(f32)); };
     call.numArgs = ::unroll::abi::kGpuGemmArgs;
-    call.extraArgs = {precision == "tf32" ? UNROLL_GEMM_TF32 : 0};
+    call.extraArgs = {precision == "tf32"   ? UNROLL_GEMM_TF32
+                      : precision == "bf16" ? UNROLL_GEMM_BF16
+                                            : 0};
     // Batched products (attention's per-(batch, head) matrices) stay
     // kernels: one library call per batch index would cost more launches
     // than the products do.

@@ -2,7 +2,8 @@
  *
  * One set of flags for the GPU GEMM (unroll_gpu_gemm_*, GpuKernels.h:
  * cuBLASLt's compute types and epilogues) and the CPU one (unroll_gemm_ex_*,
- * CpuKernels.h: the same epilogues on the output tile; TF32 is ignored).
+ * CpuKernels.h: the same epilogues on the output tile; TF32 and BF16 are
+ * ignored).
  *
  *===----------------------------------------------------------------------===*/
 #ifndef UNROLL_RUNTIME_GEMMFLAGS_H
@@ -33,5 +34,9 @@
  * while the call packs dY instead of in a pass of its own. Not with
  * GELU_AUX, DGELU or ADD_D. CPU only. */
 #define UNROLL_GEMM_ROWSUM_A 32
+/* Compute in bf16 (f32 operands rounded to an 8-bit mantissa, to nearest
+ * even, f32 accumulation; cuBLASLt's CUBLAS_COMPUTE_32F_FAST_16BF). Not with
+ * TF32. */
+#define UNROLL_GEMM_BF16 64
 
 #endif /* UNROLL_RUNTIME_GEMMFLAGS_H */
