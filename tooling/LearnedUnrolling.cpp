@@ -398,14 +398,17 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     }
     return true;
   };
-  // The stages choose their best point on samples of their own (1000, from
-  // a stream of their own), so that the reported NMSE is not the one the
-  // choice was made on.
+  // The stages choose their best point on samples of their own (--held-out,
+  // from a stream of their own), so that the reported NMSE is not the one
+  // the choice was made on.
   DescentInputs held = val;
   std::vector<double> heldXs;
-  {
+  if (o.checkpoint.empty()) {
+    if (!checkMemory(8.0 * o.heldOut * (n + mm) * 2,
+                     std::to_string(o.heldOut) + " held-out samples", "--held-out", error))
+      return 2;
     std::mt19937_64 heldRng(o.seed + 2);
-    held.rows = held.xRows = 1000;
+    held.rows = held.xRows = o.heldOut;
     drawSamples(heldRng, A, mm, n, held.rows, o.snrDb, heldXs, held.x);
   }
   auto heldOut = [&](int64_t k, double &nmse) {
@@ -643,6 +646,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
   training["seed"] = o.seed;
   training["log_every"] = o.evalEvery;
   training["snr_db"] = o.snrDb;
+  training["held_out"] = o.heldOut;
   const std::string ckptDir = o.out + "/checkpoint";
   // Each stage ends with a checkpoint (the theta it kept, the sample
   // stream's state, the stages done): --resume goes on from the stage after
@@ -702,7 +706,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
     }
     // A checkpoint written before a setting existed trained as its absence
     // implies: the l2 loss, no fine-tune (whose rate then does not matter).
-    const nlohmann::json implied = {{"loss", "l2"}, {"finetune_steps", 0}};
+    const nlohmann::json implied = {{"loss", "l2"}, {"finetune_steps", 0}, {"held_out", 1000}};
     if (!sameDictionary(c, dictionary, "--resume: " + stepDir + "/state.json", error))
       return 2;
     for (auto &[k, v] : training.items()) {
@@ -797,6 +801,7 @@ int unroll::opt::learnedStudy(const Model &m, const nlohmann::json &e, const Opt
       {"dictionary", o.dictionary.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.dictionary)},
       {"stage_steps", o.stageSteps},
       {"patience", o.patience},
+      {"held_out", o.checkpoint.empty() ? nlohmann::json(o.heldOut) : nlohmann::json(nullptr)},
       {"layer_decay", o.layerDecay},
       {"loss", o.loss},
       {"finetune_steps", o.finetuneSteps},

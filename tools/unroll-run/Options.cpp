@@ -371,6 +371,11 @@ FlagTable table(Options &o) {
            });
   t.option("--stage-steps", "N", "the most steps of one stage (default 2000)",
            count("--stage-steps", "stage_steps", 1));
+  t.option("--held-out", "N",
+           "the samples on which each stage chooses its best point\n"
+           "(default 1000; drawn apart from the validation ones);\n"
+           "each evaluation descends all N",
+           count("--held-out", "held_out", 1));
   t.option("--patience", "N",
            "a stage ends after N validations without a 0.01 dB\n"
            "improvement (default 5)",

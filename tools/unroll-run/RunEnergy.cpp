@@ -168,7 +168,8 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
       {"seed", "count"},        {"dict_seed", "count"},   {"lr", "number"},
       {"log_every", "integer"}, {"training", "string"},   {"stage_steps", "integer"},
       {"patience", "integer"},  {"layer_decay", "number"},  {"loss", "string"},
-      {"finetune_steps", "count"}, {"finetune_lr", "number"}, {"dictionary", "string"}};
+      {"finetune_steps", "count"}, {"finetune_lr", "number"}, {"dictionary", "string"},
+      {"held_out", "integer"}};
   auto check = [&](const nlohmann::json &j, const std::string &file) -> std::string {
     for (auto &[k, v] : j.items()) {
       std::string flag = "--" + k;
@@ -249,6 +250,7 @@ int unroll::runOptimization(const Options &o, const Model &m, const std::string 
     opt.finetuneSteps = 0;
   }
   opt.patience = settings.value("patience", opt.patience);
+  opt.heldOut = settings.value("held_out", opt.heldOut);
   opt.evalEvery = settings.value("log_every", opt.evalEvery);
   int rc = task == "hopfield" ? hopfieldStudy(m, *e, opt, err) : sparseCodingStudy(m, *e, opt, err);
   if (rc != 0) {

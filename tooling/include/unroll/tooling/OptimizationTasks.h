@@ -48,6 +48,9 @@ struct OptimizationOptions {
   std::string training = "stagewise", loss = "log";
   int64_t steps = INT64_MAX, stageSteps = 2000, batch = 64, evalEvery = 100, patience = 5;
   int64_t finetuneSteps = 1500;
+  // The held-out samples on which each stage chooses its best point (a
+  // stream of their own, apart from the reported validation samples).
+  int64_t heldOut = 1000;
   double lr = 5e-4, layerDecay = 1.0, finetuneLr = 2e-3;
   bool json = false; // print the JSON report instead of the table
 };
