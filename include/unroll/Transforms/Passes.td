@@ -435,9 +435,9 @@ def UnrollGPUGemm : Pass<"unroll-gpu-gemm", "ModuleOp"> {
     K = batch x tokens). A zero fill right before is dropped (the call
     overwrites). `precision=tf32` computes the f32 products on TF32 tensor
     cores, `precision=bf16` on bf16 ones (operands rounded to bf16, f32
-    accumulation; activations and weights stay f32). With `gelu-epilogue`, a GELU (marked unroll.gelu) of a
-    row-major, overwritten C right after the contraction moves into the
-    call: cuBLASLt's GELU_AUX(_BIAS) epilogue writes GELU(C) to the GELU's
+    accumulation; activations and weights stay f32). With `gelu-epilogue`,
+    a GELU (marked unroll.gelu) of a row-major, overwritten C right after
+    the contraction moves into the call: cuBLASLt's GELU_AUX(_BIAS) epilogue writes GELU(C) to the GELU's
     output and keeps the pre-activation in C.
   }];
   let options = [
